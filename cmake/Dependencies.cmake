@@ -1,0 +1,39 @@
+# Locates the system packages attnlab builds against. Each missing one stops configuration
+# with the Debian package that provides it (`make -f Makefile.scripts deps` installs them all).
+# Also used by the installed attnlabConfig.cmake, so consumers get the same imported targets.
+
+# OpenBLAS, the OpenMP build: the library's own loops use OpenMP too, so BLAS and our loops
+# share one thread pool and never oversubscribe the cores (see docs/ARCHITECTURE.md).
+find_path(ATTN_CBLAS_INCLUDE_DIR cblas.h
+  PATHS /usr/include/x86_64-linux-gnu/openblas-openmp /usr/include/aarch64-linux-gnu/openblas-openmp
+  NO_DEFAULT_PATH)
+find_library(ATTN_OPENBLAS_LIBRARY openblas
+  PATHS /usr/lib/x86_64-linux-gnu/openblas-openmp /usr/lib/aarch64-linux-gnu/openblas-openmp
+  NO_DEFAULT_PATH)
+if(NOT ATTN_CBLAS_INCLUDE_DIR OR NOT ATTN_OPENBLAS_LIBRARY)
+  message(FATAL_ERROR "OpenBLAS (OpenMP build) not found: install the Debian package libopenblas-openmp-dev")
+endif()
+if(NOT TARGET attnlab_openblas)
+  add_library(attnlab_openblas UNKNOWN IMPORTED)
+  set_target_properties(attnlab_openblas PROPERTIES
+    IMPORTED_LOCATION "${ATTN_OPENBLAS_LIBRARY}"
+    INTERFACE_INCLUDE_DIRECTORIES "${ATTN_CBLAS_INCLUDE_DIR}")
+endif()
+
+find_package(OpenMP QUIET)
+if(NOT OpenMP_CXX_FOUND)
+  message(FATAL_ERROR "OpenMP not found: install the Debian package g++ (libgomp)")
+endif()
+
+set(HDF5_PREFER_PARALLEL OFF)
+find_package(HDF5 QUIET COMPONENTS C)
+if(NOT HDF5_FOUND)
+  message(FATAL_ERROR "HDF5 not found: install the Debian package libhdf5-dev")
+endif()
+if(NOT TARGET attnlab_hdf5)
+  add_library(attnlab_hdf5 INTERFACE IMPORTED)
+  set_target_properties(attnlab_hdf5 PROPERTIES
+    INTERFACE_INCLUDE_DIRECTORIES "${HDF5_INCLUDE_DIRS}"
+    INTERFACE_LINK_LIBRARIES "${HDF5_C_LIBRARIES}"
+    INTERFACE_COMPILE_DEFINITIONS "${HDF5_DEFINITIONS}")
+endif()

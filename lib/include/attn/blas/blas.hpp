@@ -1,0 +1,42 @@
+// The BLAS seam: the only code in attnlab that calls CBLAS (OpenBLAS). Every matrix product
+// in the library goes through these functions, which also feed the multiply-add counter
+// (core/flops.hpp). Each has a naive-loop twin (`*_reference`) that tests compare against.
+//
+// All matrices are row-major. op(X) is X or X^T as selected by the Trans flag.
+#pragma once
+#include <cstdint>
+
+namespace attn::blas {
+
+enum class Trans : bool { N = false, T = true };
+
+// C[M, N] = alpha * op(A)[M, K] * op(B)[K, N] + beta * C.   lda/ldb/ldc are row strides.
+void gemm(Trans ta, Trans tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
+          int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc);
+
+// `batch` independent GEMMs; matrix b of each operand starts at X + b * strideX.
+// Small products are spread over threads one matrix per thread; large ones use BLAS threads.
+void gemm_strided_batched(Trans ta, Trans tb, int64_t M, int64_t N, int64_t K, float alpha,
+                          const float* A, int64_t lda, int64_t strideA, const float* B,
+                          int64_t ldb, int64_t strideB, float beta, float* C, int64_t ldc,
+                          int64_t strideC, int64_t batch);
+
+// y[M] = alpha * op(A)[M, N] x + beta * y, where A is stored [rows, cols] with row stride lda.
+void gemv(Trans ta, int64_t rows, int64_t cols, float alpha, const float* A, int64_t lda,
+          const float* x, float beta, float* y);
+
+// y += alpha * x
+void axpy(int64_t n, float alpha, const float* x, float* y);
+
+// Naive triple loops with double accumulation, for tests.
+void gemm_reference(Trans ta, Trans tb, int64_t M, int64_t N, int64_t K, float alpha,
+                    const float* A, int64_t lda, const float* B, int64_t ldb, float beta, float* C,
+                    int64_t ldc);
+void gemm_strided_batched_reference(Trans ta, Trans tb, int64_t M, int64_t N, int64_t K,
+                                    float alpha, const float* A, int64_t lda, int64_t strideA,
+                                    const float* B, int64_t ldb, int64_t strideB, float beta,
+                                    float* C, int64_t ldc, int64_t strideC, int64_t batch);
+
+void set_num_threads(int n);   // OpenBLAS's own setting (attn::set_num_threads calls it)
+
+}  // namespace attn::blas

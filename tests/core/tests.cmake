@@ -1,0 +1,3 @@
+attn_add_test(test_core SOURCES
+  ${CMAKE_CURRENT_LIST_DIR}/test_tensor.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/test_rng.cpp)

@@ -1,0 +1,85 @@
+#include "test_support.hpp"
+
+#include <cmath>
+#include <cstdlib>
+#include <iostream>
+#include <sstream>
+
+#include <unistd.h>
+
+namespace attn::test {
+
+double dot(const Tensor& r, const Tensor& y) {
+  check_shape(y.shape(), r.shape(), "dot: y");
+  double acc = 0;
+  for (int64_t i = 0; i < r.numel(); ++i) acc += static_cast<double>(r.at(i)) * y.at(i);
+  return acc;
+}
+
+Tensor numeric_grad(const std::function<double()>& loss, Tensor& x, double eps) {
+  Tensor g = zeros_like(x);
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    const float orig = x.at(i);
+    const double h = eps * std::max(1.0, std::fabs(static_cast<double>(orig)));
+    x.at(i) = static_cast<float>(orig + h);
+    const double hi = (static_cast<double>(x.at(i)) - orig);   // the step actually taken
+    const double up = loss();
+    x.at(i) = static_cast<float>(orig - h);
+    const double lo = (orig - static_cast<double>(x.at(i)));
+    const double down = loss();
+    x.at(i) = orig;
+    g.at(i) = static_cast<float>((up - down) / (hi + lo));
+  }
+  return g;
+}
+
+bool CloseTo::match(const Tensor& actual) const {
+  if (actual.shape() != expected_.shape()) {
+    detail_ = "shape " + to_string(actual.shape()) + " vs expected " + to_string(expected_.shape());
+    return false;
+  }
+  double worst = -1;
+  int64_t at = -1;
+  for (int64_t i = 0; i < actual.numel(); ++i) {
+    const double a = actual.at(i), e = expected_.at(i);
+    const double excess = std::fabs(a - e) - tol_ * (1.0 + std::fabs(e));
+    if (!(excess <= 0) && (at < 0 || !(excess <= worst))) { worst = excess; at = i; }
+  }
+  if (at < 0) return true;
+  std::ostringstream os;
+  os << "element " << at << " of " << to_string(actual.shape()) << " is " << actual.at(at)
+     << ", expected " << expected_.at(at);
+  detail_ = os.str();
+  return false;
+}
+
+std::string CloseTo::describe() const {
+  std::ostringstream os;
+  os << "is close to expected (tol " << tol_ << ")";
+  if (!detail_.empty()) os << ": " << detail_;
+  return os.str();
+}
+
+TempDir::TempDir() {
+  static int serial = 0;
+  const auto base = std::filesystem::temp_directory_path();
+  for (;;) {
+    path_ = base / ("attn-test-" + std::to_string(::getpid()) + "-" + std::to_string(serial++));
+    if (std::filesystem::create_directory(path_)) break;
+  }
+}
+
+TempDir::~TempDir() {
+  std::error_code ec;
+  std::filesystem::remove_all(path_, ec);
+}
+
+std::filesystem::path data_dir() {
+  const char* env = std::getenv("ATTN_DATA_DIR");
+  std::filesystem::path p = env && *env ? env : ATTN_DEFAULT_DATA_DIR;
+  return std::filesystem::is_directory(p) ? p : std::filesystem::path();
+}
+
+void skip_test(const std::string& why) { std::cout << "ATTN-TEST-SKIPPED: " << why << std::endl; }
+
+}  // namespace attn::test

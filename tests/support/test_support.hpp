@@ -1,0 +1,57 @@
+// Helpers shared by the Catch2 tests: random inputs, finite-difference gradients, tensor
+// comparison with a readable failure, temporary folders, and the shared data folder.
+#pragma once
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <functional>
+#include <string>
+
+#include "attn/core/rng.hpp"
+#include "attn/core/tensor.hpp"
+
+namespace attn::test {
+
+// sum(r * y) in double: with loss = dot(r, f(x)), dloss/df = r.
+double dot(const Tensor& r, const Tensor& y);
+
+// Central-difference gradient of `loss` with respect to every element of `x` (perturbed in
+// place and restored). eps is relative to max(1, |x_i|).
+Tensor numeric_grad(const std::function<double()>& loss, Tensor& x, double eps = 1e-3);
+
+// Catch2 matcher: |actual - expected| <= tol * (1 + |expected|) element by element; on failure
+// it reports the shapes, the worst element and both values.
+class CloseTo : public Catch::MatcherBase<Tensor> {
+ public:
+  CloseTo(Tensor expected, double tol) : expected_(std::move(expected)), tol_(tol) {}
+  bool match(const Tensor& actual) const override;
+  std::string describe() const override;
+
+ private:
+  Tensor expected_;
+  double tol_;
+  mutable std::string detail_;
+};
+inline CloseTo close_to(const Tensor& expected, double tol = 1e-2) { return {expected, tol}; }
+
+// A fresh empty folder under the system temp dir, removed when the object dies.
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::filesystem::path& path() const { return path_; }
+  std::string file(const std::string& name) const { return (path_ / name).string(); }
+
+ private:
+  std::filesystem::path path_;
+};
+
+// The shared real data folder: $ATTN_DATA_DIR, else the configured default. Returns an empty
+// path when absent; tests then call skip_test(), which CTest reports as skipped.
+std::filesystem::path data_dir();
+// Prints the marker that CTest's SKIP_REGULAR_EXPRESSION turns into "skipped".
+void skip_test(const std::string& why);
+
+}  // namespace attn::test
