@@ -1,0 +1,5 @@
+foreach(part basic softmax_loss recurrent_conv attention)
+  if(EXISTS ${CMAKE_CURRENT_LIST_DIR}/part_${part}.cmake)
+    include(${CMAKE_CURRENT_LIST_DIR}/part_${part}.cmake)
+  endif()
+endforeach()
