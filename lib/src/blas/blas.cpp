@@ -14,6 +14,9 @@ CBLAS_TRANSPOSE cblas_trans(Trans t) { return t == Trans::T ? CblasTrans : Cblas
 // Below this many multiply-adds per matrix, a batch runs one matrix per thread (each GEMM
 // single-threaded) instead of handing every small GEMM to all BLAS threads.
 constexpr int64_t kSmallGemm = 1 << 18;
+// ...but a whole batch below this many multiply-adds runs on the calling thread: waking the
+// team would cost more than the arithmetic.
+constexpr int64_t kMinSpread = 1 << 15;
 
 }  // namespace
 
@@ -32,7 +35,8 @@ void gemm_strided_batched(Trans ta, Trans tb, int64_t M, int64_t N, int64_t K, f
                           int64_t strideC, int64_t batch) {
   if (M == 0 || N == 0 || batch == 0) return;
   flops::add(batch * M * N * K);
-  const bool spread = M * N * K < kSmallGemm && batch > 1 && omp_get_max_threads() > 1;
+  const bool spread = M * N * K < kSmallGemm && batch * M * N * K >= kMinSpread && batch > 1 &&
+                      omp_get_max_threads() > 1;
   // Inside an OpenMP parallel region OpenBLAS runs each call on the calling thread only.
 #pragma omp parallel for schedule(static) if (spread)
   for (int64_t b = 0; b < batch; ++b)
