@@ -1,0 +1,202 @@
+// GRU cell and layer: per step one GEMM for h W_hh^T + b_hh on the whole batch, then one fused
+// elementwise pass (the two kernels below, shared by the cell and the layer).
+#include "attn/ops/gru_cell.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "attn/blas/blas.hpp"
+#include "gate_math.hpp"
+
+namespace attn::ops {
+namespace {
+
+using blas::Trans;
+using detail::sigmoid;
+using detail::tanh_fast;
+
+// Below this many [B, H] elements an elementwise pass is not worth waking the threads for.
+constexpr int64_t kParallelMin = 1 << 14;
+
+// gx: [B, 3H] input projection; gates: [B, 3H] holding h W_hh^T + b_hh in, activated r, z, n
+// out (in place). Writes h_next = (1 - z) n + z h_prev and, when hn is not null, hn = the
+// incoming W_hn h + b_hn (which backward needs).
+void pointwise_forward(int64_t B, int64_t H, const float* gx, float* gates, const float* h_prev,
+                       float* h_next, float* hn) {
+#pragma omp parallel for collapse(2) schedule(static) if (B * H >= kParallelMin)
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t j = 0; j < H; ++j) {
+      const int64_t k = b * H + j;
+      const float* x = gx + b * 3 * H;
+      float* g = gates + b * 3 * H;
+      const float r = sigmoid(x[j] + g[j]);
+      const float z = sigmoid(x[H + j] + g[H + j]);
+      const float h_n = g[2 * H + j];
+      const float n = tanh_fast(x[2 * H + j] + r * h_n);
+      g[j] = r;
+      g[H + j] = z;
+      g[2 * H + j] = n;
+      if (hn) hn[k] = h_n;
+      h_next[k] = (1.0f - z) * n + z * h_prev[k];
+    }
+}
+
+// The step backwards. dh = dh_a + dh_b (either may be null). Writes dgx: [B, 3H] (gradient of
+// gates_x), dgh: [B, 3H] (gradient of h W_hh^T + b_hh) and dh_prev = dh z, the direct part of
+// the gradient w.r.t. h (the caller adds dgh W_hh). dh_prev may alias dh_b.
+void pointwise_backward(int64_t B, int64_t H, const float* gates, const float* hn,
+                        const float* h_prev, const float* dh_a, const float* dh_b, float* dgx,
+                        float* dgh, float* dh_prev) {
+#pragma omp parallel for collapse(2) schedule(static) if (B * H >= kParallelMin)
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t j = 0; j < H; ++j) {
+      const int64_t k = b * H + j;
+      const float* g = gates + b * 3 * H;
+      const float r = g[j], z = g[H + j], n = g[2 * H + j];
+      const float dh = (dh_a ? dh_a[k] : 0.0f) + (dh_b ? dh_b[k] : 0.0f);
+      const float dn = dh * (1.0f - z) * (1.0f - n * n);
+      const float dr = dn * hn[k] * r * (1.0f - r);
+      const float dz = dh * (h_prev[k] - n) * z * (1.0f - z);
+      float* dx = dgx + b * 3 * H;
+      float* dg = dgh + b * 3 * H;
+      dx[j] = dg[j] = dr;
+      dx[H + j] = dg[H + j] = dz;
+      dx[2 * H + j] = dn;
+      dg[2 * H + j] = dn * r;
+      dh_prev[k] = dh * z;
+    }
+}
+
+// Every row of the [rows, cols] block `out` set to `bias`.
+void fill_rows(int64_t rows, int64_t cols, const float* bias, float* out) {
+  for (int64_t r = 0; r < rows; ++r) std::copy(bias, bias + cols, out + r * cols);
+}
+
+// out[j] += Σ_r d[r, j] over `rows` rows of width `cols`.
+void add_column_sums(int64_t rows, int64_t cols, const float* d, float* out) {
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t j = 0; j < cols; ++j) out[j] += d[r * cols + j];
+}
+
+const float* data_or_null(const Tensor& t) { return t.defined() ? t.data() : nullptr; }
+
+}  // namespace
+
+Tensor gru_cell_forward(const Tensor& gates_x, const Tensor& h, const Tensor& W_hh,
+                        const Tensor& b_hh, GruCellCache* cache) {
+  check_tensor(h, {kAny, kAny}, "gru_cell: h [B, H]");
+  const int64_t B = h.dim(0), H = h.dim(1);
+  check_tensor(gates_x, {B, 3 * H}, "gru_cell: gates_x [B, 3H]");
+  check_tensor(W_hh, {3 * H, H}, "gru_cell: W_hh [3H, H]");
+  check_tensor(b_hh, {3 * H}, "gru_cell: b_hh [3H]");
+
+  Tensor gates({B, 3 * H});   // h W_hh^T + b_hh, then the activated gates
+  fill_rows(B, 3 * H, b_hh.data(), gates.data());
+  blas::gemm(Trans::N, Trans::T, B, 3 * H, H, 1.0f, h.data(), H, W_hh.data(), H, 1.0f,
+             gates.data(), 3 * H);
+  Tensor h_next({B, H});
+  Tensor hn = cache ? Tensor({B, H}) : Tensor();
+  pointwise_forward(B, H, gates_x.data(), gates.data(), h.data(), h_next.data(),
+                    cache ? hn.data() : nullptr);
+  if (cache) *cache = {h, gates, hn};
+  return h_next;
+}
+
+GruCellGrads gru_cell_backward(const Tensor& dh_next, const Tensor& W_hh, const GruCellCache& cache,
+                               Tensor& dW_hh, Tensor& db_hh) {
+  const int64_t B = cache.h.dim(0), H = cache.h.dim(1);
+  check_tensor(dh_next, {B, H}, "gru_cell_backward: dh_next [B, H]");
+  check_tensor(W_hh, {3 * H, H}, "gru_cell_backward: W_hh [3H, H]");
+  check_tensor(dW_hh, {3 * H, H}, "gru_cell_backward: dW_hh [3H, H]");
+  check_tensor(db_hh, {3 * H}, "gru_cell_backward: db_hh [3H]");
+
+  GruCellGrads g{Tensor({B, 3 * H}), Tensor({B, H})};
+  Tensor dgh({B, 3 * H});
+  pointwise_backward(B, H, cache.gates.data(), cache.hn.data(), cache.h.data(), dh_next.data(),
+                     nullptr, g.dgates_x.data(), dgh.data(), g.dh.data());
+  blas::gemm(Trans::N, Trans::N, B, H, 3 * H, 1.0f, dgh.data(), 3 * H, W_hh.data(), H, 1.0f,
+             g.dh.data(), H);
+  blas::gemm(Trans::T, Trans::N, 3 * H, H, B, 1.0f, dgh.data(), 3 * H, cache.h.data(), H, 1.0f,
+             dW_hh.data(), H);
+  add_column_sums(B, 3 * H, dgh.data(), db_hh.data());
+  return g;
+}
+
+GruLayerOutput gru_layer_forward(const Tensor& x, const Tensor& h0, const Tensor& W_ih,
+                                 const Tensor& W_hh, const Tensor& b_ih, const Tensor& b_hh,
+                                 GruLayerCache* cache) {
+  check_tensor(x, {kAny, kAny, kAny}, "gru_layer: x [T, B, I]");
+  const int64_t T = x.dim(0), B = x.dim(1), I = x.dim(2);
+  check_tensor(h0, {B, kAny}, "gru_layer: h0 [B, H]");
+  const int64_t H = h0.dim(1);
+  check_tensor(W_ih, {3 * H, I}, "gru_layer: W_ih [3H, I]");
+  check_tensor(W_hh, {3 * H, H}, "gru_layer: W_hh [3H, H]");
+  check_tensor(b_ih, {3 * H}, "gru_layer: b_ih [3H]");
+  check_tensor(b_hh, {3 * H}, "gru_layer: b_hh [3H]");
+
+  // gx[t] = x_t W_ih^T + b_ih for all steps in one GEMM; every gates[t] starts as b_hh.
+  Tensor gx({T, B, 3 * H}), gates({T, B, 3 * H});
+  fill_rows(T * B, 3 * H, b_ih.data(), gx.data());
+  blas::gemm(Trans::N, Trans::T, T * B, 3 * H, I, 1.0f, x.data(), I, W_ih.data(), I, 1.0f,
+             gx.data(), 3 * H);
+  fill_rows(T * B, 3 * H, b_hh.data(), gates.data());
+
+  Tensor hs({T + 1, B, H});
+  hs[0].copy_from(h0);
+  Tensor hn = cache ? Tensor({T, B, H}) : Tensor();
+  float* Hs = hs.data();
+  const int64_t step = B * H, gstep = B * 3 * H;
+  for (int64_t t = 0; t < T; ++t) {
+    float* g = gates.data() + t * gstep;
+    blas::gemm(Trans::N, Trans::T, B, 3 * H, H, 1.0f, Hs + t * step, H, W_hh.data(), H, 1.0f, g,
+               3 * H);
+    pointwise_forward(B, H, gx.data() + t * gstep, g, Hs + t * step, Hs + (t + 1) * step,
+                      cache ? hn.data() + t * step : nullptr);
+  }
+  if (cache) *cache = {x, hs, gates, hn};
+  return {hs.rows(1, T + 1), hs[T]};
+}
+
+GruLayerGrads gru_layer_backward(const Tensor& dy, const Tensor& dh_T, const Tensor& W_ih,
+                                 const Tensor& W_hh, const GruLayerCache& cache, Tensor& dW_ih,
+                                 Tensor& dW_hh, Tensor& db_ih, Tensor& db_hh) {
+  const int64_t T = cache.x.dim(0), B = cache.x.dim(1), I = cache.x.dim(2);
+  const int64_t H = cache.hs.dim(2);
+  if (dy.defined()) check_tensor(dy, {T, B, H}, "gru_layer_backward: dy [T, B, H]");
+  if (dh_T.defined()) check_tensor(dh_T, {B, H}, "gru_layer_backward: dh_T [B, H]");
+  check_tensor(W_ih, {3 * H, I}, "gru_layer_backward: W_ih [3H, I]");
+  check_tensor(W_hh, {3 * H, H}, "gru_layer_backward: W_hh [3H, H]");
+  check_tensor(dW_ih, {3 * H, I}, "gru_layer_backward: dW_ih [3H, I]");
+  check_tensor(dW_hh, {3 * H, H}, "gru_layer_backward: dW_hh [3H, H]");
+  check_tensor(db_ih, {3 * H}, "gru_layer_backward: db_ih [3H]");
+  check_tensor(db_hh, {3 * H}, "gru_layer_backward: db_hh [3H]");
+
+  // dh carries the gradient reaching h_t from step t+1.
+  GruLayerGrads g{Tensor({T, B, I}), Tensor({B, H})};
+  Tensor& dh = g.dh0;
+  if (dh_T.defined()) dh.copy_from(dh_T);
+  Tensor dgx({T, B, 3 * H}), dgh({T, B, 3 * H});
+  const float* dY = data_or_null(dy);
+  const float* Hs = cache.hs.data();
+  const int64_t step = B * H, gstep = B * 3 * H;
+  for (int64_t t = T - 1; t >= 0; --t) {
+    float* dg = dgh.data() + t * gstep;
+    pointwise_backward(B, H, cache.gates.data() + t * gstep, cache.hn.data() + t * step,
+                       Hs + t * step, dY ? dY + t * step : nullptr, dh.data(),
+                       dgx.data() + t * gstep, dg, dh.data());
+    blas::gemm(Trans::N, Trans::N, B, H, 3 * H, 1.0f, dg, 3 * H, W_hh.data(), H, 1.0f, dh.data(),
+               H);
+  }
+  // Parameter gradients over all T*B rows at once; h_0 ... h_{T-1} are rows [0, T*B) of hs.
+  blas::gemm(Trans::T, Trans::N, 3 * H, H, T * B, 1.0f, dgh.data(), 3 * H, Hs, H, 1.0f,
+             dW_hh.data(), H);
+  add_column_sums(T * B, 3 * H, dgh.data(), db_hh.data());
+  blas::gemm(Trans::T, Trans::N, 3 * H, I, T * B, 1.0f, dgx.data(), 3 * H, cache.x.data(), I,
+             1.0f, dW_ih.data(), I);
+  add_column_sums(T * B, 3 * H, dgx.data(), db_ih.data());
+  blas::gemm(Trans::N, Trans::N, T * B, I, 3 * H, 1.0f, dgx.data(), 3 * H, W_ih.data(), I, 0.0f,
+             g.dx.data(), I);
+  return g;
+}
+
+}  // namespace attn::ops

@@ -1,0 +1,191 @@
+// LSTM cell and layer: per step one GEMM for h W_hh^T on the whole batch, then one fused
+// elementwise pass (the two kernels below, shared by the cell and the layer).
+#include "attn/ops/lstm_cell.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "attn/blas/blas.hpp"
+#include "gate_math.hpp"
+
+namespace attn::ops {
+namespace {
+
+using blas::Trans;
+using detail::sigmoid;
+using detail::tanh_fast;
+
+// Below this many [B, H] elements an elementwise pass is not worth waking the threads for.
+constexpr int64_t kParallelMin = 1 << 14;
+
+// gates: [B, 4H] pre-activations in, activated i, f, g, o out (in place).
+// c_prev: [B, H] -> c_next = f c_prev + i g, h_next = o tanh(c_next) (both overwritten).
+void pointwise_forward(int64_t B, int64_t H, float* gates, const float* c_prev, float* c_next,
+                       float* h_next) {
+#pragma omp parallel for collapse(2) schedule(static) if (B * H >= kParallelMin)
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t j = 0; j < H; ++j) {
+      float* g = gates + b * 4 * H;
+      const float i = sigmoid(g[j]), f = sigmoid(g[H + j]);
+      const float n = tanh_fast(g[2 * H + j]), o = sigmoid(g[3 * H + j]);
+      g[j] = i;
+      g[H + j] = f;
+      g[2 * H + j] = n;
+      g[3 * H + j] = o;
+      const float c = f * c_prev[b * H + j] + i * n;
+      c_next[b * H + j] = c;
+      h_next[b * H + j] = o * tanh_fast(c);
+    }
+}
+
+// The step backwards. dh = dh_a + dh_b (either may be null), dc_next may be null (zeros).
+// Writes dpre: [B, 4H] (gradient of the pre-activation gates) and dc_prev = dc f, where
+// dc = dc_next + dh o (1 - tanh²c'). dc_prev may alias dc_next (each element is read first).
+void pointwise_backward(int64_t B, int64_t H, const float* gates, const float* c_prev,
+                        const float* c_next, const float* dh_a, const float* dh_b,
+                        const float* dc_next, float* dpre, float* dc_prev) {
+#pragma omp parallel for collapse(2) schedule(static) if (B * H >= kParallelMin)
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t j = 0; j < H; ++j) {
+      const int64_t k = b * H + j;
+      const float* g = gates + b * 4 * H;
+      float* d = dpre + b * 4 * H;
+      const float i = g[j], f = g[H + j], n = g[2 * H + j], o = g[3 * H + j];
+      const float dh = (dh_a ? dh_a[k] : 0.0f) + (dh_b ? dh_b[k] : 0.0f);
+      const float tc = tanh_fast(c_next[k]);
+      const float dc = (dc_next ? dc_next[k] : 0.0f) + dh * o * (1.0f - tc * tc);
+      d[j] = dc * n * i * (1.0f - i);
+      d[H + j] = dc * c_prev[k] * f * (1.0f - f);
+      d[2 * H + j] = dc * i * (1.0f - n * n);
+      d[3 * H + j] = dh * tc * o * (1.0f - o);
+      dc_prev[k] = dc * f;
+    }
+}
+
+// out[j] += Σ_r d[r, j] over `rows` rows of width `cols`.
+void add_column_sums(int64_t rows, int64_t cols, const float* d, float* out) {
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t j = 0; j < cols; ++j) out[j] += d[r * cols + j];
+}
+
+const float* data_or_null(const Tensor& t) { return t.defined() ? t.data() : nullptr; }
+
+}  // namespace
+
+LstmState lstm_cell_forward(const Tensor& gates_x, const Tensor& h, const Tensor& c,
+                            const Tensor& W_hh, LstmCellCache* cache) {
+  check_tensor(h, {kAny, kAny}, "lstm_cell: h [B, H]");
+  const int64_t B = h.dim(0), H = h.dim(1);
+  check_tensor(c, {B, H}, "lstm_cell: c [B, H]");
+  check_tensor(gates_x, {B, 4 * H}, "lstm_cell: gates_x [B, 4H]");
+  check_tensor(W_hh, {4 * H, H}, "lstm_cell: W_hh [4H, H]");
+
+  Tensor gates = gates_x.clone();   // becomes the cache's activated gates
+  blas::gemm(Trans::N, Trans::T, B, 4 * H, H, 1.0f, h.data(), H, W_hh.data(), H, 1.0f,
+             gates.data(), 4 * H);
+  LstmState out{Tensor({B, H}), Tensor({B, H})};
+  pointwise_forward(B, H, gates.data(), c.data(), out.c.data(), out.h.data());
+  if (cache) *cache = {h, c, gates, out.c};
+  return out;
+}
+
+LstmCellGrads lstm_cell_backward(const Tensor& dh_next, const Tensor& dc_next, const Tensor& W_hh,
+                                 const LstmCellCache& cache, Tensor& dW_hh) {
+  const int64_t B = cache.h.dim(0), H = cache.h.dim(1);
+  if (dh_next.defined()) check_tensor(dh_next, {B, H}, "lstm_cell_backward: dh_next [B, H]");
+  if (dc_next.defined()) check_tensor(dc_next, {B, H}, "lstm_cell_backward: dc_next [B, H]");
+  check_tensor(W_hh, {4 * H, H}, "lstm_cell_backward: W_hh [4H, H]");
+  check_tensor(dW_hh, {4 * H, H}, "lstm_cell_backward: dW_hh [4H, H]");
+
+  LstmCellGrads g{Tensor({B, 4 * H}), Tensor({B, H}), Tensor({B, H})};
+  pointwise_backward(B, H, cache.gates.data(), cache.c.data(), cache.c_next.data(),
+                     data_or_null(dh_next), nullptr, data_or_null(dc_next), g.dgates_x.data(),
+                     g.dc.data());
+  blas::gemm(Trans::N, Trans::N, B, H, 4 * H, 1.0f, g.dgates_x.data(), 4 * H, W_hh.data(), H,
+             0.0f, g.dh.data(), H);
+  blas::gemm(Trans::T, Trans::N, 4 * H, H, B, 1.0f, g.dgates_x.data(), 4 * H, cache.h.data(), H,
+             1.0f, dW_hh.data(), H);
+  return g;
+}
+
+LstmLayerOutput lstm_layer_forward(const Tensor& x, const Tensor& h0, const Tensor& c0,
+                                   const Tensor& W_ih, const Tensor& W_hh, const Tensor& b,
+                                   LstmLayerCache* cache) {
+  check_tensor(x, {kAny, kAny, kAny}, "lstm_layer: x [T, B, I]");
+  const int64_t T = x.dim(0), B = x.dim(1), I = x.dim(2);
+  check_tensor(h0, {B, kAny}, "lstm_layer: h0 [B, H]");
+  const int64_t H = h0.dim(1);
+  check_tensor(c0, {B, H}, "lstm_layer: c0 [B, H]");
+  check_tensor(W_ih, {4 * H, I}, "lstm_layer: W_ih [4H, I]");
+  check_tensor(W_hh, {4 * H, H}, "lstm_layer: W_hh [4H, H]");
+  check_tensor(b, {4 * H}, "lstm_layer: b [4H]");
+
+  // gates[t] = x_t W_ih^T + b for all steps at once: bias rows, then one GEMM with beta = 1.
+  Tensor gates({T, B, 4 * H});
+  float* G = gates.data();
+  for (int64_t r = 0; r < T * B; ++r) std::copy(b.data(), b.data() + 4 * H, G + r * 4 * H);
+  blas::gemm(Trans::N, Trans::T, T * B, 4 * H, I, 1.0f, x.data(), I, W_ih.data(), I, 1.0f, G,
+             4 * H);
+
+  Tensor hs({T + 1, B, H}), cs({T + 1, B, H});
+  hs[0].copy_from(h0);
+  cs[0].copy_from(c0);
+  float* Hs = hs.data();
+  float* Cs = cs.data();
+  const int64_t step = B * H;
+  for (int64_t t = 0; t < T; ++t) {
+    float* g = G + t * B * 4 * H;
+    blas::gemm(Trans::N, Trans::T, B, 4 * H, H, 1.0f, Hs + t * step, H, W_hh.data(), H, 1.0f, g,
+               4 * H);
+    pointwise_forward(B, H, g, Cs + t * step, Cs + (t + 1) * step, Hs + (t + 1) * step);
+  }
+  if (cache) *cache = {x, hs, cs, gates};
+  return {hs.rows(1, T + 1), hs[T], cs[T]};
+}
+
+LstmLayerGrads lstm_layer_backward(const Tensor& dy, const Tensor& dh_T, const Tensor& dc_T,
+                                   const Tensor& W_ih, const Tensor& W_hh,
+                                   const LstmLayerCache& cache, Tensor& dW_ih, Tensor& dW_hh,
+                                   Tensor& db) {
+  const int64_t T = cache.x.dim(0), B = cache.x.dim(1), I = cache.x.dim(2);
+  const int64_t H = cache.hs.dim(2);
+  if (dy.defined()) check_tensor(dy, {T, B, H}, "lstm_layer_backward: dy [T, B, H]");
+  if (dh_T.defined()) check_tensor(dh_T, {B, H}, "lstm_layer_backward: dh_T [B, H]");
+  if (dc_T.defined()) check_tensor(dc_T, {B, H}, "lstm_layer_backward: dc_T [B, H]");
+  check_tensor(W_ih, {4 * H, I}, "lstm_layer_backward: W_ih [4H, I]");
+  check_tensor(W_hh, {4 * H, H}, "lstm_layer_backward: W_hh [4H, H]");
+  check_tensor(dW_ih, {4 * H, I}, "lstm_layer_backward: dW_ih [4H, I]");
+  check_tensor(dW_hh, {4 * H, H}, "lstm_layer_backward: dW_hh [4H, H]");
+  check_tensor(db, {4 * H}, "lstm_layer_backward: db [4H]");
+
+  // Carried across steps: dh (gradient reaching h_t from step t+1) and dc (likewise for c_t).
+  LstmLayerGrads g{Tensor({T, B, I}), Tensor({B, H}), Tensor({B, H})};
+  Tensor& dh = g.dh0;
+  Tensor& dc = g.dc0;
+  if (dh_T.defined()) dh.copy_from(dh_T);
+  if (dc_T.defined()) dc.copy_from(dc_T);
+  Tensor dgates({T, B, 4 * H});
+  float* dG = dgates.data();
+  const float* G = cache.gates.data();
+  const float* Cs = cache.cs.data();
+  const float* dY = data_or_null(dy);
+  const int64_t step = B * H;
+  for (int64_t t = T - 1; t >= 0; --t) {
+    float* dg = dG + t * B * 4 * H;
+    pointwise_backward(B, H, G + t * B * 4 * H, Cs + t * step, Cs + (t + 1) * step,
+                       dY ? dY + t * step : nullptr, dh.data(), dc.data(), dg, dc.data());
+    blas::gemm(Trans::N, Trans::N, B, H, 4 * H, 1.0f, dg, 4 * H, W_hh.data(), H, 0.0f, dh.data(),
+               H);
+  }
+  // Parameter gradients over all T*B rows at once; h_0 ... h_{T-1} are rows [0, T*B) of hs.
+  blas::gemm(Trans::T, Trans::N, 4 * H, H, T * B, 1.0f, dG, 4 * H, cache.hs.data(), H, 1.0f,
+             dW_hh.data(), H);
+  blas::gemm(Trans::T, Trans::N, 4 * H, I, T * B, 1.0f, dG, 4 * H, cache.x.data(), I, 1.0f,
+             dW_ih.data(), I);
+  add_column_sums(T * B, 4 * H, dG, db.data());
+  blas::gemm(Trans::N, Trans::N, T * B, I, 4 * H, 1.0f, dG, 4 * H, W_ih.data(), I, 0.0f,
+             g.dx.data(), I);
+  return g;
+}
+
+}  // namespace attn::ops

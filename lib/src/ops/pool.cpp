@@ -1,0 +1,208 @@
+// Max and average pooling: one loop nest per (b, c) plane, planes spread over the threads.
+#include "attn/ops/pool.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+#include <utility>
+
+#include "attn/core/flops.hpp"
+
+namespace attn::ops {
+namespace {
+
+// Below this many window reads a pass runs on one thread.
+constexpr int64_t kParallelMin = 1 << 15;
+
+// "(h, w)". Appended piecewise: `"(" + std::to_string(..)` trips GCC 12's -Wrestrict (bug 105329).
+std::string pair_string(Size2 s) {
+  std::string out = "(";
+  out += std::to_string(s.h);
+  out += ", ";
+  out += std::to_string(s.w);
+  return out + ")";
+}
+
+// Checks the options against x: [B, C, IH, IW] and fills in the output size. For 1-D ops
+// (`one_d`, x seen as [B, C, 1, L]) every field must be one value, which applies to the length.
+PoolGeometry make_geometry(const std::string& op, const Shape& x, PoolOptions o, bool one_d) {
+  const auto shown = [&](Size2 v) { return one_d ? std::to_string(v.w) : pair_string(v); };
+  if (one_d) {
+    for (auto [field, v] : {std::pair{"kernel", o.kernel}, std::pair{"stride", o.stride},
+                            std::pair{"padding", o.padding}})
+      if (v.h != v.w)
+        throw ConfigError(op + ": " + field + " must be one value for 1-D pooling, got " +
+                          pair_string(v));
+    o = {Size2(1, o.kernel.w), Size2(1, o.stride.w ? o.stride.w : o.kernel.w), Size2(0, o.padding.w)};
+  }
+  if (o.kernel.h < 1 || o.kernel.w < 1)
+    throw ConfigError(op + ": kernel must be >= 1, got " + shown(o.kernel));
+  if (o.stride.h == 0 && o.stride.w == 0) o.stride = o.kernel;
+  if (o.stride.h < 1 || o.stride.w < 1)
+    throw ConfigError(op + ": stride must be >= 1 (or 0 for the kernel size), got " + shown(o.stride));
+  if (o.padding.h < 0 || o.padding.w < 0 || 2 * o.padding.h > o.kernel.h ||
+      2 * o.padding.w > o.kernel.w)
+    throw ConfigError(op + ": padding must be between 0 and half the kernel " + shown(o.kernel) +
+                      ", got " + shown(o.padding));
+  PoolGeometry g;
+  g.B = x[0], g.C = x[1], g.IH = x[2], g.IW = x[3];
+  g.kernel = o.kernel, g.stride = o.stride, g.padding = o.padding;
+  const auto out_size = [&](const char* axis, int64_t in, int64_t k, int64_t pad, int64_t stride) {
+    if (k > in + 2 * pad)
+      throw ShapeError(op + ": a kernel " + axis + " of " + std::to_string(k) +
+                       " does not fit the input " + axis + " " + std::to_string(in) +
+                       " with padding " + std::to_string(pad));
+    return (in + 2 * pad - k) / stride + 1;
+  };
+  g.OH = out_size("height", g.IH, g.kernel.h, g.padding.h, g.stride.h);
+  g.OW = out_size(one_d ? "length" : "width", g.IW, g.kernel.w, g.padding.w, g.stride.w);
+  return g;
+}
+
+int64_t window_reads(const PoolGeometry& g) { return g.B * g.C * g.OH * g.OW * g.kernel.h * g.kernel.w; }
+
+// The window of output (i, j) clipped to the input: rows [h0, h1), columns [w0, w1).
+struct Window {
+  int64_t h0, h1, w0, w1;
+};
+inline Window window(const PoolGeometry& g, int64_t i, int64_t j) {
+  const int64_t h = i * g.stride.h - g.padding.h, w = j * g.stride.w - g.padding.w;
+  return {std::max<int64_t>(h, 0), std::min(h + g.kernel.h, g.IH), std::max<int64_t>(w, 0),
+          std::min(w + g.kernel.w, g.IW)};
+}
+
+Tensor max_forward(const PoolGeometry& g, const Tensor& x, MaxPoolCache* cache) {
+  Tensor y({g.B, g.C, g.OH, g.OW});
+  Tensor argmax({g.B, g.C, g.OH, g.OW}, DType::i32);
+  const float* X = x.data();
+  float* Y = y.data();
+  int32_t* A = argmax.idata();
+#pragma omp parallel for schedule(static) if (window_reads(g) >= kParallelMin)
+  for (int64_t plane = 0; plane < g.B * g.C; ++plane) {
+    const float* in = X + plane * g.IH * g.IW;
+    for (int64_t i = 0; i < g.OH; ++i)
+      for (int64_t j = 0; j < g.OW; ++j) {
+        const Window w = window(g, i, j);
+        float best = -std::numeric_limits<float>::infinity();
+        int64_t arg = w.h0 * g.IW + w.w0;
+        for (int64_t ih = w.h0; ih < w.h1; ++ih)
+          for (int64_t iw = w.w0; iw < w.w1; ++iw) {
+            const float v = in[ih * g.IW + iw];
+            if (v > best || std::isnan(v)) best = v, arg = ih * g.IW + iw;
+          }
+        const int64_t k = (plane * g.OH + i) * g.OW + j;
+        Y[k] = best;
+        A[k] = static_cast<int32_t>(arg);
+      }
+  }
+  if (cache) *cache = {g, argmax};
+  return y;
+}
+
+Tensor max_backward(const PoolGeometry& g, const Tensor& dy, const Tensor& argmax) {
+  Tensor dx({g.B, g.C, g.IH, g.IW});
+  const float* dY = dy.data();
+  const int32_t* A = argmax.idata();
+  float* dX = dx.data();
+  const int64_t P = g.OH * g.OW;
+#pragma omp parallel for schedule(static) if (g.B * g.C * P >= kParallelMin)
+  for (int64_t plane = 0; plane < g.B * g.C; ++plane)
+    for (int64_t k = plane * P; k < (plane + 1) * P; ++k) dX[plane * g.IH * g.IW + A[k]] += dY[k];
+  return dx;
+}
+
+Tensor avg_forward(const PoolGeometry& g, const Tensor& x, AvgPoolCache* cache) {
+  Tensor y({g.B, g.C, g.OH, g.OW});
+  const float* X = x.data();
+  float* Y = y.data();
+  const float scale = 1.0f / static_cast<float>(g.kernel.h * g.kernel.w);
+#pragma omp parallel for schedule(static) if (window_reads(g) >= kParallelMin)
+  for (int64_t plane = 0; plane < g.B * g.C; ++plane) {
+    const float* in = X + plane * g.IH * g.IW;
+    for (int64_t i = 0; i < g.OH; ++i)
+      for (int64_t j = 0; j < g.OW; ++j) {
+        const Window w = window(g, i, j);
+        float sum = 0.0f;
+        for (int64_t ih = w.h0; ih < w.h1; ++ih)
+          for (int64_t iw = w.w0; iw < w.w1; ++iw) sum += in[ih * g.IW + iw];
+        Y[(plane * g.OH + i) * g.OW + j] = sum * scale;
+      }
+  }
+  flops::add(window_reads(g));
+  if (cache) *cache = {g};
+  return y;
+}
+
+Tensor avg_backward(const PoolGeometry& g, const Tensor& dy) {
+  Tensor dx({g.B, g.C, g.IH, g.IW});
+  const float* dY = dy.data();
+  float* dX = dx.data();
+  const float scale = 1.0f / static_cast<float>(g.kernel.h * g.kernel.w);
+#pragma omp parallel for schedule(static) if (window_reads(g) >= kParallelMin)
+  for (int64_t plane = 0; plane < g.B * g.C; ++plane) {
+    float* out = dX + plane * g.IH * g.IW;
+    for (int64_t i = 0; i < g.OH; ++i)
+      for (int64_t j = 0; j < g.OW; ++j) {
+        const Window w = window(g, i, j);
+        const float d = dY[(plane * g.OH + i) * g.OW + j] * scale;
+        for (int64_t ih = w.h0; ih < w.h1; ++ih)
+          for (int64_t iw = w.w0; iw < w.w1; ++iw) out[ih * g.IW + iw] += d;
+      }
+  }
+  flops::add(window_reads(g));
+  return dx;
+}
+
+Tensor as_4d(const Tensor& t) { return t.reshape({t.dim(0), t.dim(1), 1, t.dim(2)}); }
+Tensor as_3d(const Tensor& t) { return t.reshape({t.dim(0), t.dim(1), t.dim(3)}); }
+
+}  // namespace
+
+Tensor max_pool2d_forward(const Tensor& x, const PoolOptions& options, MaxPoolCache* cache) {
+  check_tensor(x, {kAny, kAny, kAny, kAny}, "max_pool2d: x [B, C, IH, IW]");
+  return max_forward(make_geometry("max_pool2d", x.shape(), options, false), x, cache);
+}
+
+Tensor max_pool2d_backward(const Tensor& dy, const MaxPoolCache& cache) {
+  const PoolGeometry& g = cache.geometry;
+  check_tensor(dy, {g.B, g.C, g.OH, g.OW}, "max_pool2d_backward: dy [B, C, OH, OW]");
+  return max_backward(g, dy, cache.argmax);
+}
+
+Tensor avg_pool2d_forward(const Tensor& x, const PoolOptions& options, AvgPoolCache* cache) {
+  check_tensor(x, {kAny, kAny, kAny, kAny}, "avg_pool2d: x [B, C, IH, IW]");
+  return avg_forward(make_geometry("avg_pool2d", x.shape(), options, false), x, cache);
+}
+
+Tensor avg_pool2d_backward(const Tensor& dy, const AvgPoolCache& cache) {
+  const PoolGeometry& g = cache.geometry;
+  check_tensor(dy, {g.B, g.C, g.OH, g.OW}, "avg_pool2d_backward: dy [B, C, OH, OW]");
+  return avg_backward(g, dy);
+}
+
+Tensor max_pool1d_forward(const Tensor& x, const PoolOptions& options, MaxPoolCache* cache) {
+  check_tensor(x, {kAny, kAny, kAny}, "max_pool1d: x [B, C, L]");
+  const Tensor x4 = as_4d(x);
+  return as_3d(max_forward(make_geometry("max_pool1d", x4.shape(), options, true), x4, cache));
+}
+
+Tensor max_pool1d_backward(const Tensor& dy, const MaxPoolCache& cache) {
+  const PoolGeometry& g = cache.geometry;
+  check_tensor(dy, {g.B, g.C, g.OW}, "max_pool1d_backward: dy [B, C, OL]");
+  return as_3d(max_backward(g, as_4d(dy), cache.argmax));
+}
+
+Tensor avg_pool1d_forward(const Tensor& x, const PoolOptions& options, AvgPoolCache* cache) {
+  check_tensor(x, {kAny, kAny, kAny}, "avg_pool1d: x [B, C, L]");
+  const Tensor x4 = as_4d(x);
+  return as_3d(avg_forward(make_geometry("avg_pool1d", x4.shape(), options, true), x4, cache));
+}
+
+Tensor avg_pool1d_backward(const Tensor& dy, const AvgPoolCache& cache) {
+  const PoolGeometry& g = cache.geometry;
+  check_tensor(dy, {g.B, g.C, g.OW}, "avg_pool1d_backward: dy [B, C, OL]");
+  return as_3d(avg_backward(g, as_4d(dy)));
+}
+
+}  // namespace attn::ops
