@@ -1,0 +1,1 @@
+attn_add_test(test_ops_attention SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_attention_core.cpp)
