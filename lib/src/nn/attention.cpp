@@ -5,17 +5,13 @@
 #include <cmath>
 
 #include "attn/blas/blas.hpp"
+#include "attn/nn/init.hpp"
 #include "attn/ops/attention_core.hpp"
 
 namespace attn::nn {
 namespace {
 
 using blas::Trans;
-
-Tensor glorot(const Shape& shape, Rng& rng) {
-  const float bound = std::sqrt(6.0f / static_cast<float>(shape[0] + shape[1]));
-  return rand_uniform(shape, rng, -bound, bound);
-}
 
 bool same_tensor(const Tensor& a, const Tensor& b) {
   return a.shares_storage_with(b) && a.shape() == b.shape() && a.data() == b.data();
@@ -62,11 +58,11 @@ Attention::Attention(const AttentionConfig& config, const std::string& name, Rng
         throw ConfigError(what + "query_dim " + std::to_string(Dq) + " must equal key_dim " +
                           std::to_string(Dk) + " (use general or additive scores for different widths)");
       break;
-    case ScoreKind::general: W = Param(name + "/W", glorot({Dq, Dk}, rng)); break;
+    case ScoreKind::general: W = Param(name + "/W", glorot_uniform({Dq, Dk}, rng)); break;
     case ScoreKind::additive: {
       if (A < 1) throw ConfigError(what + "hidden_dim must be >= 1, got " + std::to_string(A));
-      W = Param(name + "/W", glorot({A, Dq}, rng));
-      U = Param(name + "/U", glorot({A, Dk}, rng));
+      W = Param(name + "/W", glorot_uniform({A, Dq}, rng));
+      U = Param(name + "/U", glorot_uniform({A, Dk}, rng));
       const float bound = 1.0f / std::sqrt(static_cast<float>(A));
       v = Param(name + "/v", rand_uniform({A}, rng, -bound, bound));
       break;
@@ -74,7 +70,7 @@ Attention::Attention(const AttentionConfig& config, const std::string& name, Rng
     case ScoreKind::location:
       if (config.max_len < 1)
         throw ConfigError(what + "max_len must be >= 1, got " + std::to_string(config.max_len));
-      W = Param(name + "/W", glorot({config.max_len, Dq}, rng));
+      W = Param(name + "/W", glorot_uniform({config.max_len, Dq}, rng));
       break;
   }
 }

@@ -2,6 +2,8 @@
 // the fused attention core, and the mirrored backward with aliased-input folding.
 #include "attn/nn/multi_head_attention.hpp"
 
+#include "attn/nn/init.hpp"
+
 #include <cmath>
 
 #include "attn/blas/blas.hpp"
@@ -101,12 +103,11 @@ MultiHeadAttention::MultiHeadAttention(int64_t d_model, int64_t heads, const std
     throw ConfigError("multi-head attention: d_model " + std::to_string(d_model) +
                       " is not divisible by heads " + std::to_string(heads) +
                       " (the head width HD = d_model / heads must be whole)");
-  const float bound = std::sqrt(6.0f / static_cast<float>(2 * d_model));
   Param* weights[] = {&w_q, &w_k, &w_v, &w_o};
   Param* biases[] = {&b_q, &b_k, &b_v, &b_o};
   const char* suffix[] = {"q", "k", "v", "o"};
   for (int i = 0; i < 4; ++i) {
-    *weights[i] = Param(name + "/w_" + suffix[i], rand_uniform({d_model, d_model}, rng, -bound, bound));
+    *weights[i] = Param(name + "/w_" + suffix[i], glorot_uniform({d_model, d_model}, rng));
     *biases[i] = Param(name + "/b_" + suffix[i], Tensor({d_model}));
   }
 }
