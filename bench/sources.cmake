@@ -1,0 +1,13 @@
+# Benchmark programs, one executable bench_<name> each; bench/run.sh runs every one it finds.
+# Add yours with one line: attn_add_bench(<name> SOURCES ${CMAKE_CURRENT_LIST_DIR}/bench_<name>.cpp)
+
+# attn_add_bench(<name> SOURCES ... [LIBS ...]): the executable bench_<name>, linked with libattn
+# and Google Benchmark, with bench/ on the include path for bench_util.hpp.
+function(attn_add_bench name)
+  cmake_parse_arguments(ARG "" "" "SOURCES;LIBS" ${ARGN})
+  add_executable(bench_${name} ${ARG_SOURCES})
+  target_include_directories(bench_${name} PRIVATE ${CMAKE_CURRENT_FUNCTION_LIST_DIR})
+  target_link_libraries(bench_${name} PRIVATE attn benchmark::benchmark attn_warnings ${ARG_LIBS})
+endfunction()
+
+attn_add_bench(gemm SOURCES ${CMAKE_CURRENT_LIST_DIR}/bench_gemm.cpp)
