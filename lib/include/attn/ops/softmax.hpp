@@ -62,7 +62,7 @@ void log_softmax_rows_backward(const float* y, const float* dy, float* dx, int64
 // [-87.3, 88]; 0 below (where expf is subnormal), e^88 above; NaN stays NaN. Range reduction
 // x = n ln2 + r, |r| <= ln2/2, and Cephes' degree-6 polynomial for e^r (S. Moshier, Cephes
 // Math Library, expf.c); 2^n is built in the exponent bits. GCC vectorises the selects only
-// under -fno-trapping-math (clang's default), which the ops sources are compiled with.
+// under -fno-trapping-math (clang's default), which libattn is compiled with.
 inline float exp_approx(float x) {
   constexpr float kLog2e = 1.44269504088896341f;
   constexpr float kLn2Hi = 0.693359375f, kLn2Lo = -2.12194440e-4f;   // ln 2 = Hi + Lo, Hi exact
