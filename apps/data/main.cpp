@@ -12,6 +12,7 @@ int main(int argc, char** argv) {
       {"priority-sort", cmd_priority_sort, "NTM priority sort: vectors in order of priority (4.5)"},
       {"reverse", cmd_reverse, "toy translation: the target is the source token sequence reversed"},
       {"sort", cmd_sort, "toy translation: the target is the source tokens sorted by id"},
+      {"posenc", cmd_posenc, "print the sinusoidal positional-encoding table (Vaswani et al. 2017, 3.5)"},
       {"info", cmd_info, "summarise any attnlab HDF5 file: format, command, datasets, attributes"},
   });
 }

@@ -20,6 +20,8 @@ int cmd_priority_sort(int argc, char** argv);
 // Toy translation (toy_verbs.cpp).
 int cmd_reverse(int argc, char** argv);
 int cmd_sort(int argc, char** argv);
+// The sinusoidal positional-encoding table (posenc.cpp).
+int cmd_posenc(int argc, char** argv);
 // Any attnlab file (info.cpp).
 int cmd_info(int argc, char** argv);
 

@@ -252,3 +252,18 @@ TEST_CASE("attn-data info shows string datasets with a preview", "[cli][attn-dat
   CHECK_THAT(r.out, Catch::Contains("\"<pad>\" \"<s>\" \"</s>\" \"<unk>\""));
   CHECK_THAT(r.out, Catch::Contains("/train/src"));
 }
+
+TEST_CASE("attn-data posenc prints the sinusoidal table and stores it with --out", "[cli][attn-data]") {
+  test::TempDir dir;
+  const Result r = attn_data(dir, "posenc --d-model 4 --positions 2");
+  REQUIRE(r.code == 0);
+  CHECK(r.out == "0.00000 1.00000 0.00000 1.00000\n0.84147 0.54030 0.00999 0.99995\n");
+  REQUIRE(attn_data(dir, "posenc --d-model 6 --positions 5 --out pe.h5").code == 0);
+  const io::File file = io::File::open_read(dir.file("pe.h5"));
+  const Tensor pe = file.read("/posenc", DType::f32, {5, 6});
+  CHECK(pe.at(4 * 6 + 0) == Approx(std::sin(4.0)).margin(1e-6));           // PE(4, 0)
+  CHECK(pe.at(2 * 6 + 3) == Approx(std::cos(2.0 / std::pow(10000.0, 2.0 / 6))).margin(1e-6));
+  const Result bad = attn_data(dir, "posenc --d-model 0");
+  CHECK(bad.code == 2);
+  CHECK_THAT(bad.err, Catch::Contains("--d-model must be > 0, got 0"));
+}

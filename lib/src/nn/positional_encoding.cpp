@@ -14,20 +14,21 @@ void check_rows(const std::string& what, int64_t offset, int64_t T, int64_t L) {
 
 }  // namespace
 
+double sinusoidal_value(int64_t pos, int64_t column, int64_t d_model) {
+  const int64_t i = column / 2;
+  const double angle = static_cast<double>(pos) *
+                       std::pow(10000.0, -2.0 * static_cast<double>(i) / static_cast<double>(d_model));
+  return column % 2 == 0 ? std::sin(angle) : std::cos(angle);
+}
+
 Tensor sinusoidal_encoding(int64_t positions, int64_t d_model) {
   if (positions < 0 || d_model < 1)
     throw ConfigError("sinusoidal encoding: need positions >= 0 and d_model >= 1, got " +
                       std::to_string(positions) + " and " + std::to_string(d_model));
   Tensor pe({positions, d_model});
   float* p = pe.data();
-  for (int64_t i = 0; 2 * i < d_model; ++i) {
-    const double inv_freq = std::pow(10000.0, -2.0 * static_cast<double>(i) / static_cast<double>(d_model));
-    for (int64_t pos = 0; pos < positions; ++pos) {
-      const double angle = static_cast<double>(pos) * inv_freq;
-      p[pos * d_model + 2 * i] = static_cast<float>(std::sin(angle));
-      if (2 * i + 1 < d_model) p[pos * d_model + 2 * i + 1] = static_cast<float>(std::cos(angle));
-    }
-  }
+  for (int64_t pos = 0; pos < positions; ++pos)
+    for (int64_t j = 0; j < d_model; ++j) p[pos * d_model + j] = static_cast<float>(sinusoidal_value(pos, j, d_model));
   return pe;
 }
 

@@ -15,6 +15,8 @@ namespace attn::nn {
 // PE[pos, 2i] = sin(pos / 10000^(2i/D)),  PE[pos, 2i+1] = cos(pos / 10000^(2i/D)).
 // Returns [positions, d_model] (computed in double, then rounded). An odd D ends on a sine.
 Tensor sinusoidal_encoding(int64_t positions, int64_t d_model);
+// One entry PE(pos, column) of that table, in double precision.
+double sinusoidal_value(int64_t pos, int64_t column, int64_t d_model);
 
 // In place: x[b, t] += table[offset + t].   x: [B, T, D]   table: [L, D] with offset + T <= L.
 void add_positional_encoding(Tensor& x, const Tensor& table, int64_t offset = 0);
