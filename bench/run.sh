@@ -4,6 +4,8 @@
 # Full results stay in BUILD_DIR/bench/results/<program>.json (Google Benchmark's JSON).
 #
 # Usage: bench/run.sh BUILD_DIR [extra Google Benchmark flags...]
+#   e.g. bench/run.sh build --benchmark_repetitions=3   (the table then shows the fastest run,
+#   the fairest figure on a machine shared with other work)
 # Environment: BENCH_MIN_TIME  seconds per benchmark (default 0.1: the whole run takes minutes)
 #              BENCH_FILTER    regex passed as --benchmark_filter (default: all)
 #              PYTHON          interpreter for the table (default python3)
@@ -50,7 +52,7 @@ done
 "$python" - "$out"/*.json <<'PY'
 import json, sys
 
-rows, context = [], None
+best, runs, context = {}, {}, None   # per benchmark: the fastest repetition, and how many ran
 for path in sys.argv[1:]:
     with open(path) as f:
         data = json.load(f)
@@ -59,8 +61,11 @@ for path in sys.argv[1:]:
         if b.get("run_type", "iteration") != "iteration" or b.get("error_occurred"):
             continue
         scale = {"ns": 1e-6, "us": 1e-3, "ms": 1.0, "s": 1e3}[b.get("time_unit", "ns")]
-        name = b["name"].removesuffix("/real_time")
-        rows.append((name, b["real_time"] * scale, b.get("GFLOP/s"), b.get("of_sgemm")))
+        name = b.get("run_name", b["name"]).removesuffix("/real_time")
+        row = (b["real_time"] * scale, b.get("GFLOP/s"), b.get("of_sgemm"))
+        runs[name] = runs.get(name, 0) + 1
+        if name not in best or row[0] < best[name][0]:
+            best[name] = row
 
 if context:
     caches = ", ".join(f"L{c['level']} {c['size'] // 1024} KiB" for c in context.get("caches", [])
@@ -68,9 +73,11 @@ if context:
     print(f"# {context.get('host_name', '?')}: {context.get('num_cpus', '?')} CPUs at "
           f"{context.get('mhz_per_cpu', '?')} MHz{' (' + caches + ')' if caches else ''}; "
           f"{context.get('date', '')}")
-width = max([len("benchmark")] + [len(r[0]) for r in rows])
+if any(n > 1 for n in runs.values()):
+    print("# repeated benchmarks show their fastest repetition")
+width = max([len("benchmark")] + [len(name) for name in best])
 print(f"{'benchmark':<{width}}  {'ms/iter':>10}  {'GFLOP/s':>8}  {'of sgemm':>8}")
-for name, ms, gflops, frac in rows:
+for name, (ms, gflops, frac) in best.items():
     g = f"{gflops:8.1f}" if gflops is not None else f"{'':8}"
     s = f"{frac:8.2f}" if frac is not None else f"{'':8}"
     print(f"{name:<{width}}  {ms:10.3f}  {g}  {s}")
