@@ -6,6 +6,15 @@
 #include "attn/blas/blas.hpp"
 
 namespace attn::ops {
+
+// Appended piecewise: `"(" + std::to_string(..)` trips GCC 12's -Wrestrict (bug 105329).
+std::string to_string(Size2 s) {
+  std::string out = "(";
+  out += std::to_string(s.h);
+  out += ", ";
+  out += std::to_string(s.w);
+  return out + ")";
+}
 namespace {
 
 using blas::Trans;
@@ -13,21 +22,12 @@ using blas::Trans;
 // Below this many elements moved, a pass (im2col, col2im, permutation) runs on one thread.
 constexpr int64_t kParallelMin = 1 << 15;
 
-// "(h, w)". Appended piecewise: `"(" + std::to_string(..)` trips GCC 12's -Wrestrict (bug 105329).
-std::string pair_string(Size2 s) {
-  std::string out = "(";
-  out += std::to_string(s.h);
-  out += ", ";
-  out += std::to_string(s.w);
-  return out + ")";
-}
-
 // Checks the options and fills in the output size; `op` names the public function in messages,
 // which speak of one length for conv1d (seen here as [B, C, 1, L]).
 ConvGeometry make_geometry(const std::string& op, const Shape& x, const Shape& W,
                            const ConvOptions& o) {
   const bool one_d = op == "conv1d";
-  const auto shown = [&](Size2 v) { return one_d ? std::to_string(v.w) : pair_string(v); };
+  const auto shown = [&](Size2 v) { return one_d ? std::to_string(v.w) : to_string(v); };
   const auto bad = [&](const char* field, Size2 v, const char* want) {
     return ConfigError(op + ": " + field + " must be " + want + ", got " + shown(v));
   };
@@ -165,7 +165,7 @@ void check_one_value(const ConvOptions& o, const std::string& op) {
   const auto check = [&](const char* field, Size2 v) {
     if (v.h != v.w)
       throw ConfigError(op + ": " + field + " must be one value for a 1-D convolution, got " +
-                        pair_string(v));
+                        to_string(v));
   };
   check("stride", o.stride);
   check("padding", o.padding);

@@ -8,6 +8,9 @@
 #pragma once
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+
+#include "attn/core/tensor.hpp"
 
 namespace attn::ops::detail {
 
@@ -30,5 +33,14 @@ inline float tanh_fast(float v) {
   // Near 0 the quotient loses relative accuracy; tanh(x) = x to float precision there.
   return std::fabs(v) < 4e-4f ? v : x * p / q;
 }
+
+// out[j] += sum_r d[r, j] over `rows` rows of width `cols` (bias gradients of the cells).
+inline void add_column_sums(int64_t rows, int64_t cols, const float* d, float* out) {
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t j = 0; j < cols; ++j) out[j] += d[r * cols + j];
+}
+
+// The data of an optional tensor (undefined means zeros), or nullptr.
+inline const float* data_or_null(const Tensor& t) { return t.defined() ? t.data() : nullptr; }
 
 }  // namespace attn::ops::detail

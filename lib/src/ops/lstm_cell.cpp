@@ -14,6 +14,8 @@ namespace {
 using blas::Trans;
 using detail::sigmoid;
 using detail::tanh_fast;
+using detail::add_column_sums;
+using detail::data_or_null;
 
 // Below this many [B, H] elements an elementwise pass is not worth waking the threads for.
 constexpr int64_t kParallelMin = 1 << 14;
@@ -61,14 +63,6 @@ void pointwise_backward(int64_t B, int64_t H, const float* gates, const float* c
       dc_prev[k] = dc * f;
     }
 }
-
-// out[j] += Σ_r d[r, j] over `rows` rows of width `cols`.
-void add_column_sums(int64_t rows, int64_t cols, const float* d, float* out) {
-  for (int64_t r = 0; r < rows; ++r)
-    for (int64_t j = 0; j < cols; ++j) out[j] += d[r * cols + j];
-}
-
-const float* data_or_null(const Tensor& t) { return t.defined() ? t.data() : nullptr; }
 
 }  // namespace
 

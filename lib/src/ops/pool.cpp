@@ -15,25 +15,16 @@ namespace {
 // Below this many window reads a pass runs on one thread.
 constexpr int64_t kParallelMin = 1 << 15;
 
-// "(h, w)". Appended piecewise: `"(" + std::to_string(..)` trips GCC 12's -Wrestrict (bug 105329).
-std::string pair_string(Size2 s) {
-  std::string out = "(";
-  out += std::to_string(s.h);
-  out += ", ";
-  out += std::to_string(s.w);
-  return out + ")";
-}
-
 // Checks the options against x: [B, C, IH, IW] and fills in the output size. For 1-D ops
 // (`one_d`, x seen as [B, C, 1, L]) every field must be one value, which applies to the length.
 PoolGeometry make_geometry(const std::string& op, const Shape& x, PoolOptions o, bool one_d) {
-  const auto shown = [&](Size2 v) { return one_d ? std::to_string(v.w) : pair_string(v); };
+  const auto shown = [&](Size2 v) { return one_d ? std::to_string(v.w) : to_string(v); };
   if (one_d) {
     for (auto [field, v] : {std::pair{"kernel", o.kernel}, std::pair{"stride", o.stride},
                             std::pair{"padding", o.padding}})
       if (v.h != v.w)
         throw ConfigError(op + ": " + field + " must be one value for 1-D pooling, got " +
-                          pair_string(v));
+                          to_string(v));
     o = {Size2(1, o.kernel.w), Size2(1, o.stride.w ? o.stride.w : o.kernel.w), Size2(0, o.padding.w)};
   }
   if (o.kernel.h < 1 || o.kernel.w < 1)

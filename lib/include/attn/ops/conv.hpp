@@ -11,6 +11,7 @@
 // Reference: Chellapilla et al. 2006 (convolution as im2col + GEMM); torch.nn.Conv1d/Conv2d.
 #pragma once
 #include <cstdint>
+#include <string>
 
 #include "attn/core/tensor.hpp"
 
@@ -23,6 +24,7 @@ struct Size2 {
   constexpr Size2(int64_t h_, int64_t w_) : h(h_), w(w_) {}
   bool operator==(const Size2&) const = default;
 };
+std::string to_string(Size2 s);   // "(h, w)"
 
 // Out size per axis: (in + 2 padding - dilation (kernel - 1) - 1) / stride + 1 (floor).
 // conv1d takes the same struct with one value per field (Size2(2), not Size2(1, 2)).
