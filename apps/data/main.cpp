@@ -13,6 +13,8 @@ int main(int argc, char** argv) {
       {"reverse", cmd_reverse, "toy translation: the target is the source token sequence reversed"},
       {"sort", cmd_sort, "toy translation: the target is the source tokens sorted by id"},
       {"posenc", cmd_posenc, "print the sinusoidal positional-encoding table (Vaswani et al. 2017, 3.5)"},
+      {"multi30k", cmd_multi30k, "Multi30k translation (Elliott et al. 2016): tokenised, vocabularies, splits"},
+      {"parallel", cmd_parallel, "any line-aligned parallel text pair (plain or gzip) as a translation set"},
       {"info", cmd_info, "summarise any attnlab HDF5 file: format, command, datasets, attributes"},
   });
 }
