@@ -68,10 +68,8 @@ PngPixels PngPixels::load(const std::string& path) {
 
 Rgb8 PngPixels::at(double x, double y) const {
   const int ix = static_cast<int>(std::floor(x)), iy = static_cast<int>(std::floor(y));
-  REQUIRE(ix >= 0);
-  REQUIRE(iy >= 0);
-  REQUIRE(ix < width_);
-  REQUIRE(iy < height_);
+  if (ix < 0 || iy < 0 || ix >= width_ || iy >= height_)
+    FAIL("pixel (" << x << ", " << y << ") is outside the " << width_ << " x " << height_ << " picture");
   const uint32_t p = px_[static_cast<size_t>(iy) * static_cast<size_t>(width_) + static_cast<size_t>(ix)];
   return {static_cast<int>((p >> 16) & 0xFF), static_cast<int>((p >> 8) & 0xFF), static_cast<int>(p & 0xFF)};
 }
