@@ -1,19 +1,28 @@
 // HDF5 files: tensors, string arrays and attributes, with atomic writes and standard streams.
 //
 // The only code in attnlab that includes hdf5.h is lib/src/io/. Every failure throws IoError
-// (cannot open/read/write) or FormatError/ShapeError (content not as expected) whose message
-// names the file, the dataset path, and what was expected and found.
+// (cannot open/read/write), FormatError (content not as expected), ShapeError (wrong shape)
+// or DataError (values that do not fit, invalid UTF-8), and the message names the file, the
+// dataset path, and what was expected and found:
+//   data.h5: dataset '/train/src' has shape [10, 7], expected [*, 8]
+//   data.h5: no dataset '/train/x' (found: /train/src, /train/tgt)
+// HDF5's own error printing is switched off; the library never prints.
 //
 // A path of "-" means standard input (open_read: an HDF5 file image is read from stdin) or
-// standard output (create: the finished file image is written to stdout on commit()).
-// Writes are atomic: create() writes to a temporary file in the same folder and commit()
-// flushes, closes and renames it over the target. A File destroyed without commit() removes
-// its temporary file, so a failed or killed run never leaves a truncated output or damages
-// an earlier file of the same name.
+// standard output (create: the file is built in memory and its image written to stdout on
+// commit()), so tools can be joined with `|`. Standard input can be read once per process.
+// Writes are atomic: create() writes to a temporary file `.<name>.tmp.<pid>.<n>` in the same
+// folder and commit() flushes, closes, fsyncs and renames it over the target. A File destroyed
+// without commit() removes its temporary file, so a failed run never leaves a truncated output
+// or damages an earlier file of the same name (a killed one leaves at most a hidden temp file).
+//
+// Dataset and object names are HDF5 paths; "train/src" and "/train/src" are the same. A File
+// is used by one thread at a time (distinct Files may be used from distinct threads).
 #pragma once
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "attn/core/tensor.hpp"
@@ -21,71 +30,104 @@
 namespace attn::io {
 
 struct WriteOptions {
-  bool compress = false;        // chunked + deflate; used automatically above kCompressBytes
-  int64_t chunk_rows = 0;       // rows of the leading dimension per chunk (0: chosen)
+  bool compress = false;        // chunked + shuffle + deflate; used automatically above kCompressBytes
+  int64_t chunk_rows = 0;       // rows of the leading dimension per chunk (0: about 1 MiB per chunk)
   bool as_uint8 = false;        // store an int32 tensor as uint8 (values must fit 0..255)
 };
 inline constexpr int64_t kCompressBytes = 1 << 20;
+// The attnlab layout version this build writes and the newest it reads (root `format_version`).
+inline constexpr int64_t kFormatVersion = 1;
+
+// A scalar attribute value, for code that handles attributes generically (configurations).
+using AttrValue = std::variant<std::string, int64_t, double>;
 
 class File {
  public:
-  static File open_read(const std::string& path);    // "-": HDF5 image from stdin
+  static File open_read(const std::string& path);    // "-": HDF5 image from stdin (once)
   static File create(const std::string& path);       // "-": image to stdout on commit()
   File(File&&) noexcept;
   File& operator=(File&&) noexcept;
   ~File();
 
   const std::string& path() const;                    // as given by the user ("-" for stdio)
+  const std::string& display_name() const;            // for messages: the path, "stdin" or "stdout"
   void commit();                                      // finish an output file (see above)
 
   // Structure.
   bool exists(const std::string& name) const;         // dataset or group
+  bool is_group(const std::string& name) const;       // false when missing
+  bool is_dataset(const std::string& name) const;     // false when missing
   std::vector<std::string> list(const std::string& group) const;   // child names, sorted
+  // Every dataset below `group`, recursively, as paths relative to it ("layer0/w_q"), sorted.
+  std::vector<std::string> list_datasets(const std::string& group) const;
   Shape shape(const std::string& dataset) const;
+  // The stored element type: "float32", "float64", "int32", "uint8", ..., "string", "compound".
+  std::string type_name(const std::string& dataset) const;
 
   // Tensors. dtype f32 reads float datasets; i32 reads any integer dataset (uint8 included).
   // `want` (kAny wildcards) is checked when non-empty. Missing dataset, wrong dtype class or
-  // shape throw with file, dataset, expected and found.
+  // shape throw with file, dataset, expected and found; values outside the range of `dtype`
+  // (an int64 beyond int32) throw DataError instead of being clipped. One H5Dread per call.
   Tensor read(const std::string& dataset, DType dtype, const Shape& want = {}) const;
+  // The natural dtype: f32 for float datasets, i32 for integer ones.
+  Tensor read(const std::string& dataset) const;
   // Rows [begin, end) of the leading dimension only (a hyperslab): for data larger than memory.
+  // Open datasets keep a chunk cache, so consecutive row ranges decompress each chunk once.
   Tensor read_rows(const std::string& dataset, DType dtype, int64_t begin, int64_t end) const;
   // Creates intermediate groups. Overwrites nothing: writing an existing name throws.
+  // One H5Dwrite per call; chunked + compressed when opts.compress or above kCompressBytes.
   void write(const std::string& dataset, const Tensor& t, const WriteOptions& opts = {});
 
-  // UTF-8 string arrays (variable length), e.g. vocabularies.
+  // UTF-8 string arrays (variable length), e.g. vocabularies. Reading also accepts
+  // fixed-length string datasets (numpy "S" arrays written by h5py).
   std::vector<std::string> read_strings(const std::string& dataset) const;
   void write_strings(const std::string& dataset, const std::vector<std::string>& values);
 
-  // Attributes of a group or dataset ("/" for the root). Groups are created as needed.
+  // Scalar attributes of a group or dataset ("/" for the root). set_attr creates missing
+  // groups and replaces an existing attribute of the same key. Strings are stored as
+  // variable-length UTF-8, integers as int64 (uint64 for the unsigned overload), reals as
+  // float64. Readers accept any integer width for attr_int/attr_uint (range-checked) and
+  // integers or floats for attr_double.
   bool has_attr(const std::string& object, const std::string& key) const;
-  std::vector<std::string> attr_names(const std::string& object) const;
+  std::vector<std::string> attr_names(const std::string& object) const;   // sorted
   std::string attr_string(const std::string& object, const std::string& key) const;
   int64_t attr_int(const std::string& object, const std::string& key) const;
+  uint64_t attr_uint(const std::string& object, const std::string& key) const;
   double attr_double(const std::string& object, const std::string& key) const;
-  // The attribute rendered as text whatever its type (for echoing configurations).
+  // The attribute as a string, int64 or double, by its stored type.
+  AttrValue attr(const std::string& object, const std::string& key) const;
+  // The attribute rendered as text whatever its type (for echoing configurations); arrays
+  // render as "[1, 2, 3]", doubles in the shortest form that reads back exactly.
   std::string attr_text(const std::string& object, const std::string& key) const;
   void set_attr(const std::string& object, const std::string& key, const std::string& value);
   void set_attr(const std::string& object, const std::string& key, const char* value);
+  void set_attr(const std::string& object, const std::string& key, int value);
   void set_attr(const std::string& object, const std::string& key, int64_t value);
+  void set_attr(const std::string& object, const std::string& key, uint64_t value);
   void set_attr(const std::string& object, const std::string& key, double value);
+  void set_attr(const std::string& object, const std::string& key, const AttrValue& value);
 
  private:
   struct Impl;
   explicit File(std::unique_ptr<Impl> impl);
+  Impl& impl() const;
   std::unique_ptr<Impl> impl_;
 };
 
 // Root attributes every attnlab file carries (DESIGN.md, "HDF5 conventions").
 struct FileInfo {
   std::string format;           // "attnlab/dataset", "attnlab/model", "attnlab/output"
-  int64_t format_version = 1;
+  int64_t format_version = kFormatVersion;
   std::string kind;             // "copy", "reverse", "transformer", ...
   std::string created_by;       // "attn-data 0.1.0"
   std::string command;          // the command line that made the file
 };
 void write_file_info(File& file, const FileInfo& info);
+// Throws FormatError when the root has no `format` (not an attnlab file); the other fields
+// are left at their defaults when absent.
 FileInfo read_file_info(const File& file);
-// Throws FormatError unless the root `format` is `format` (and `kind` when non-empty).
+// Throws FormatError unless the root `format` is `format` (and `kind` when non-empty) and
+// `format_version` is not newer than kFormatVersion.
 void require_format(const File& file, const std::string& format, const std::string& kind = "");
 
 }  // namespace attn::io

@@ -1,0 +1,171 @@
+// Checkpoints as HDF5 files (layout in checkpoint.hpp), written and read through io::File only.
+#include "attn/io/checkpoint.hpp"
+
+#include <algorithm>
+#include <set>
+#include <vector>
+
+namespace attn::io {
+namespace {
+
+constexpr const char* kModelFormat = "attnlab/model";
+
+// A tensor name such as "encoder/layer0/w_q": non-empty, relative, no empty, "." or ".." part.
+void check_name(const std::string& name, const std::string& what) {
+  bool ok = !name.empty() && name.front() != '/' && name.back() != '/';
+  for (size_t begin = 0; ok && begin <= name.size();) {
+    const size_t end = std::min(name.find('/', begin), name.size());
+    const std::string part = name.substr(begin, end - begin);
+    ok = !part.empty() && part != "." && part != "..";
+    begin = end + 1;
+  }
+  if (!ok)
+    throw ConfigError("checkpoint: " + what + " name '" + name +
+                      "' is not a relative path like 'encoder/layer0/w_q'");
+}
+
+void write_tensors(File& file, const std::string& group, const TensorMap& tensors, const std::string& what) {
+  for (const auto& [name, t] : tensors) {
+    check_name(name, what);
+    file.write(group + "/" + name, t);
+  }
+}
+
+TensorMap read_tensors(const File& file, const std::string& group) {
+  TensorMap out;
+  if (!file.is_group(group)) return out;
+  for (const auto& name : file.list_datasets(group)) out.emplace(name, file.read(group + "/" + name));
+  return out;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// Config lookups
+
+namespace {
+const AttrValue& config_entry(const Checkpoint& c, const std::string& key) {
+  const auto it = c.config.find(key);
+  if (it == c.config.end()) {
+    std::vector<std::string> keys;
+    for (const auto& [k, v] : c.config) keys.push_back(k);
+    std::string found;
+    for (size_t i = 0; i < keys.size(); ++i) found += (i ? ", " : "") + keys[i];
+    throw FormatError(c.source + ": no configuration value '" + key + "' in /config (" +
+                      (keys.empty() ? std::string("it is empty") : "found: " + found) + ")");
+  }
+  return it->second;
+}
+
+[[noreturn]] void wrong_config_type(const Checkpoint& c, const std::string& key, const char* want) {
+  static constexpr const char* kNames[] = {"a string", "an integer", "a number"};
+  throw FormatError(c.source + ": configuration value '" + key + "' is " +
+                    kNames[config_entry(c, key).index()] + ", expected " + want);
+}
+}  // namespace
+
+std::string Checkpoint::config_string(const std::string& key) const {
+  if (const auto* v = std::get_if<std::string>(&config_entry(*this, key))) return *v;
+  wrong_config_type(*this, key, "a string");
+}
+
+int64_t Checkpoint::config_int(const std::string& key) const {
+  if (const auto* v = std::get_if<int64_t>(&config_entry(*this, key))) return *v;
+  wrong_config_type(*this, key, "an integer");
+}
+
+double Checkpoint::config_double(const std::string& key) const {
+  const AttrValue& v = config_entry(*this, key);
+  if (const auto* d = std::get_if<double>(&v)) return *d;
+  if (const auto* i = std::get_if<int64_t>(&v)) return static_cast<double>(*i);
+  wrong_config_type(*this, key, "a number");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Files
+
+void write_checkpoint(File& file, const Checkpoint& ckpt) {
+  write_file_info(file, {kModelFormat, kFormatVersion, ckpt.kind, ckpt.created_by, ckpt.command});
+  for (const auto& [key, value] : ckpt.config) file.set_attr("/config", key, value);
+  write_tensors(file, "/params", ckpt.params, "parameter");
+  write_tensors(file, "/optimizer", ckpt.optimizer, "optimizer state");
+  file.set_attr("/state", "step", ckpt.step);
+  file.set_attr("/state", "epoch", ckpt.epoch);
+  file.set_attr("/state", "rng_seed", ckpt.rng.seed);
+  file.set_attr("/state", "rng_counter", ckpt.rng.counter);
+}
+
+Checkpoint read_checkpoint(const File& file, const std::string& kind) {
+  require_format(file, kModelFormat, kind);
+  const FileInfo info = read_file_info(file);
+  Checkpoint ckpt;
+  ckpt.source = file.display_name();
+  ckpt.kind = info.kind;
+  ckpt.created_by = info.created_by;
+  ckpt.command = info.command;
+  if (file.exists("/config"))
+    for (const auto& key : file.attr_names("/config")) ckpt.config.emplace(key, file.attr("/config", key));
+  ckpt.params = read_tensors(file, "/params");
+  ckpt.optimizer = read_tensors(file, "/optimizer");
+  ckpt.step = file.attr_int("/state", "step");
+  ckpt.epoch = file.attr_int("/state", "epoch");
+  ckpt.rng.seed = file.attr_uint("/state", "rng_seed");
+  ckpt.rng.counter = file.attr_uint("/state", "rng_counter");
+  return ckpt;
+}
+
+void save_checkpoint(const std::string& path, const Checkpoint& ckpt) {
+  File file = File::create(path);
+  write_checkpoint(file, ckpt);
+  file.commit();
+}
+
+Checkpoint load_checkpoint(const std::string& path, const std::string& kind) {
+  return read_checkpoint(File::open_read(path), kind);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Parameters
+
+TensorMap collect_params(const ParamList& params) {
+  TensorMap out;
+  for (const Param* p : params) {
+    check_name(p->name, "parameter");
+    if (!out.emplace(p->name, p->value.clone()).second)
+      throw ConfigError("checkpoint: two parameters are named '" + p->name + "'");
+  }
+  return out;
+}
+
+void restore_params(const TensorMap& saved, const ParamList& params, const std::string& source) {
+  std::set<std::string> claimed;
+  for (Param* p : params) {
+    const auto it = saved.find(p->name);
+    if (it == saved.end())
+      throw FormatError(source + ": no parameter '" + p->name + "' in /params (the model has it; " +
+                        "was the file saved by another model or configuration?)");
+    const Tensor& t = it->second;
+    const std::string what = source + ": parameter '/params/" + p->name + "'";
+    if (t.dtype() != p->value.dtype())
+      throw ShapeError(what + " holds " + dtype_name(t.dtype()) + " values, expected " +
+                       dtype_name(p->value.dtype()));
+    if (t.shape() != p->value.shape())
+      throw ShapeError(what + " has shape " + to_string(t.shape()) + ", expected " +
+                       to_string(p->value.shape()) + " (was the file saved with another configuration?)");
+    claimed.insert(p->name);
+  }
+  std::vector<std::string> unclaimed;
+  for (const auto& [name, t] : saved)
+    if (!claimed.count(name)) unclaimed.push_back("'" + name + "'");
+  if (!unclaimed.empty()) {
+    std::string list;
+    for (size_t i = 0; i < unclaimed.size() && i < 12; ++i) list += (i ? ", " : "") + unclaimed[i];
+    if (unclaimed.size() > 12) list += ", ...";
+    throw FormatError(source + ": the file has parameters the model does not: " + list +
+                      " (was the file saved by another model or configuration?)");
+  }
+  // Copy only once everything matched, so a failed restore leaves the model untouched.
+  for (Param* p : params) p->value.copy_from(saved.at(p->name));
+}
+
+}  // namespace attn::io
