@@ -12,7 +12,7 @@ namespace {
 std::vector<double> read_values(const io::File& file, const std::string& dataset) {
   const Shape shape = file.shape(dataset);
   if (!(shape.size() == 1 || (shape.size() == 2 && shape[1] == 1)))
-    throw ShapeError(file.path() + ": dataset '" + dataset + "' has shape " + to_string(shape) + ", expected a series [n]");
+    throw ShapeError(file.display_name() + ": dataset '" + dataset + "' has shape " + to_string(shape) + ", expected a series [n]");
   const Tensor t = file.read(dataset);   // float or integer (e.g. step numbers)
   if (t.dtype() == DType::i32) return {t.idata(), t.idata() + t.numel()};
   return {t.values().begin(), t.values().end()};
@@ -28,7 +28,7 @@ plot::Series read_series(const io::File& file, const std::string& spec) {
     s.x = read_values(file, spec.substr(0, colon));
     s.y = read_values(file, y_path);
     if (s.x.size() != s.y.size())
-      throw ShapeError(file.path() + ": --series " + spec + " pairs " + std::to_string(s.x.size()) + " x values with " +
+      throw ShapeError(file.display_name() + ": --series " + spec + " pairs " + std::to_string(s.x.size()) + " x values with " +
                        std::to_string(s.y.size()) + " y values");
     return s;
   }

@@ -55,7 +55,7 @@ int cmd_heatmap(int argc, char** argv) {
   if (sel.layer) {
     // Outputs may keep one dataset per layer: /attention/cross/layer5.
     const std::string member = dataset + "/layer" + std::to_string(*sel.layer);
-    if (file.exists(member)) {
+    if (file.is_group(dataset) && file.is_dataset(member)) {
       dataset = member;
       sel.layer.reset();
     }
@@ -65,7 +65,7 @@ int cmd_heatmap(int argc, char** argv) {
   plot::HeatmapOptions ho;
   ho.x_labels = labels_from(opts, file, "x", row);
   ho.y_labels = labels_from(opts, file, "y", row);
-  const std::string extent = "of " + file.path() + ": '" + dataset + "' " + sel.describe() + " " + to_string(maps.shape());
+  const std::string extent = "of " + file.display_name() + ": '" + dataset + "' " + sel.describe() + " " + to_string(maps.shape());
   const int64_t R = labelled_extent(ho.y_labels, maps.dim(-2), "y labels", "rows " + extent);
   const int64_t C = labelled_extent(ho.x_labels, maps.dim(-1), "x labels", "columns " + extent);
   if (R != maps.dim(-2) || C != maps.dim(-1)) maps = plot::crop(maps, R, C);

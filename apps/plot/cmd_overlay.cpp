@@ -84,7 +84,7 @@ int cmd_overlay(int argc, char** argv) {
   plot::OverlayOptions oo;
   oo.words = labels_from(opts, file, "word", example_row(sel));
   const int64_t T = labelled_extent(oo.words, maps.dim(0), "words",
-                                    "attention steps of " + file.path() + ": '" + att_ds + "' " + to_string(maps.shape()));
+                                    "attention steps of " + file.display_name() + ": '" + att_ds + "' " + to_string(maps.shape()));
   if (T != maps.dim(0)) maps = maps.rows(0, T);
   oo.title = opts.get<std::string>("title");
   oo.colormap = plot::colormap_from_name(opts.get<std::string>("colormap"));

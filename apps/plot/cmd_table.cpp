@@ -53,7 +53,7 @@ int cmd_table(int argc, char** argv) {
   const int64_t row = example_row(sel);
   to.row_labels = labels_from(opts, file, "row", row);
   to.col_labels = labels_from(opts, file, "col", row);
-  const std::string extent = "of " + file.path() + ": '" + dataset + "' " + sel.describe() + " " + to_string(m.shape());
+  const std::string extent = "of " + file.display_name() + ": '" + dataset + "' " + sel.describe() + " " + to_string(m.shape());
   const int64_t R = labelled_extent(to.row_labels, m.dim(0), "row labels", "rows " + extent);
   const int64_t C = labelled_extent(to.col_labels, m.dim(1), "column labels", "columns " + extent);
   if (R != m.dim(0) || C != m.dim(1)) m = plot::crop(m, R, C);

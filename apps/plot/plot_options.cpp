@@ -130,7 +130,7 @@ std::vector<std::string> labels_from(const cli::Options& opts, const io::File& f
   if (ids.empty()) return {};
   std::vector<std::string> labels = plot::id_labels(file, ids, row, vocab);
   if (labels.empty())
-    throw DataError(file.path() + ": dataset '" + ids + "'" + (row >= 0 ? " row " + std::to_string(row) : "") +
+    throw DataError(file.display_name() + ": dataset '" + ids + "'" + (row >= 0 ? " row " + std::to_string(row) : "") +
                     " holds no tokens (only padding), so there are no --" + prefix + " labels");
   return labels;
 }

@@ -37,7 +37,7 @@ Tensor read_slice(const io::File& file, const std::string& dataset, const Select
                   const std::string& what) {
   const Shape shape = file.shape(dataset);
   const int r = static_cast<int>(shape.size());
-  const std::string where = file.path() + ": dataset '" + dataset + "' has shape " + to_string(shape);
+  const std::string where = file.display_name() + ": dataset '" + dataset + "' has shape " + to_string(shape);
   const std::string want = !what.empty() ? what : keep == 2 ? "a matrix [R, C]" : "matrices [NH, R, C]";
   if (r < keep) throw ShapeError(where + ", expected " + want + " or more axes");
   const int fixed = r - keep;   // axes to fix: 0 .. fixed - 1
@@ -94,7 +94,7 @@ Tensor read_slice(const io::File& file, const std::string& dataset, const Select
 std::vector<std::string> id_labels(const io::File& file, const std::string& ids, int64_t row,
                                    const std::string& vocab) {
   const Shape shape = file.shape(ids);
-  const std::string where = file.path() + ": dataset '" + ids + "' has shape " + to_string(shape);
+  const std::string where = file.display_name() + ": dataset '" + ids + "' has shape " + to_string(shape);
   const int want_rank_lo = row >= 0 ? 2 : 1;
   if (static_cast<int>(shape.size()) < want_rank_lo || static_cast<int>(shape.size()) > want_rank_lo + 1)
     throw ShapeError(where + ", expected token ids " + (row >= 0 ? "[N, L] or [N, S, W]" : "[L] or [S, W]"));
@@ -108,7 +108,7 @@ std::vector<std::string> id_labels(const io::File& file, const std::string& ids,
   auto word = [&](int32_t id) -> std::string {
     if (vocab.empty()) return std::to_string(id);
     if (id < 0 || static_cast<size_t>(id) >= words.size())
-      throw DataError(file.path() + ": id " + std::to_string(id) + " in '" + ids + "'" + row_text +
+      throw DataError(file.display_name() + ": id " + std::to_string(id) + " in '" + ids + "'" + row_text +
                       " is outside the vocabulary '" + vocab + "' of " + std::to_string(words.size()) + " words");
     return words[static_cast<size_t>(id)];
   };
