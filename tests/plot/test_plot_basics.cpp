@@ -43,6 +43,8 @@ TEST_CASE("ticks: round steps inside the range, labels with the needed digits", 
   CHECK(big.labels == std::vector<std::string>{"0", "500", "1000", "1500", "2000"});
   CHECK(linear_ticks(-1, 1, 5).labels == std::vector<std::string>{"-1.0", "-0.5", "0.0", "0.5", "1.0"});
   CHECK(linear_ticks(3, 3).values == std::vector<double>{3});
+  // A short range off the step's multiples still gets two ticks.
+  CHECK(linear_ticks(0.1, 1, 2).labels == std::vector<std::string>{"0.5", "1.0"});
   CHECK(nice_number(0.185, /*round=*/true) == Approx(0.2));
   CHECK(nice_number(3.2, /*round=*/false) == Approx(5));
   CHECK(format_tick(1.5e6, 5e5) == "1.5e+06");

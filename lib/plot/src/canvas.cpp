@@ -166,7 +166,10 @@ void Canvas::cells(const float* m, int64_t rows, int64_t cols, const Rect& r, Co
   }
   cairo_surface_t* img = cairo_image_surface_create(CAIRO_FORMAT_RGB24, static_cast<int>(cols),
                                                     static_cast<int>(rows));
-  cairo_surface_flush(img);
+  if (cairo_surface_status(img) != CAIRO_STATUS_SUCCESS) {
+    cairo_surface_destroy(img);
+    throw ConfigError("cannot draw a " + std::to_string(rows) + " x " + std::to_string(cols) + " matrix as an image");
+  }
   unsigned char* data = cairo_image_surface_get_data(img);
   const int stride = cairo_image_surface_get_stride(img);
   for (int64_t i = 0; i < rows; ++i) {
@@ -187,7 +190,7 @@ void Canvas::cells(const float* m, int64_t rows, int64_t cols, const Rect& r, Co
 
 double Canvas::colorbar(const Rect& r, Colormap map, double vmin, double vmax, bool draw) {
   const Font font{style::kLabelSize - 1};
-  const Ticks ticks = linear_ticks(vmin, vmax, std::clamp(static_cast<int>(r.h / 40), 2, 8));
+  const Ticks ticks = linear_ticks(vmin, vmax, std::clamp(static_cast<int>(r.h / 30), 2, 8));
   double label_w = 0;
   for (const auto& s : ticks.labels) label_w = std::max(label_w, text_width(s, font));
   const double tick_len = 3;

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "attn/core/error.hpp"
 #include "canvas.hpp"
 
 namespace attn::plot {
@@ -129,6 +130,10 @@ Picture overlay(const Tensor& image, const Tensor& maps, const OverlayOptions& o
     }
     // A fresh surface per panel: the recording keeps it alive, unchanged, until replayed.
     cairo_surface_t* surf = cairo_image_surface_create(CAIRO_FORMAT_RGB24, static_cast<int>(W), static_cast<int>(H));
+    if (cairo_surface_status(surf) != CAIRO_STATUS_SUCCESS) {
+      cairo_surface_destroy(surf);
+      throw ConfigError("overlay: cannot hold a " + std::to_string(H) + " x " + std::to_string(W) + " image");
+    }
     const int stride = cairo_image_surface_get_stride(surf);
     unsigned char* data = cairo_image_surface_get_data(surf);
     const float* a = t >= 0 ? up.data() : nullptr;

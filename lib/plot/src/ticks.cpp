@@ -49,7 +49,9 @@ Ticks linear_ticks(double lo, double hi, int max_ticks) {
     t.labels = {format_tick(lo, std::max(std::fabs(lo), 1.0))};
     return t;
   }
-  const double step = nice_number((hi - lo) / std::max(1, max_ticks - 1), /*round=*/true);
+  double step = nice_number((hi - lo) / std::max(1, max_ticks - 1), /*round=*/true);
+  // Rounding the step up can leave one multiple inside a short range: step down until two fit.
+  while (std::floor(hi / step + 1e-9) - std::ceil(lo / step - 1e-9) < 1) step = nice_number(step * 0.4, /*round=*/true);
   const double eps = step * 1e-9;
   for (double k = std::ceil((lo - eps) / step); k * step <= hi + eps; k += 1) {
     const double v = k * step;
