@@ -1,6 +1,5 @@
 # Locates the system packages attnlab builds against. Each missing one stops configuration
 # with the Debian package that provides it (`make -f Makefile.scripts deps` installs them all).
-# Also used by the installed attnlabConfig.cmake, so consumers get the same imported targets.
 
 # OpenBLAS, the OpenMP build: the library's own loops use OpenMP too, so BLAS and our loops
 # share one thread pool and never oversubscribe the cores (see docs/ARCHITECTURE.md).
