@@ -124,9 +124,9 @@ StudyConfig StudyConfig::quick() {
   StudyConfig c;
   c.n_values = powers_of_two(32, 256);
   c.d = 64;
-  c.d_values = powers_of_two(16, 128);
+  c.d_values = powers_of_two(16, 64);
   c.n_for_d_sweep = 64;
-  c.path_n_values = powers_of_two(16, 128);
+  c.path_n_values = powers_of_two(16, 64);
   c.r = 4;
   c.heads = 4;
   c.repeats = 1;

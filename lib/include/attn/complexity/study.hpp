@@ -45,7 +45,7 @@ struct StudyConfig {
   // n = 16..4096, d = 32..1024 at n = 512, path n = 16..1024 (all powers of 2): a few minutes
   // on 2 cores.
   static StudyConfig standard();
-  // n = 32..256, d = 16..128 at n = 64, path n = 16..128, r = 4, one repeat: about a second.
+  // n = 32..256, d = 16..64 at n = 64, path n = 16..64, r = 4, one repeat: about a second.
   static StudyConfig quick();
   // Throws ConfigError naming the first bad setting.
   void validate() const;
