@@ -67,12 +67,13 @@ const Metric& metric(const std::string& name) {
   throw Error("complexity: unknown metric " + name);
 }
 
-// A power law fitted over the given measurements; `upper_half` keeps the upper half of each
-// sweep only (sizes at or above its median).
-PowerLaw fit_metric(const LayerResult& r, const Metric& m, bool upper_half) {
+// A power law fitted over the upper half of each sweep (sizes at or above its median): the
+// theory is asymptotic, and below that fixed costs (time) and edge effects (a window of r keys
+// when n is not much larger than r) bend the curves.
+PowerLaw fit_metric(const LayerResult& r, const Metric& m) {
   std::vector<double> n, d, y;
   auto take = [&](const std::vector<Measurement>& sweep) {
-    const size_t first = upper_half ? sweep.size() / 2 : 0;
+    const size_t first = sweep.size() / 2;
     for (size_t i = first; i < sweep.size(); ++i) {
       n.push_back(static_cast<double>(sweep[i].n));
       d.push_back(static_cast<double>(sweep[i].d));
@@ -197,11 +198,11 @@ StudyReport run_study(const StudyConfig& config, const StudyProgress& progress) 
     }
 
     if (!r.n_sweep.empty() || !r.d_sweep.empty()) {
-      r.flops_forward = fit_metric(r, metric("flops_forward"), false);
-      r.flops_total = fit_metric(r, metric("flops_total"), false);
-      r.memory = fit_metric(r, metric("activation_bytes"), false);
-      r.seconds_forward = fit_metric(r, metric("seconds_forward"), true);
-      r.seconds_total = fit_metric(r, metric("seconds_total"), true);
+      r.flops_forward = fit_metric(r, metric("flops_forward"));
+      r.flops_total = fit_metric(r, metric("flops_total"));
+      r.memory = fit_metric(r, metric("activation_bytes"));
+      r.seconds_forward = fit_metric(r, metric("seconds_forward"));
+      r.seconds_total = fit_metric(r, metric("seconds_total"));
     }
     if (!r.n_sweep.empty()) {
       std::vector<double> n, d, y;
@@ -269,7 +270,7 @@ std::string format_table(const StudyReport& report) {
     out << " |\n";
   }
 
-  out << "\nFitted exponents (least squares on log-log data; time over the upper half of each sweep):\n";
+  out << "\nFitted exponents (least squares on log-log data over the upper half of each sweep):\n";
   for (const LayerResult& r : report.layers) {
     if (r.n_sweep.empty() && r.d_sweep.empty()) continue;
     const Theory t = theory_of(r.layer);

@@ -66,9 +66,9 @@ struct LayerResult {
   LayerKind layer{};
   std::vector<Measurement> n_sweep, d_sweep;
   std::vector<PathMeasurement> paths;
-  // Fits over both sweeps together (FLOPs, memory), over the upper half of each sweep (time,
-  // where fixed overheads dominate small sizes), over the n sweep (sequential steps) and over
-  // the path probe (path length: a power of n, or a multiple of log_k n when logarithmic).
+  // Fits over the upper half of each sweep, n and d together (the theory is asymptotic: fixed
+  // costs and a window not much shorter than n bend the small sizes), over the n sweep
+  // (sequential steps) and over the path probe (a power of n, or a multiple of log_k n).
   PowerLaw flops_forward, flops_total, seconds_forward, seconds_total, memory;
   double sequential_n_exp = 0.0;
   double path_n_exp = 0.0;
