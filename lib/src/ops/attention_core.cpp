@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "attn/blas/blas.hpp"
+#include "attn/core/flops.hpp"
 
 namespace attn::ops {
 namespace {
@@ -331,6 +332,7 @@ Tensor attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, floa
   const bool stream =
       weights == nullptr && (options.path == AttentionPath::streaming ||
                              (options.path == AttentionPath::automatic && d.S > kStreamMinKeys));
+  flops::add_sequential_steps(1);   // every query row at once (the key blocks are a reduction)
   Tensor out, P, lse;
   if (stream)
     out = forward_streaming(q, k, v, scale, mask, options, d, cache ? &lse : nullptr);
@@ -348,6 +350,7 @@ Tensor attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, floa
 AttentionGrads attention_backward(const Tensor& dout, const AttentionCache& cache) {
   const Dims d = check_inputs(cache.q, cache.k, cache.v);
   check_tensor(dout, {d.B, d.H, d.T, d.Dv}, "attention backward: dout [B, H, T, Dv]");
+  flops::add_sequential_steps(1);
   return cache.streamed ? backward_streaming(dout, cache, d) : backward_materialised(dout, cache, d);
 }
 

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "attn/blas/blas.hpp"
+#include "attn/core/flops.hpp"
 
 namespace attn::ops {
 
@@ -107,6 +108,7 @@ Tensor conv_forward(const std::string& op, const Tensor& x, const Tensor& W, con
                     const ConvOptions& options, ConvCache* cache) {
   const ConvGeometry g = make_geometry(op, x.shape(), W.shape(), options);
   const int64_t P = g.OH * g.OW, BP = g.B * P, CKK = g.C * g.KH * g.KW;
+  flops::add_sequential_steps(1);   // every output position at once
   Tensor col({CKK, BP});
   im2col(g, x.data(), col.data());
   Tensor Y({g.O, BP});   // output in [O, B, P] order
@@ -131,6 +133,7 @@ Tensor conv_forward(const std::string& op, const Tensor& x, const Tensor& W, con
 Tensor conv_backward(const Tensor& dy, const Tensor& W, const ConvGeometry& g, const Tensor& x,
                      Tensor& dW, Tensor& db) {
   const int64_t P = g.OH * g.OW, BP = g.B * P, CKK = g.C * g.KH * g.KW;
+  flops::add_sequential_steps(1);
   // dY: [O, B*P], the permutation of dy that matches the column matrix; db from the same pass.
   Tensor dY({g.O, BP});
   const float* src = dy.data();

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "attn/blas/blas.hpp"
+#include "attn/core/flops.hpp"
 #include "gate_math.hpp"
 
 namespace attn::ops {
@@ -84,6 +85,7 @@ Tensor gru_cell_forward(const Tensor& gates_x, const Tensor& h, const Tensor& W_
   check_tensor(W_hh, {3 * H, H}, "gru_cell: W_hh [3H, H]");
   check_tensor(b_hh, {3 * H}, "gru_cell: b_hh [3H]");
 
+  flops::add_sequential_steps(1);
   Tensor gates({B, 3 * H});   // h W_hh^T + b_hh, then the activated gates
   fill_rows(B, 3 * H, b_hh.data(), gates.data());
   blas::gemm(Trans::N, Trans::T, B, 3 * H, H, 1.0f, h.data(), H, W_hh.data(), H, 1.0f,
@@ -104,6 +106,7 @@ GruCellGrads gru_cell_backward(const Tensor& dh_next, const Tensor& W_hh, const 
   check_tensor(dW_hh, {3 * H, H}, "gru_cell_backward: dW_hh [3H, H]");
   check_tensor(db_hh, {3 * H}, "gru_cell_backward: db_hh [3H]");
 
+  flops::add_sequential_steps(1);
   GruCellGrads g{Tensor({B, 3 * H}), Tensor({B, H})};
   Tensor dgh({B, 3 * H});
   pointwise_backward(B, H, cache.gates.data(), cache.hn.data(), cache.h.data(), dh_next.data(),
@@ -141,6 +144,7 @@ GruLayerOutput gru_layer_forward(const Tensor& x, const Tensor& h0, const Tensor
   float* Hs = hs.data();
   const int64_t step = B * H, gstep = B * 3 * H;
   for (int64_t t = 0; t < T; ++t) {
+    flops::add_sequential_steps(1);   // step t waits for step t-1
     float* g = gates.data() + t * gstep;
     blas::gemm(Trans::N, Trans::T, B, 3 * H, H, 1.0f, Hs + t * step, H, W_hh.data(), H, 1.0f, g,
                3 * H);
@@ -174,6 +178,7 @@ GruLayerGrads gru_layer_backward(const Tensor& dy, const Tensor& dh_T, const Ten
   const float* Hs = cache.hs.data();
   const int64_t step = B * H, gstep = B * 3 * H;
   for (int64_t t = T - 1; t >= 0; --t) {
+    flops::add_sequential_steps(1);   // step t waits for step t+1
     float* dg = dgh.data() + t * gstep;
     pointwise_backward(B, H, cache.gates.data() + t * gstep, cache.hn.data() + t * step,
                        Hs + t * step, dY ? dY + t * step : nullptr, dh.data(),

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "attn/blas/blas.hpp"
+#include "attn/core/flops.hpp"
 #include "gate_math.hpp"
 
 namespace attn::ops {
@@ -74,6 +75,7 @@ LstmState lstm_cell_forward(const Tensor& gates_x, const Tensor& h, const Tensor
   check_tensor(gates_x, {B, 4 * H}, "lstm_cell: gates_x [B, 4H]");
   check_tensor(W_hh, {4 * H, H}, "lstm_cell: W_hh [4H, H]");
 
+  flops::add_sequential_steps(1);
   Tensor gates = gates_x.clone();   // becomes the cache's activated gates
   blas::gemm(Trans::N, Trans::T, B, 4 * H, H, 1.0f, h.data(), H, W_hh.data(), H, 1.0f,
              gates.data(), 4 * H);
@@ -91,6 +93,7 @@ LstmCellGrads lstm_cell_backward(const Tensor& dh_next, const Tensor& dc_next, c
   check_tensor(W_hh, {4 * H, H}, "lstm_cell_backward: W_hh [4H, H]");
   check_tensor(dW_hh, {4 * H, H}, "lstm_cell_backward: dW_hh [4H, H]");
 
+  flops::add_sequential_steps(1);
   LstmCellGrads g{Tensor({B, 4 * H}), Tensor({B, H}), Tensor({B, H})};
   pointwise_backward(B, H, cache.gates.data(), cache.c.data(), cache.c_next.data(),
                      data_or_null(dh_next), nullptr, data_or_null(dc_next), g.dgates_x.data(),
@@ -128,6 +131,7 @@ LstmLayerOutput lstm_layer_forward(const Tensor& x, const Tensor& h0, const Tens
   float* Cs = cs.data();
   const int64_t step = B * H;
   for (int64_t t = 0; t < T; ++t) {
+    flops::add_sequential_steps(1);   // step t waits for step t-1
     float* g = G + t * B * 4 * H;
     blas::gemm(Trans::N, Trans::T, B, 4 * H, H, 1.0f, Hs + t * step, H, W_hh.data(), H, 1.0f, g,
                4 * H);
@@ -165,6 +169,7 @@ LstmLayerGrads lstm_layer_backward(const Tensor& dy, const Tensor& dh_T, const T
   const float* dY = data_or_null(dy);
   const int64_t step = B * H;
   for (int64_t t = T - 1; t >= 0; --t) {
+    flops::add_sequential_steps(1);   // step t waits for step t+1
     float* dg = dG + t * B * 4 * H;
     pointwise_backward(B, H, G + t * B * 4 * H, Cs + t * step, Cs + (t + 1) * step,
                        dY ? dY + t * step : nullptr, dh.data(), dc.data(), dg, dc.data());

@@ -1,0 +1,4 @@
+list(APPEND ATTN_SOURCES
+  ${CMAKE_CURRENT_LIST_DIR}/layers.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/measure.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/study.cpp)
