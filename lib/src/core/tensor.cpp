@@ -4,20 +4,73 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <new>
+#include <unordered_map>
 
 namespace attn {
 
-// 64-byte aligned storage so that BLAS and vectorised loops get aligned rows.
+namespace {
+
+// Blocks of at least kCacheMin bytes are kept after use, by exact size, and handed out again.
+// A training step allocates the same activation sizes every step; without the cache each large
+// block would come fresh from mmap and pay a page fault per 4 KiB on first touch (measured: a
+// quarter of a Transformer step). Small blocks go straight to malloc, which caches them itself.
+// The cache holds at most kCacheMax bytes; beyond that blocks are freed.
+constexpr size_t kCacheMin = size_t{1} << 16;
+constexpr size_t kCacheMax = size_t{1} << 31;
+
+class BlockCache {
+ public:
+  void* take(size_t bytes) {
+    if (bytes >= kCacheMin) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      auto it = free_.find(bytes);
+      if (it != free_.end() && !it->second.empty()) {
+        void* p = it->second.back();
+        it->second.pop_back();
+        cached_ -= bytes;
+        return p;
+      }
+    }
+    void* p = std::aligned_alloc(64, bytes);
+    if (!p) throw std::bad_alloc();
+    return p;
+  }
+  void give(void* p, size_t bytes) {
+    if (bytes >= kCacheMin) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (cached_ + bytes <= kCacheMax) {
+        free_[bytes].push_back(p);
+        cached_ += bytes;
+        return;
+      }
+    }
+    std::free(p);
+  }
+
+ private:
+  std::mutex mutex_;
+  std::unordered_map<size_t, std::vector<void*>> free_;
+  size_t cached_ = 0;
+};
+
+BlockCache& block_cache() {
+  static BlockCache* cache = new BlockCache;   // never destroyed: tensors may outlive statics
+  return *cache;
+}
+
+}  // namespace
+
+// 64-byte aligned, zero-filled storage so that BLAS and vectorised loops get aligned rows.
 struct Tensor::Storage {
   void* ptr = nullptr;
-  explicit Storage(size_t bytes) {
-    const size_t rounded = std::max<size_t>(64, (bytes + 63) / 64 * 64);
-    ptr = std::aligned_alloc(64, rounded);
-    if (!ptr) throw std::bad_alloc();
-    std::memset(ptr, 0, rounded);
+  size_t bytes = 0;
+  explicit Storage(size_t size) : bytes(std::max<size_t>(64, (size + 63) / 64 * 64)) {
+    ptr = block_cache().take(bytes);
+    std::memset(ptr, 0, bytes);
   }
-  ~Storage() { std::free(ptr); }
+  ~Storage() { block_cache().give(ptr, bytes); }
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;
 };
