@@ -5,6 +5,7 @@
 
 #include <cmath>
 
+#include "attn/blas/blas.hpp"
 #include "attn/ops/cross_entropy.hpp"
 #include "attn/ops/elementwise.hpp"
 
@@ -23,6 +24,7 @@ struct Transformer::StepCache {
   ops::LayerNormCache enc_norm, dec_norm;
   ops::LinearCache out;
   ops::CrossEntropyCache ce;
+  Tensor logits;   // [B*T, V], reused from step to step (its gradient overwrites it in place)
 };
 
 namespace {
@@ -251,9 +253,19 @@ Tensor Transformer::forward_logits(const TokenBatch& batch, bool training, Rng& 
   // One GEMM [B*T, D] x [D, V]; tied: the first V rows of the target embedding table.
   const int64_t D = config_.d_model, V = config_.tgt_vocab;
   const Tensor h2 = h.reshape({kAny, D});
-  ops::LinearCache* oc = cache ? &cache->out : nullptr;
-  return output_ ? output_->forward(h2, oc)
-                 : ops::linear_forward(h2, tgt_embed_.table.value.rows(0, V), Tensor(), oc);
+  if (cache == nullptr) return output_logits(h2);
+  // Training reuses one logits buffer: at B*T*V floats it is the largest tensor of a step, and
+  // a fresh one each step would cost a page fault per 4 KiB.
+  const int64_t N = h2.dim(0);
+  if (cache->logits.numel() < N * V) cache->logits = Tensor({N * V});
+  Tensor logits = cache->logits.reshape({kAny}).rows(0, N * V).reshape({N, V});
+  const float beta = output_ ? 1.0f : 0.0f;
+  if (output_)
+    for (int64_t i = 0; i < N; ++i) std::copy_n(output_->b.value.data(), V, logits.data() + i * V);
+  const float* W = output_ ? output_->W.value.data() : tgt_embed_.table.value.data();
+  blas::gemm(blas::Trans::N, blas::Trans::T, N, V, D, 1.0f, h2.data(), D, W, D, beta, logits.data(), V);
+  cache->out.x = h2;
+  return logits;
 }
 
 // ---- training ---------------------------------------------------------------------------------
@@ -314,7 +326,6 @@ LossStats Transformer::train_step(const TokenBatch& batch, Rng& dropout_rng) {
       encoder_backward(output_backward(dlogits, c.out).reshape({batch.src.dim(0), batch.src.dim(1), D}), c);
       break;
   }
-  c.ce.logits = Tensor();   // drop the [B*T, V] buffer's last reference between steps
   return stats;
 }
 
