@@ -1,0 +1,5 @@
+foreach(part transformer seq2seq)
+  if(EXISTS ${CMAKE_CURRENT_LIST_DIR}/${part}.cmake)
+    include(${CMAKE_CURRENT_LIST_DIR}/${part}.cmake)
+  endif()
+endforeach()
