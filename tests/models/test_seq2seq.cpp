@@ -200,3 +200,174 @@ TEST_CASE("seq2seq gradients: local-m attention", "[gradcheck][seq2seq]") {
 TEST_CASE("seq2seq gradients: local-p attention, through the predicted position", "[gradcheck][seq2seq]") {
   check_all_forms(Seq2SeqScore::concat, LocalAttention::local_p, 800);
 }
+
+namespace {
+
+// Every weight row sums to 1 over the sentence's keys and is exactly 0 on its padding.
+// rows[n]: how many rows of sentence n hold weights (the rest must be all zero).
+void check_rows(const Tensor& align, const Tensor& src_len, const std::vector<int64_t>& rows, bool normalised) {
+  const int64_t N = align.dim(0), T = align.dim(1), S = align.dim(2);
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t t = 0; t < T; ++t) {
+      if (t >= rows[n]) {
+        for (int64_t s = 0; s < S; ++s) CHECK(align.at((n * T + t) * S + s) == 0.0f);
+        continue;
+      }
+      double sum = 0.0;
+      for (int64_t s = 0; s < S; ++s) {
+        const float w = align.at((n * T + t) * S + s);
+        if (s >= src_len.idata()[n]) CHECK(w == 0.0f);
+        CHECK(w >= 0.0f);
+        sum += w;
+      }
+      if (normalised) CHECK(std::abs(sum - 1.0) < 1e-5);
+      else CHECK(sum <= 1.0 + 1e-5);
+    }
+}
+
+}  // namespace
+
+TEST_CASE("seq2seq: alignment rows sum to 1 and put no weight on padding", "[unit][seq2seq]") {
+  for (Seq2SeqScore score : {Seq2SeqScore::dot, Seq2SeqScore::general, Seq2SeqScore::concat,
+                             Seq2SeqScore::scaled_dot, Seq2SeqScore::location})
+    for (AttentionStyle style : {AttentionStyle::bahdanau, AttentionStyle::luong}) {
+      const models::Seq2SeqConfig c =
+          tiny_config(score, LocalAttention::global, style, RnnCell::gru, true, false);
+      INFO(describe(c));
+      Rng rng(5);
+      models::Seq2Seq model(c, rng);
+      const models::TokenBatch batch = tiny_batch();
+      Tensor align;
+      const Tensor logits = model.logits(batch, &align);
+      CHECK(logits.shape() == Shape{2, 4, 6});
+      REQUIRE(align.shape() == Shape{2, 4, 5});
+      check_rows(align, batch.src_len, {4, 4}, /*normalised=*/true);
+      const models::Seq2SeqDecodeResult greedy = model.greedy(batch.src, batch.src_len, {6, 1, 1.0f});
+      REQUIRE(greedy.alignment.dim(0) == 2);
+      check_rows(greedy.alignment, batch.src_len,
+                 {static_cast<int64_t>(greedy.tokens[0].size()), static_cast<int64_t>(greedy.tokens[1].size())},
+                 /*normalised=*/true);
+    }
+  // Local-p scales the weights by a Gaussian (<= 1); local-m keeps the window |j - t| <= D.
+  Rng rng(6);
+  models::Seq2Seq local_p(tiny_config(Seq2SeqScore::concat, LocalAttention::local_p, AttentionStyle::luong,
+                                      RnnCell::lstm, true, false),
+                          rng);
+  Tensor align;
+  local_p.logits(tiny_batch(), &align);
+  check_rows(align, tiny_batch().src_len, {4, 4}, /*normalised=*/false);
+  models::Seq2Seq local_m(tiny_config(Seq2SeqScore::general, LocalAttention::local_m, AttentionStyle::bahdanau,
+                                      RnnCell::gru, true, false),
+                          rng);
+  local_m.logits(tiny_batch(), &align);
+  for (int64_t t = 0; t < 4; ++t)
+    for (int64_t s = 0; s < 5; ++s)
+      if (std::abs(s - t) > 1) CHECK(align.at(t * 5 + s) == 0.0f);
+}
+
+TEST_CASE("seq2seq: beam search with beam 1 equals greedy search", "[unit][seq2seq]") {
+  for (AttentionStyle style : {AttentionStyle::bahdanau, AttentionStyle::luong})
+    for (RnnCell cell : {RnnCell::gru, RnnCell::lstm}) {
+      models::Seq2SeqConfig c = tiny_config(Seq2SeqScore::concat, LocalAttention::global, style, cell, true, false);
+      c.tgt_vocab = 9;
+      INFO(describe(c));
+      Rng rng(11);
+      models::Seq2Seq model(c, rng);
+      Rng jitter(12);   // a random model whose outputs vary in length
+      for (Param* p : model.params())
+        for (float& v : p->value.values()) v += jitter.uniform(-0.5f, 0.5f);
+      const models::TokenBatch batch = tiny_batch();
+      const models::Seq2SeqDecodeResult g = model.greedy(batch.src, batch.src_len, {7, 1, 1.0f});
+      const models::Seq2SeqDecodeResult b = model.beam_search(batch.src, batch.src_len, {7, 1, 0.0f});
+      CHECK(g.tokens == b.tokens);
+      CHECK_THAT(b.alignment, test::close_to(g.alignment, 0.0));
+      for (size_t n = 0; n < g.scores.size(); ++n) CHECK(b.scores[n] == Approx(g.scores[n]).epsilon(1e-5));
+      // A wider beam finds a sequence at least as likely (unnormalised).
+      const models::Seq2SeqDecodeResult b4 = model.beam_search(batch.src, batch.src_len, {7, 4, 0.0f});
+      REQUIRE(b4.tokens.size() == 2);
+      for (size_t n = 0; n < g.scores.size(); ++n) CHECK(b4.scores[n] >= g.scores[n] - 1e-5f);
+    }
+}
+
+TEST_CASE("seq2seq: teacher forcing below 1 feeds the model's own predictions", "[unit][seq2seq]") {
+  models::Seq2SeqConfig c = tiny_config(Seq2SeqScore::general, LocalAttention::global, AttentionStyle::luong,
+                                        RnnCell::gru, true, false);
+  c.teacher_forcing = 0.0f;
+  Rng rng(21);
+  models::Seq2Seq model(c, rng);
+  models::TokenBatch batch = tiny_batch();
+  Rng a(1), b(1);
+  const models::LossStats s1 = model.train_step(batch, a);
+  const models::LossStats s2 = model.train_step(batch, b);
+  CHECK(s1.loss_sum == s2.loss_sum);   // the same draws
+  // The greedy predictions differ from the gold inputs, so the loss differs from teacher forcing.
+  const models::LossStats tf = model.evaluate(batch);
+  CHECK(s1.tokens == tf.tokens);
+  CHECK(std::abs(s1.loss_sum - tf.loss_sum) > 1e-4);
+}
+
+namespace {
+
+// `reverse` at length L: src = L random symbols (ids 4..), tgt = the reverse then EOS.
+models::TokenBatch reverse_batch(int64_t B, int64_t L, int64_t symbols, Rng& rng) {
+  models::TokenBatch b;
+  b.src = Tensor({B, L}, DType::i32);
+  b.tgt = Tensor({B, L + 1}, DType::i32);
+  b.src_len = Tensor({B}, DType::i32);
+  b.tgt_len = Tensor({B}, DType::i32);
+  for (int64_t n = 0; n < B; ++n) {
+    for (int64_t i = 0; i < L; ++i) b.src.idata()[n * L + i] = static_cast<int32_t>(4 + rng.uniform_int(symbols));
+    for (int64_t i = 0; i < L; ++i) b.tgt.idata()[n * (L + 1) + i] = b.src.idata()[n * L + L - 1 - i];
+    b.tgt.idata()[n * (L + 1) + L] = models::kEos;
+    b.src_len.idata()[n] = static_cast<int32_t>(L);
+    b.tgt_len.idata()[n] = static_cast<int32_t>(L + 1);
+  }
+  return b;
+}
+
+// Trains on fresh batches for `steps`, returns the greedy token accuracy on held-out data
+// (position by position over the L target symbols).
+double reverse_accuracy(Seq2SeqScore score, int64_t steps) {
+  const int64_t L = 20, symbols = 10;
+  models::Seq2SeqConfig c;
+  c.src_vocab = c.tgt_vocab = 4 + symbols;
+  c.embed_dim = 16;
+  c.enc_hidden = 32;
+  c.dec_hidden = 32;
+  c.attention_dim = 32;
+  c.attention = score;
+  c.max_src_len = L;
+  Rng init(1), data(2), drop(3);
+  models::Seq2Seq model(c, init);
+  ParamList params = model.params();
+  optim::Adam adam({/*lr=*/1e-2f});
+  for (int64_t t = 1; t <= steps; ++t) {
+    zero_grads(params);
+    model.train_step(reverse_batch(32, L, symbols, data), drop);
+    optim::clip_grad_norm(params, 1.0);
+    adam.step(params, t);
+  }
+  Rng held_out(99);
+  const models::TokenBatch test = reverse_batch(100, L, symbols, held_out);
+  const models::Seq2SeqDecodeResult out = model.greedy(test.src, test.src_len, {L + 5, 1, 1.0f});
+  int64_t correct = 0;
+  for (int64_t n = 0; n < 100; ++n)
+    for (int64_t i = 0; i < L; ++i)
+      if (i < static_cast<int64_t>(out.tokens[n].size()) && out.tokens[n][i] == test.tgt.idata()[n * (L + 1) + i])
+        ++correct;
+  return static_cast<double>(correct) / (100.0 * L);
+}
+
+}  // namespace
+
+TEST_CASE("seq2seq: attention learns reverse at length 20 clearly better than the baseline",
+          "[integration][seq2seq]") {
+  const int64_t steps = 200;
+  const double with = reverse_accuracy(Seq2SeqScore::concat, steps);
+  const double without = reverse_accuracy(Seq2SeqScore::none, steps);
+  WARN("reverse, length 20, " << steps << " steps of 32: token accuracy with concat attention " << with
+                              << ", without attention " << without);
+  // Measured: 0.95 with attention, 0.18 without (the baseline learns little beyond the first tokens).
+  CHECK(with > 0.85);
+  CHECK(with > without + 0.5);
+}
