@@ -96,9 +96,9 @@ struct Seq2SeqStepper {
 
 namespace {
 
-Seq2SeqImpl::Encoded repeat_rows(const Seq2Seq& m, const Seq2SeqConfig& c, const nn::Attention* attention,
+// Each sentence's encoding repeated for its K hypotheses: rows n*K .. n*K + K-1 are sentence n.
+Seq2SeqImpl::Encoded repeat_rows(const Seq2SeqConfig& c, const nn::Attention* attention,
                                  const Seq2SeqImpl::Encoded& enc, int64_t K) {
-  (void)m;
   const int64_t N = enc.memory.dim(0);
   std::vector<int64_t> index(N * K);
   for (int64_t i = 0; i < N * K; ++i) index[i] = i / K;
@@ -164,7 +164,7 @@ Seq2SeqDecodeResult Seq2Seq::beam_search(const Tensor& src, const Tensor& src_le
   const int64_t N = src.dim(0), S = src.dim(1), V = config_.tgt_vocab, K = options.beam, R = N * K;
   Rng unused(0);
   const Seq2SeqImpl::Encoded enc = Seq2SeqImpl::encode(*this, src, src_len, false, unused, nullptr);
-  Seq2SeqStepper stepper(*this, K == 1 ? enc : repeat_rows(*this, config_, attention_.get(), enc, K));
+  Seq2SeqStepper stepper(*this, K == 1 ? enc : repeat_rows(config_, attention_.get(), enc, K));
 
   // History: at step t row r was extended by token[t][r] from the old row parent[t][r]; the
   // weights of step t are weights[t] [R, S] indexed by the old row.
