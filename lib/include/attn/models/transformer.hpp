@@ -35,11 +35,9 @@
 #include "attn/nn/multi_head_attention.hpp"
 #include "attn/nn/param.hpp"
 #include "attn/nn/positional_encoding.hpp"
+#include "attn/models/token_batch.hpp"
 
 namespace attn::models {
-
-inline constexpr int32_t kPad = 0, kBos = 1, kEos = 2, kUnk = 3;
-inline constexpr int32_t kFirstRegularToken = 4;
 
 enum class TransformerArch { encdec, lm, mlm };
 enum class PositionalKind { sinusoidal, learned };
@@ -73,21 +71,6 @@ struct TransformerConfig {
   std::map<std::string, io::AttrValue> to_attrs() const;
   // The inverse; a missing or mistyped attribute throws FormatError naming it. Validates.
   static TransformerConfig from_attrs(const std::map<std::string, io::AttrValue>& attrs);
-};
-
-// A padded batch; ids 0..3 = PAD, BOS, EOS, UNK.
-struct TokenBatch {
-  Tensor src, src_len;   // int32 [B, S], [B]   (encdec; mlm: the input tokens)
-  Tensor tgt, tgt_len;   // int32 [B, T], [B]: target tokens ending with EOS (encdec, lm);
-                         // mlm: the targets [B, S], PAD (ignored) where nothing is predicted
-  Tensor segments;       // int32 [B, S], mlm only (0/1), may be empty (all segment 0)
-};
-
-struct LossStats {        // summed over the batch's counted tokens
-  double loss_sum = 0;    // label-smoothed loss
-  double nll_sum = 0;     // plain negative log-likelihood (for perplexity)
-  int64_t tokens = 0;
-  int64_t correct = 0;    // argmax == target
 };
 
 // BERT's masking (Devlin et al. 2019, sec. 3.1 and appendix C.2) of batch.src: every position

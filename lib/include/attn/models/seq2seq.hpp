@@ -1,0 +1,168 @@
+// The RNN encoder-decoder with attention (models/seq2seq): the model of Cho et al. 2014 and
+// Sutskever et al. 2014 (attention `none`), Bahdanau et al. 2015 and Luong et al. 2015, with
+// every alignment function those papers compare.
+//
+// Encoder: embedding, then `enc_layers` GRU or LSTM layers, each optionally bidirectional
+// (the two directions' states concatenated, h_i = [h->_i; h<-_i]; the backward direction reads
+// each sentence reversed within its own length, so padding never reaches a real position),
+// with dropout between layers. With `encoder_self_attention` each layer is an intra-attention
+// RNN, a simplified LSTMN (Cheng et al. 2016): at step t the cell input is [x_t; h~_t] where
+// h~_t = sum_{j<t} a_j h_j, a = softmax_j(h_{t-1}^T W h_j) (general score) over the
+// direction's own earlier states (h~_0 = 0). The full LSTMN's separate hidden/memory tapes and
+// its additive score are not modelled.
+//
+// Bridge (Bahdanau et al. 2015, appendix A.2.2): s_0 = tanh(W_b [h->_last; h<-_first] + b_b)
+// from the top layer's final states (per sentence length); an LSTM decoder starts from c_0 = 0.
+//
+// Decoder (one GRU or LSTM layer), at target step t with input token y_{t-1} (BOS first) and
+// its embedding e_t, over the memory h_1..h_S (keys = values):
+//   bahdanau: c_t, a_t = attend(s_{t-1});  s_t = RNN([e_t; c_t], s_{t-1});
+//             o_t = [s_t; c_t; e_t]                                      (Bahdanau's deep-output input)
+//   luong:    s_t = RNN([e_t; h~_{t-1}], s_{t-1}) (input feeding, h~_0 = 0);
+//             c_t, a_t = attend(s_t);  h~_t = tanh(W_c [c_t; s_t]);  o_t = h~_t   (Luong eq. 5)
+//   logits_t = W_o o_t + b_o.
+// attend(q): a = softmax(score(q, h_j)) with score dot, general, concat (= additive,
+// v^T tanh(W q + U h_j)), scaled_dot or location (W_a q) (Luong sec. 3.1), masked to the
+// sentence. Local attention (Luong sec. 3.2) restricts it to the window [p_t - D, p_t + D]:
+//   local_m: p_t = t;
+//   local_p: p_t = S_b sigmoid(v_p^T tanh(W_p q)) with S_b the sentence's length, and the
+//            weights become a_j exp(-(j - p_t)^2 / (2 sigma^2)), sigma = D / 2 (not renormalised,
+//            as in the paper); the gradient flows through p_t into W_p and v_p.
+// Attention `none` is the Cho/Sutskever baseline: no context (o_t = [s_t; e_t] or h~_t =
+// tanh(W_c s_t)); the decoder sees the source only through s_0.
+//
+// Cost: the output projection and the cross-entropy of ALL target steps are one GEMM and one
+// fused pass over the stacked o_t [T*B, Do] after the decoder loop; so is the embedding part of
+// the decoder's input projection. Per step the decoder does the recurrent GEMM, the attention
+// and the per-step part of the input projection only.
+//
+// Parameters, by module path: encoder/embedding, encoder/layer<l>/<fwd|bwd>/{W_ih, W_hh, b_ih,
+// b_hh | b}, encoder/layer<l>/<dir>/self_attn/W, bridge/{W, b}, decoder/embedding,
+// decoder/rnn/{...}, decoder/attention/{W, U, v}, decoder/local_p/{W, v}, decoder/combine/W,
+// output/{W, b}.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "attn/core/rng.hpp"
+#include "attn/core/tensor.hpp"
+#include "attn/io/hdf5_file.hpp"
+#include "attn/models/seq2seq_rnn.hpp"
+#include "attn/models/token_batch.hpp"
+#include "attn/nn/attention.hpp"
+#include "attn/nn/layers.hpp"
+#include "attn/nn/param.hpp"
+
+namespace attn::models {
+
+// Luong et al. 2015's names; concat is Bahdanau's additive score.
+enum class Seq2SeqScore : uint8_t { none, dot, general, concat, scaled_dot, location };
+enum class AttentionStyle : uint8_t { bahdanau, luong };
+enum class LocalAttention : uint8_t { global, local_m, local_p };
+
+// Parsers accept the names printed by the *_name functions (and "scaled-dot", "additive",
+// "local-m", "local-p"); anything else throws ConfigError listing the valid names.
+RnnCell parse_rnn_cell(const std::string& name);                 // gru, lstm
+const char* rnn_cell_name(RnnCell cell);
+Seq2SeqScore parse_seq2seq_score(const std::string& name);       // none, dot, general, concat, ...
+const char* seq2seq_score_name(Seq2SeqScore score);
+AttentionStyle parse_attention_style(const std::string& name);   // bahdanau, luong
+const char* attention_style_name(AttentionStyle style);
+LocalAttention parse_local_attention(const std::string& name);   // global, local_m, local_p
+const char* local_attention_name(LocalAttention local);
+
+struct Seq2SeqConfig {
+  int64_t src_vocab = 0, tgt_vocab = 0;   // V_src, V (ids 0..3 are PAD, BOS, EOS, UNK)
+  int64_t embed_dim = 256;                // E (source and target)
+  RnnCell cell = RnnCell::gru;
+  int64_t enc_hidden = 256;               // H per direction
+  int64_t enc_layers = 1;
+  bool bidirectional = true;              // memory width Dv = 2H (else H)
+  bool encoder_self_attention = false;    // LSTMN-style intra-attention (see above)
+  int64_t dec_hidden = 256;               // Dd
+  Seq2SeqScore attention = Seq2SeqScore::concat;
+  AttentionStyle style = AttentionStyle::bahdanau;
+  int64_t attention_dim = 256;            // A: concat scores and local_p's W_p
+  LocalAttention local = LocalAttention::global;
+  int64_t window = 10;                    // D: local window radius
+  int64_t max_src_len = 256;              // location scores: the longest source
+  float dropout = 0.0f;                   // between encoder layers and on o_t
+  float teacher_forcing = 1.0f;           // probability of feeding the gold token in training
+  float label_smoothing = 0.0f;
+
+  int64_t memory_dim() const { return bidirectional ? 2 * enc_hidden : enc_hidden; }   // Dv
+  int64_t context_dim() const { return attention == Seq2SeqScore::none ? 0 : memory_dim(); }
+  // Do: Dd + Dv + E (bahdanau) or Dd (luong).
+  int64_t output_input_dim() const;
+
+  // Throws ConfigError naming the field for anything out of range or inconsistent.
+  void validate() const;
+  // /config attributes of a model file: every field, as string, int64 or double.
+  std::map<std::string, io::AttrValue> to_attrs() const;
+  // Missing keys keep their defaults; the result is validated.
+  static Seq2SeqConfig from_attrs(const std::map<std::string, io::AttrValue>& attrs);
+};
+
+struct Seq2SeqDecodeOptions {
+  int64_t max_len = 100;        // emitted tokens per sentence, EOS excluded
+  int64_t beam = 1;             // K
+  float length_penalty = 1.0f;  // beam: hypotheses ranked by log p / length^alpha (length incl. EOS)
+};
+
+struct Seq2SeqDecodeResult {
+  std::vector<std::vector<int32_t>> tokens;   // per sentence, without BOS, ending before EOS
+  std::vector<float> scores;                  // log-probabilities (beam: length-normalised)
+  Tensor alignment;                           // [N, T, S]: row t = the weights that emitted
+                                              // token t (T = longest output); zeros elsewhere
+};
+
+class Seq2Seq {
+ public:
+  // Validates the config and initialises every parameter from init_rng.
+  Seq2Seq(const Seq2SeqConfig& config, Rng& init_rng);
+  ~Seq2Seq();
+  Seq2Seq(Seq2Seq&&) noexcept;
+  Seq2Seq& operator=(Seq2Seq&&) noexcept;
+
+  const Seq2SeqConfig& config() const { return config_; }
+  ParamList params();   // named by module path, stable order
+
+  // Forward + backward: adds the gradient of the MEAN loss over counted target tokens into the
+  // params' grads (the caller zeroes them) and returns the sums. dropout_rng drives dropout and
+  // the teacher-forcing draws.
+  LossStats train_step(const TokenBatch& batch, Rng& dropout_rng);
+  // Teacher-forced forward only: no dropout, no grads.
+  LossStats evaluate(const TokenBatch& batch) const;
+  // Teacher-forced logits [B, T, V]; with `alignment`, also the weights [B, T, S].
+  Tensor logits(const TokenBatch& batch, Tensor* alignment = nullptr) const;
+
+  // src: int32 [N, S], src_len: int32 [N].
+  Seq2SeqDecodeResult greedy(const Tensor& src, const Tensor& src_len, const Seq2SeqDecodeOptions& options) const;
+  // Beam search with K = options.beam; beam 1 returns exactly the greedy result.
+  Seq2SeqDecodeResult beam_search(const Tensor& src, const Tensor& src_len,
+                                  const Seq2SeqDecodeOptions& options) const;
+
+ private:
+  friend struct Seq2SeqImpl;      // the forward and backward code (seq2seq.cpp)
+  friend struct Seq2SeqStepper;   // the searches (seq2seq_search.cpp)
+
+  struct EncoderRnn {
+    Rnn rnn;
+    std::unique_ptr<nn::Attention> self_attn;   // encoder_self_attention only
+  };
+
+  Seq2SeqConfig config_;
+  nn::Embedding src_embed_, tgt_embed_;
+  std::vector<EncoderRnn> encoder_;        // [layer * dirs + dir]
+  nn::Linear bridge_;
+  Rnn decoder_;
+  std::unique_ptr<nn::Attention> attention_;
+  Param local_W_, local_v_;                // local_p: W_p [A, Dd], v_p [A]
+  nn::Linear combine_;                     // luong: W_c [Dd, Dv + Dd], no bias
+  nn::Linear output_;                      // [V, Do]
+};
+
+}  // namespace attn::models

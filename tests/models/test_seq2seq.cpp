@@ -1,0 +1,373 @@
+// models::Seq2Seq: configuration, gradient checks of whole tiny models for every attention
+// variant, style, cell and encoder form, alignment properties, beam/greedy agreement, and an
+// integration test that attention learns `reverse` clearly better than the baseline.
+#include "attn/models/seq2seq.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "attn/optim/adam.hpp"
+#include "attn/optim/clip.hpp"
+#include "test_support.hpp"
+
+using namespace attn;
+using models::AttentionStyle;
+using models::LocalAttention;
+using models::RnnCell;
+using models::Seq2SeqScore;
+
+namespace {
+
+models::Seq2SeqConfig tiny_config(Seq2SeqScore score, LocalAttention local, AttentionStyle style, RnnCell cell,
+                                  bool bidirectional, bool self_attention) {
+  models::Seq2SeqConfig c;
+  c.src_vocab = 7;
+  c.tgt_vocab = 6;
+  c.embed_dim = 3;
+  c.cell = cell;
+  c.enc_hidden = 2;
+  c.enc_layers = 2;
+  c.bidirectional = bidirectional;
+  c.encoder_self_attention = self_attention;
+  c.dec_hidden = c.memory_dim();   // dot scores need the widths equal
+  if (score != Seq2SeqScore::dot && score != Seq2SeqScore::scaled_dot) c.dec_hidden = 3;
+  c.attention = score;
+  c.style = style;
+  c.attention_dim = 3;
+  c.local = local;
+  c.window = 1;
+  c.max_src_len = 6;
+  return c;
+}
+
+// B = 2, S = 5 (lengths 5, 3), T = 4 (lengths 4, 2).
+models::TokenBatch tiny_batch() {
+  models::TokenBatch b;
+  b.src = Tensor::from_ints({2, 5}, {4, 5, 6, 4, 5, 6, 5, 4, 0, 0});
+  b.src_len = Tensor::from_ints({2}, {5, 3});
+  b.tgt = Tensor::from_ints({2, 4}, {5, 4, 3, 2, 4, 2, 0, 0});
+  b.tgt_len = Tensor::from_ints({2}, {4, 2});
+  return b;
+}
+
+std::string describe(const models::Seq2SeqConfig& c) {
+  return std::string(models::seq2seq_score_name(c.attention)) + "/" + models::local_attention_name(c.local) + "/" +
+         models::attention_style_name(c.style) + "/" + models::rnn_cell_name(c.cell) +
+         (c.bidirectional ? "/bi" : "/uni") + (c.encoder_self_attention ? "/self-attn" : "");
+}
+
+// Central differences of the mean loss on up to `samples` entries of every parameter,
+// against train_step's gradient.
+void check_model_gradients(const models::Seq2SeqConfig& config, uint64_t seed) {
+  INFO("model " << describe(config));
+  Rng init(seed);
+  models::Seq2Seq model(config, init);
+  // Move parameters away from zero (biases start at 0) so no entry sits at a special point.
+  Rng jitter(seed + 1);
+  for (Param* p : model.params())
+    for (float& v : p->value.values()) v += jitter.uniform(-0.3f, 0.3f);
+  const models::TokenBatch batch = tiny_batch();
+  ParamList params = model.params();
+  zero_grads(params);
+  Rng dropout(3);
+  const models::LossStats stats = model.train_step(batch, dropout);
+  REQUIRE(stats.tokens == 6);
+  auto loss = [&] {
+    const models::LossStats s = model.evaluate(batch);
+    return s.loss_sum / static_cast<double>(s.tokens);
+  };
+  CHECK(std::abs(loss() - stats.loss_sum / 6.0) < 1e-6);
+  Rng pick(seed + 2);
+  for (Param* p : params) {
+    INFO("param " << p->name);
+    const int64_t n = p->value.numel();
+    const int64_t samples = std::min<int64_t>(n, 6);
+    for (int64_t s = 0; s < samples; ++s) {
+      const int64_t i = samples == n ? s : pick.uniform_int(n);
+      const float saved = p->value.at(i);
+      const float eps = 2e-3f;
+      p->value.at(i) = saved + eps;
+      const double up = loss();
+      p->value.at(i) = saved - eps;
+      const double down = loss();
+      p->value.at(i) = saved;
+      const double numeric = (up - down) / (2.0 * static_cast<double>(eps));
+      const double analytic = p->grad.at(i);
+      INFO("entry " << i << ": analytic " << analytic << ", numeric " << numeric);
+      CHECK(std::abs(analytic - numeric) <= 2e-3 + 2e-2 * std::abs(numeric));
+    }
+  }
+}
+
+void check_all_forms(Seq2SeqScore score, LocalAttention local, uint64_t seed) {
+  for (AttentionStyle style : {AttentionStyle::bahdanau, AttentionStyle::luong})
+    for (RnnCell cell : {RnnCell::gru, RnnCell::lstm})
+      for (bool bidirectional : {false, true})
+        for (bool self_attention : {false, true})
+          check_model_gradients(tiny_config(score, local, style, cell, bidirectional, self_attention), seed++);
+}
+
+}  // namespace
+
+TEST_CASE("seq2seq config: validation and attributes", "[unit][seq2seq]") {
+  models::Seq2SeqConfig c = tiny_config(Seq2SeqScore::concat, LocalAttention::local_p, AttentionStyle::luong,
+                                        RnnCell::lstm, true, true);
+  c.dropout = 0.25f;
+  c.teacher_forcing = 0.5f;
+  const models::Seq2SeqConfig back = models::Seq2SeqConfig::from_attrs(c.to_attrs());
+  CHECK(back.to_attrs() == c.to_attrs());
+  CHECK(back.cell == RnnCell::lstm);
+  CHECK(back.local == LocalAttention::local_p);
+  CHECK(back.dropout == 0.25f);
+  CHECK(models::parse_seq2seq_score("scaled-dot") == Seq2SeqScore::scaled_dot);
+  CHECK(models::parse_seq2seq_score("additive") == Seq2SeqScore::concat);
+  REQUIRE_THROWS_WITH(models::parse_seq2seq_score("cosine"), Catch::Contains("unknown attention 'cosine'"));
+
+  models::Seq2SeqConfig bad = c;
+  bad.attention = Seq2SeqScore::dot;
+  bad.dec_hidden = 3;
+  REQUIRE_THROWS_WITH(bad.validate(), Catch::Contains("dot attention needs dec_hidden (3) == the memory width 4"));
+  bad = c;
+  bad.window = 0;
+  REQUIRE_THROWS_WITH(bad.validate(), Catch::Contains("window must be >= 1 for local attention, got 0"));
+  bad = c;
+  bad.teacher_forcing = 1.5f;
+  REQUIRE_THROWS_WITH(bad.validate(), Catch::Contains("teacher_forcing must be in [0, 1], got 1.5"));
+  auto attrs = c.to_attrs();
+  attrs["cell"] = int64_t{3};
+  REQUIRE_THROWS_WITH(models::Seq2SeqConfig::from_attrs(attrs), Catch::Contains("attribute 'cell' must be a string"));
+}
+
+TEST_CASE("seq2seq: parameters are named by module path", "[unit][seq2seq]") {
+  Rng rng(1);
+  models::Seq2Seq model(tiny_config(Seq2SeqScore::concat, LocalAttention::local_p, AttentionStyle::luong,
+                                    RnnCell::gru, true, true),
+                        rng);
+  std::vector<std::string> names;
+  for (Param* p : model.params()) names.push_back(p->name);
+  for (const char* want : {"encoder/embedding/table", "encoder/layer0/fwd/W_ih", "encoder/layer1/bwd/b_hh",
+                           "encoder/layer0/bwd/self_attn/W", "bridge/W", "decoder/embedding/table",
+                           "decoder/rnn/W_hh", "decoder/attention/U", "decoder/local_p/v", "decoder/combine/W",
+                           "output/W", "output/b"})
+    CHECK(std::count(names.begin(), names.end(), want) == 1);
+}
+
+TEST_CASE("seq2seq: bad inputs are rejected with the reason", "[unit][seq2seq]") {
+  Rng rng(1);
+  models::Seq2Seq model(tiny_config(Seq2SeqScore::general, LocalAttention::global, AttentionStyle::bahdanau,
+                                    RnnCell::gru, true, false),
+                        rng);
+  models::TokenBatch b = tiny_batch();
+  b.src_len = Tensor::from_ints({2}, {5, 0});
+  REQUIRE_THROWS_WITH(model.evaluate(b), Catch::Contains("src_len[1] = 0 is outside [1, S = 5]"));
+  b = tiny_batch();
+  b.tgt = Tensor::from_ints({2, 4}, {5, 4, 3, 2, 4, 9, 0, 0});
+  REQUIRE_THROWS_WITH(model.evaluate(b), Catch::Contains("embedding: id 9"));
+  b = tiny_batch();
+  b.tgt = Tensor::from_ints({1, 4}, {5, 4, 3, 2});
+  REQUIRE_THROWS_WITH(model.evaluate(b), Catch::Contains("seq2seq: tgt [B, T] has shape [1, 4], expected [2, *]"));
+  Rng rng2(2);
+  models::Seq2SeqConfig c = tiny_config(Seq2SeqScore::location, LocalAttention::global, AttentionStyle::luong,
+                                        RnnCell::gru, false, false);
+  c.max_src_len = 4;
+  models::Seq2Seq loc(c, rng2);
+  REQUIRE_THROWS_WITH(loc.evaluate(tiny_batch()), Catch::Contains("source length S = 5 exceeds max_src_len = 4"));
+}
+
+TEST_CASE("seq2seq gradients: no attention (Cho/Sutskever baseline)", "[gradcheck][seq2seq]") {
+  check_all_forms(Seq2SeqScore::none, LocalAttention::global, 100);
+}
+TEST_CASE("seq2seq gradients: dot attention", "[gradcheck][seq2seq]") {
+  check_all_forms(Seq2SeqScore::dot, LocalAttention::global, 200);
+}
+TEST_CASE("seq2seq gradients: general attention", "[gradcheck][seq2seq]") {
+  check_all_forms(Seq2SeqScore::general, LocalAttention::global, 300);
+}
+TEST_CASE("seq2seq gradients: concat (additive) attention", "[gradcheck][seq2seq]") {
+  check_all_forms(Seq2SeqScore::concat, LocalAttention::global, 400);
+}
+TEST_CASE("seq2seq gradients: scaled-dot attention", "[gradcheck][seq2seq]") {
+  check_all_forms(Seq2SeqScore::scaled_dot, LocalAttention::global, 500);
+}
+TEST_CASE("seq2seq gradients: location attention", "[gradcheck][seq2seq]") {
+  check_all_forms(Seq2SeqScore::location, LocalAttention::global, 600);
+}
+TEST_CASE("seq2seq gradients: local-m attention", "[gradcheck][seq2seq]") {
+  check_all_forms(Seq2SeqScore::general, LocalAttention::local_m, 700);
+}
+TEST_CASE("seq2seq gradients: local-p attention, through the predicted position", "[gradcheck][seq2seq]") {
+  check_all_forms(Seq2SeqScore::concat, LocalAttention::local_p, 800);
+}
+
+namespace {
+
+// Every weight row sums to 1 over the sentence's keys and is exactly 0 on its padding.
+// rows[n]: how many rows of sentence n hold weights (the rest must be all zero).
+void check_rows(const Tensor& align, const Tensor& src_len, const std::vector<int64_t>& rows, bool normalised) {
+  const int64_t N = align.dim(0), T = align.dim(1), S = align.dim(2);
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t t = 0; t < T; ++t) {
+      if (t >= rows[n]) {
+        for (int64_t s = 0; s < S; ++s) CHECK(align.at((n * T + t) * S + s) == 0.0f);
+        continue;
+      }
+      double sum = 0.0;
+      for (int64_t s = 0; s < S; ++s) {
+        const float w = align.at((n * T + t) * S + s);
+        if (s >= src_len.idata()[n]) CHECK(w == 0.0f);
+        CHECK(w >= 0.0f);
+        sum += w;
+      }
+      if (normalised) CHECK(std::abs(sum - 1.0) < 1e-5);
+      else CHECK(sum <= 1.0 + 1e-5);
+    }
+}
+
+}  // namespace
+
+TEST_CASE("seq2seq: alignment rows sum to 1 and put no weight on padding", "[unit][seq2seq]") {
+  for (Seq2SeqScore score : {Seq2SeqScore::dot, Seq2SeqScore::general, Seq2SeqScore::concat,
+                             Seq2SeqScore::scaled_dot, Seq2SeqScore::location})
+    for (AttentionStyle style : {AttentionStyle::bahdanau, AttentionStyle::luong}) {
+      const models::Seq2SeqConfig c =
+          tiny_config(score, LocalAttention::global, style, RnnCell::gru, true, false);
+      INFO(describe(c));
+      Rng rng(5);
+      models::Seq2Seq model(c, rng);
+      const models::TokenBatch batch = tiny_batch();
+      Tensor align;
+      const Tensor logits = model.logits(batch, &align);
+      CHECK(logits.shape() == Shape{2, 4, 6});
+      REQUIRE(align.shape() == Shape{2, 4, 5});
+      check_rows(align, batch.src_len, {4, 4}, /*normalised=*/true);
+      const models::Seq2SeqDecodeResult greedy = model.greedy(batch.src, batch.src_len, {6, 1, 1.0f});
+      REQUIRE(greedy.alignment.dim(0) == 2);
+      check_rows(greedy.alignment, batch.src_len,
+                 {static_cast<int64_t>(greedy.tokens[0].size()), static_cast<int64_t>(greedy.tokens[1].size())},
+                 /*normalised=*/true);
+    }
+  // Local-p scales the weights by a Gaussian (<= 1); local-m keeps the window |j - t| <= D.
+  Rng rng(6);
+  models::Seq2Seq local_p(tiny_config(Seq2SeqScore::concat, LocalAttention::local_p, AttentionStyle::luong,
+                                      RnnCell::lstm, true, false),
+                          rng);
+  Tensor align;
+  local_p.logits(tiny_batch(), &align);
+  check_rows(align, tiny_batch().src_len, {4, 4}, /*normalised=*/false);
+  models::Seq2Seq local_m(tiny_config(Seq2SeqScore::general, LocalAttention::local_m, AttentionStyle::bahdanau,
+                                      RnnCell::gru, true, false),
+                          rng);
+  local_m.logits(tiny_batch(), &align);
+  for (int64_t t = 0; t < 4; ++t)
+    for (int64_t s = 0; s < 5; ++s)
+      if (std::abs(s - t) > 1) CHECK(align.at(t * 5 + s) == 0.0f);
+}
+
+TEST_CASE("seq2seq: beam search with beam 1 equals greedy search", "[unit][seq2seq]") {
+  for (AttentionStyle style : {AttentionStyle::bahdanau, AttentionStyle::luong})
+    for (RnnCell cell : {RnnCell::gru, RnnCell::lstm}) {
+      models::Seq2SeqConfig c = tiny_config(Seq2SeqScore::concat, LocalAttention::global, style, cell, true, false);
+      c.tgt_vocab = 9;
+      INFO(describe(c));
+      Rng rng(11);
+      models::Seq2Seq model(c, rng);
+      Rng jitter(12);   // a random model whose outputs vary in length
+      for (Param* p : model.params())
+        for (float& v : p->value.values()) v += jitter.uniform(-0.5f, 0.5f);
+      const models::TokenBatch batch = tiny_batch();
+      const models::Seq2SeqDecodeResult g = model.greedy(batch.src, batch.src_len, {7, 1, 1.0f});
+      const models::Seq2SeqDecodeResult b = model.beam_search(batch.src, batch.src_len, {7, 1, 0.0f});
+      CHECK(g.tokens == b.tokens);
+      CHECK_THAT(b.alignment, test::close_to(g.alignment, 0.0));
+      for (size_t n = 0; n < g.scores.size(); ++n) CHECK(b.scores[n] == Approx(g.scores[n]).epsilon(1e-5));
+      // A wider beam finds a sequence at least as likely (unnormalised).
+      const models::Seq2SeqDecodeResult b4 = model.beam_search(batch.src, batch.src_len, {7, 4, 0.0f});
+      REQUIRE(b4.tokens.size() == 2);
+      for (size_t n = 0; n < g.scores.size(); ++n) CHECK(b4.scores[n] >= g.scores[n] - 1e-5f);
+    }
+}
+
+TEST_CASE("seq2seq: teacher forcing below 1 feeds the model's own predictions", "[unit][seq2seq]") {
+  models::Seq2SeqConfig c = tiny_config(Seq2SeqScore::general, LocalAttention::global, AttentionStyle::luong,
+                                        RnnCell::gru, true, false);
+  c.teacher_forcing = 0.0f;
+  Rng rng(21);
+  models::Seq2Seq model(c, rng);
+  models::TokenBatch batch = tiny_batch();
+  Rng a(1), b(1);
+  const models::LossStats s1 = model.train_step(batch, a);
+  const models::LossStats s2 = model.train_step(batch, b);
+  CHECK(s1.loss_sum == s2.loss_sum);   // the same draws
+  // The greedy predictions differ from the gold inputs, so the loss differs from teacher forcing.
+  const models::LossStats tf = model.evaluate(batch);
+  CHECK(s1.tokens == tf.tokens);
+  CHECK(std::abs(s1.loss_sum - tf.loss_sum) > 1e-4);
+}
+
+namespace {
+
+// `reverse` at length L: src = L random symbols (ids 4..), tgt = the reverse then EOS.
+models::TokenBatch reverse_batch(int64_t B, int64_t L, int64_t symbols, Rng& rng) {
+  models::TokenBatch b;
+  b.src = Tensor({B, L}, DType::i32);
+  b.tgt = Tensor({B, L + 1}, DType::i32);
+  b.src_len = Tensor({B}, DType::i32);
+  b.tgt_len = Tensor({B}, DType::i32);
+  for (int64_t n = 0; n < B; ++n) {
+    for (int64_t i = 0; i < L; ++i) b.src.idata()[n * L + i] = static_cast<int32_t>(4 + rng.uniform_int(symbols));
+    for (int64_t i = 0; i < L; ++i) b.tgt.idata()[n * (L + 1) + i] = b.src.idata()[n * L + L - 1 - i];
+    b.tgt.idata()[n * (L + 1) + L] = models::kEos;
+    b.src_len.idata()[n] = static_cast<int32_t>(L);
+    b.tgt_len.idata()[n] = static_cast<int32_t>(L + 1);
+  }
+  return b;
+}
+
+// Trains on fresh batches for `steps`, returns the greedy token accuracy on held-out data
+// (position by position over the L target symbols).
+double reverse_accuracy(Seq2SeqScore score, int64_t steps) {
+  const int64_t L = 20, symbols = 10;
+  models::Seq2SeqConfig c;
+  c.src_vocab = c.tgt_vocab = 4 + symbols;
+  c.embed_dim = 16;
+  c.enc_hidden = 32;
+  c.dec_hidden = 32;
+  c.attention_dim = 32;
+  c.attention = score;
+  c.max_src_len = L;
+  Rng init(1), data(2), drop(3);
+  models::Seq2Seq model(c, init);
+  ParamList params = model.params();
+  optim::Adam adam({/*lr=*/1e-2f});
+  for (int64_t t = 1; t <= steps; ++t) {
+    zero_grads(params);
+    model.train_step(reverse_batch(32, L, symbols, data), drop);
+    optim::clip_grad_norm(params, 1.0);
+    adam.step(params, t);
+  }
+  Rng held_out(99);
+  const models::TokenBatch test = reverse_batch(100, L, symbols, held_out);
+  const models::Seq2SeqDecodeResult out = model.greedy(test.src, test.src_len, {L + 5, 1, 1.0f});
+  int64_t correct = 0;
+  for (int64_t n = 0; n < 100; ++n)
+    for (int64_t i = 0; i < L; ++i)
+      if (i < static_cast<int64_t>(out.tokens[n].size()) && out.tokens[n][i] == test.tgt.idata()[n * (L + 1) + i])
+        ++correct;
+  return static_cast<double>(correct) / (100.0 * L);
+}
+
+}  // namespace
+
+TEST_CASE("seq2seq: attention learns reverse at length 20 clearly better than the baseline",
+          "[integration][seq2seq]") {
+  const int64_t steps = 200;
+  const double with = reverse_accuracy(Seq2SeqScore::concat, steps);
+  const double without = reverse_accuracy(Seq2SeqScore::none, steps);
+  WARN("reverse, length 20, " << steps << " steps of 32: token accuracy with concat attention " << with
+                              << ", without attention " << without);
+  // Measured: 0.95 with attention, 0.18 without (the baseline learns little beyond the first tokens).
+  CHECK(with > 0.85);
+  CHECK(with > without + 0.5);
+}
