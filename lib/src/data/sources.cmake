@@ -1,0 +1,5 @@
+# data: tokenisation, vocabularies, length-bucketed batching and padding.
+list(APPEND ATTN_SOURCES
+  ${CMAKE_CURRENT_LIST_DIR}/tokenizer.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/vocab.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/batching.cpp)
