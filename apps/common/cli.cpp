@@ -1,0 +1,123 @@
+// Sub-command dispatch: verb lookup, tool-level help and version, exceptions to exit codes.
+#include "common/cli.hpp"
+
+#include <algorithm>
+#include <iostream>
+#include <new>
+
+#include <boost/program_options/errors.hpp>
+
+#include "attn/core/error.hpp"
+
+#ifndef ATTN_VERSION
+#error "ATTN_VERSION must be defined by the build (apps/common/sources.cmake)"
+#endif
+
+namespace attn::cli {
+namespace {
+
+void print_tool_help(std::ostream& os, const std::string& tool, const std::vector<Verb>& verbs) {
+  size_t width = 0;
+  for (const Verb& v : verbs) width = std::max(width, v.name.size());
+  os << "Usage: " << tool << " <verb> [options]\n\nVerbs:\n";
+  for (const Verb& v : verbs)
+    os << "  " << v.name << std::string(width - v.name.size() + 3, ' ') << v.summary << "\n";
+  os << "\n'" << tool << " <verb> --help' lists a verb's options and their defaults.\n"
+     << "'" << tool << " --version' prints the version.\n"
+     << "Exit codes: 0 success, 1 runtime failure, 2 usage error, 3 bad input data.\n";
+}
+
+// Levenshtein distance, for "did you mean" on a mistyped verb.
+size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diag = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] != b[j - 1])});
+      diag = up;
+    }
+  }
+  return row[b.size()];
+}
+
+}  // namespace
+
+const char* version() { return ATTN_VERSION; }
+
+std::string closest_verb(const std::string& word, const std::vector<Verb>& verbs) {
+  std::string best;
+  size_t best_distance = 3;   // only suggest within distance 2
+  for (const Verb& v : verbs) {
+    const size_t d = edit_distance(word, v.name);
+    if (d < best_distance) { best_distance = d; best = v.name; }
+  }
+  return best;
+}
+
+int dispatch(const std::string& tool, int argc, char** argv, const std::vector<Verb>& verbs) {
+  if (argc < 2) {
+    std::cerr << tool << ": missing verb\n\n";
+    print_tool_help(std::cerr, tool, verbs);
+    return kExitUsage;
+  }
+  const std::string word = argv[1];
+  if (word == "help" && argc > 2) {   // `attn-data help copy` is `attn-data copy --help`
+    static char help_flag[] = "--help";
+    char* help_argv[] = {argv[0], argv[2], help_flag, nullptr};
+    return dispatch(tool, 3, help_argv, verbs);
+  }
+  if (word == "--help" || word == "-h" || word == "help") {
+    print_tool_help(std::cout, tool, verbs);
+    return kExitOk;
+  }
+  if (word == "--version") {
+    std::cout << tool << " " << version() << "\n";
+    return kExitOk;
+  }
+  const auto verb = std::find_if(verbs.begin(), verbs.end(), [&](const Verb& v) { return v.name == word; });
+  if (verb == verbs.end()) {
+    std::cerr << tool << ": " << (word.starts_with("-") ? "expected a verb before options, got '"
+                                                        : "unknown verb '") << word << "'";
+    if (const std::string near = closest_verb(word, verbs); !near.empty())
+      std::cerr << " (did you mean '" << near << "'?)";
+    std::cerr << "; '" << tool << " --help' lists the verbs\n";
+    return kExitUsage;
+  }
+
+  const std::string prefix = tool + " " + verb->name + ": ";
+  try {
+    return verb->run(argc - 1, argv + 1);
+  } catch (const boost::program_options::error& e) {
+    std::cerr << prefix << e.what() << " (see '" << tool << " " << verb->name << " --help')\n";
+    return kExitUsage;
+  } catch (const ConfigError& e) {
+    std::cerr << prefix << e.what() << "\n";
+    return kExitUsage;
+  } catch (const IoError& e) {
+    std::cerr << prefix << e.what() << "\n";
+    return kExitBadInput;
+  } catch (const FormatError& e) {
+    std::cerr << prefix << e.what() << "\n";
+    return kExitBadInput;
+  } catch (const ShapeError& e) {
+    std::cerr << prefix << e.what() << "\n";
+    return kExitBadInput;
+  } catch (const DataError& e) {
+    std::cerr << prefix << e.what() << "\n";
+    return kExitBadInput;
+  } catch (const std::bad_alloc&) {
+    std::cerr << prefix << "out of memory\n";
+    return kExitFailure;
+  } catch (const std::exception& e) {   // OutputError, attn::Error, anything unexpected
+    std::cerr << prefix << e.what() << "\n";
+    return kExitFailure;
+  } catch (...) {
+    std::cerr << prefix << "unknown exception\n";
+    return kExitFailure;
+  }
+}
+
+}  // namespace attn::cli

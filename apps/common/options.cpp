@@ -1,0 +1,327 @@
+// Options: shared flags, parsing (command line, then --config), the effective configuration
+// and the output-file helpers built on it.
+#include "common/options.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <cmath>
+#include <fstream>
+#include <iostream>
+#include <string_view>
+
+#include <unistd.h>
+
+#include "attn/core/threading.hpp"
+#include "attn/io/hdf5_file.hpp"
+#include "common/cli.hpp"
+
+namespace attn::cli {
+namespace {
+
+constexpr unsigned kHelpWidth = 100;
+constexpr const char* kStray = "stray-word";   // hidden: catches positional words to reject them
+
+// Options that say how to run, not what was made: never echoed nor stored.
+bool is_meta(const std::string& name) {
+  return name == "config" || name == "quiet" || name == "help" || name == "version" || name == "out";
+}
+
+template <class F>
+std::string shortest(F value) {   // the shortest text that reads back as the same value
+  char buf[64];
+  const auto res = std::to_chars(buf, buf + sizeof buf, value);
+  return std::string(buf, res.ptr);
+}
+
+// The typed value and text of one stored option; std::logic_error for a type we do not know.
+ConfigEntry entry_of(const std::string& name, const po::variable_value& v) {
+  const boost::any& a = v.value();
+  ConfigEntry e{name, int64_t{0}, "", v.defaulted()};
+  auto integer = [&](int64_t x) { e.value = x; e.text = std::to_string(x); };
+  if (const auto* p = boost::any_cast<bool>(&a)) {
+    integer(*p ? 1 : 0);
+    e.text = *p ? "true" : "false";
+  } else if (const auto* p = boost::any_cast<int>(&a)) {
+    integer(*p);
+  } else if (const auto* p = boost::any_cast<long>(&a)) {
+    integer(*p);
+  } else if (const auto* p = boost::any_cast<long long>(&a)) {
+    integer(*p);
+  } else if (const auto* p = boost::any_cast<unsigned>(&a)) {
+    integer(*p);
+  } else if (const auto* p = boost::any_cast<double>(&a)) {
+    e.value = *p;
+    e.text = shortest(*p);
+  } else if (const auto* p = boost::any_cast<float>(&a)) {
+    e.text = shortest(*p);   // "0.001", not the widened 0.0010000000474974513
+    e.value = std::stod(e.text);
+  } else if (const auto* p = boost::any_cast<std::string>(&a)) {
+    e.value = *p;
+    e.text = *p;
+  } else if (const auto* p = boost::any_cast<std::vector<std::string>>(&a)) {
+    std::string joined;
+    for (const std::string& s : *p) joined += (joined.empty() ? "" : " ") + s;
+    e.value = joined;
+    e.text = joined;
+  } else {
+    throw std::logic_error("cli::Options: option '--" + name +
+                           "' has a type the configuration cannot store (use int64_t, double, "
+                           "std::string or bool)");
+  }
+  return e;
+}
+
+}  // namespace
+
+std::string format_number(double value) {
+  if (std::isfinite(value) && value == std::trunc(value) && std::fabs(value) < 1e15)
+    return std::to_string(static_cast<int64_t>(value));
+  return shortest(value);
+}
+
+std::string shell_quote(const std::string& word) {
+  const bool safe = !word.empty() && std::all_of(word.begin(), word.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || std::string_view("_-./:=,+@%").find(c) != std::string_view::npos;
+  });
+  if (safe) return word;
+  std::string q = "'";
+  for (char c : word) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+std::function<void(const std::string&)> one_of(const std::string& flag,
+                                                std::vector<std::string> allowed) {
+  return [flag, allowed = std::move(allowed)](const std::string& v) {
+    if (std::find(allowed.begin(), allowed.end(), v) != allowed.end()) return;
+    std::string list;
+    for (const std::string& a : allowed) list += (list.empty() ? "" : ", ") + a;
+    throw ConfigError("--" + flag + " must be one of " + list + ", got '" + v + "'");
+  };
+}
+
+void require_at_least(const Options& opts, const std::string& flag, const std::string& other_flag) {
+  const int64_t v = opts.get<int64_t>(flag), bound = opts.get<int64_t>(other_flag);
+  if (v < bound)
+    throw ConfigError("--" + flag + " must be >= --" + other_flag + " (" + std::to_string(bound) +
+                      "), got " + std::to_string(v));
+}
+
+Options::Options(std::string tool, std::string synopsis, std::string about)
+    : tool_(std::move(tool)), synopsis_(std::move(synopsis)), about_(std::move(about)),
+      own_("Options", kHelpWidth), general_("General options", kHelpWidth) {
+  general_.add_options()
+      ("config", po::value<std::string>()->value_name("FILE"),
+       "read options from an INI file of `name = value` lines (the command line wins)")
+      ("quiet", po::bool_switch(), "print nothing on stderr but errors")
+      ("help,h", "show this help and exit")
+      ("version", "print the version and exit");
+}
+
+po::options_description_easy_init Options::add() { return own_.add_options(); }
+
+Options& Options::data(const std::string& help, bool required) {
+  auto* v = po::value<std::string>()->value_name("FILE");
+  if (required) v->required();
+  own_.add_options()("data", v, (help + "; - reads standard input").c_str());
+  return *this;
+}
+
+Options& Options::model(const std::string& help, bool required) {
+  auto* v = po::value<std::string>()->value_name("FILE");
+  if (required) v->required();
+  own_.add_options()("model", v, help.c_str());
+  return *this;
+}
+
+Options& Options::out(const std::string& help) {
+  own_.add_options()("out", po::value<std::string>()->value_name("FILE")->required(),
+                     (help + "; - writes the HDF5 image to standard output").c_str());
+  return *this;
+}
+
+Options& Options::split(const std::string& default_split) {
+  own_.add_options()("split", po::value<std::string>()->value_name("NAME")
+                                  ->default_value(default_split)
+                                  ->notifier(one_of("split", {"train", "valid", "test"})),
+                     "which split of --data: train, valid or test");
+  return *this;
+}
+
+Options& Options::seed(int64_t default_seed) {
+  own_.add_options()("seed", po::value<int64_t>()->value_name("N")->default_value(default_seed)
+                                 ->notifier(at_least<int64_t>("seed", 0)),
+                     "random seed; the same seed gives the same bits");
+  return *this;
+}
+
+Options& Options::threads() {
+  own_.add_options()("threads", po::value<int64_t>()->value_name("N")->default_value(0)
+                                    ->notifier(in_range<int64_t>("threads", 0, 1024)),
+                     "threads for OpenMP loops and BLAS (0: OMP_NUM_THREADS, else all cores)");
+  return *this;
+}
+
+Options& Options::batch_size(int64_t default_size) {
+  own_.add_options()("batch-size", po::value<int64_t>()->value_name("N")->default_value(default_size)
+                                       ->notifier(positive<int64_t>("batch-size")),
+                     "examples per batch");
+  return *this;
+}
+
+Options& Options::epochs(int64_t default_epochs) {
+  own_.add_options()("epochs", po::value<int64_t>()->value_name("N")->default_value(default_epochs)
+                                   ->notifier(positive<int64_t>("epochs")),
+                     "passes over the training set");
+  return *this;
+}
+
+Options& Options::steps(int64_t default_steps) {
+  own_.add_options()("steps", po::value<int64_t>()->value_name("N")->default_value(default_steps)
+                                  ->notifier(positive<int64_t>("steps")),
+                     "optimizer steps");
+  return *this;
+}
+
+Options& Options::lr(double default_lr) {
+  own_.add_options()("lr", po::value<double>()->value_name("X")
+                               ->default_value(default_lr, format_number(default_lr))
+                               ->notifier(positive<double>("lr")),
+                     "learning rate");
+  return *this;
+}
+
+bool Options::parse(int argc, char** argv) {
+  verb_ = argc > 0 ? argv[0] : "";
+  command_ = shell_quote(tool_);
+  for (int i = 0; i < argc; ++i) command_ += " " + shell_quote(argv[i]);
+
+  po::options_description visible(kHelpWidth);
+  visible.add(own_).add(general_);
+  po::options_description all(visible);
+  all.add_options()(kStray, po::value<std::vector<std::string>>());
+  po::positional_options_description positional;
+  positional.add(kStray, -1);
+  // No prefix guessing: `--ep` must not silently mean `--epochs` in a stored script.
+  const int style = po::command_line_style::default_style & ~po::command_line_style::allow_guessing;
+  // The parser skips argv[0] as the program name; here that is the verb.
+  po::store(po::command_line_parser(argc, argv).options(all).positional(positional)
+                .style(style).run(),
+            vm_);
+
+  if (vm_.count("help")) {
+    std::cout << "Usage: " << tool_ << " " << verb_ << " " << synopsis_ << "\n";
+    if (!about_.empty()) std::cout << "\n" << about_ << "\n";
+    std::cout << visible << "\n";
+    return false;
+  }
+  if (vm_.count("version")) {
+    std::cout << tool_ << " " << version() << "\n";
+    return false;
+  }
+  if (vm_.count(kStray))
+    throw po::error("unexpected argument '" + vm_[kStray].as<std::vector<std::string>>().front() +
+                    "': every value follows its flag, as in --data FILE");
+
+  if (vm_.count("config")) {
+    const std::string path = vm_["config"].as<std::string>();
+    std::ifstream in(path);
+    if (!in) throw ConfigError("--config: cannot read the file '" + path + "'");
+    try {
+      // Stored after the command line: po keeps the first value stored, so the command wins.
+      po::store(po::parse_config_file(in, visible, /*allow_unregistered=*/false), vm_);
+    } catch (const po::error& e) {
+      throw ConfigError("--config " + path + ": " + e.what());
+    }
+  }
+  po::notify(vm_);   // required options and the range checks
+  // "-" moves a binary HDF5 image through a pipe; a terminal can neither show nor type one.
+  if (has("out") && get<std::string>("out") == "-" && ::isatty(STDOUT_FILENO))
+    throw ConfigError("--out -: standard output is a terminal; redirect it to a file or pipe it into "
+                      "another tool");
+  if (has("data") && get<std::string>("data") == "-" && ::isatty(STDIN_FILENO))
+    throw ConfigError("--data -: standard input is a terminal; pipe an HDF5 file into it");
+
+  quiet_ = vm_["quiet"].as<bool>();
+  if (has("threads") && get<int64_t>("threads") > 0)
+    set_num_threads(static_cast<int>(get<int64_t>("threads")));
+  if (!quiet_ && echo_) echo(std::cerr);
+  return true;
+}
+
+std::vector<ConfigEntry> Options::config() const {
+  std::vector<ConfigEntry> entries;
+  for (const auto& opt : own_.options()) {
+    const std::string& name = opt->long_name();
+    if (is_meta(name) || !has(name)) continue;
+    entries.push_back(entry_of(name, vm_[name]));
+  }
+  return entries;
+}
+
+void Options::echo(std::ostream& os) const {
+  const std::vector<ConfigEntry> entries = config();
+  size_t width = 0;
+  for (const ConfigEntry& e : entries) width = std::max(width, e.name.size());
+  os << tool_ << " " << verb_ << ": configuration\n";
+  for (const ConfigEntry& e : entries)
+    os << "  --" << e.name << std::string(width - e.name.size() + 2, ' ') << e.text
+       << (e.defaulted ? "  (default)" : "") << "\n";
+  os.flush();
+}
+
+void store_config(const Options& opts, io::File& file) {
+  for (const ConfigEntry& e : opts.config()) {
+    std::string key = e.name;
+    std::replace(key.begin(), key.end(), '-', '_');
+    file.set_attr("/config", key, e.value);
+  }
+}
+
+io::File create_output(const Options& opts, const std::string& format, const std::string& kind) {
+  const std::string path = opts.get<std::string>("out");
+  try {
+    io::File file = io::File::create(path);
+    io::FileInfo info;
+    info.format = format;
+    info.format_version = 1;
+    info.kind = kind;
+    info.created_by = opts.tool() + " " + version();
+    info.command = opts.command();
+    io::write_file_info(file, info);
+    store_config(opts, file);
+    return file;
+  } catch (const IoError& e) {
+    throw OutputError(e.what());
+  }
+}
+
+void commit_output(io::File& file) {
+  try {
+    file.commit();
+  } catch (const IoError& e) {
+    throw OutputError(e.what());
+  }
+}
+
+void write_output(const Options& opts, const std::string& format, const std::string& kind,
+                  const std::function<void(io::File&)>& fill) {
+  io::File file = create_output(opts, format, kind);
+  try {
+    fill(file);
+  } catch (const IoError& e) {
+    throw OutputError(e.what());
+  }
+  commit_output(file);
+}
+
+void print_summary(const Options& opts, const std::string& line) {
+  const bool to_stdout = !(opts.has("out") && opts.get<std::string>("out") == "-");
+  if (to_stdout) {
+    std::cout << line << std::endl;
+  } else if (!opts.quiet()) {
+    std::cerr << line << std::endl;
+  }
+}
+
+}  // namespace attn::cli

@@ -1,0 +1,172 @@
+// A verb's options: the shared flags, --config INI files, --help, range checks, and the
+// effective configuration (echoed to stderr, stored in the output HDF5).
+//
+// Every verb builds one Options, adds the shared flags it uses (one name and meaning across
+// all tools: --data, --model, --out, --split, --seed, --threads, --batch-size, --epochs,
+// --steps, --lr) and its own through Boost.ProgramOptions, then calls parse():
+//
+//   int cmd_copy(int argc, char** argv) {                      // argv[0] is "copy"
+//     cli::Options opts("attn-data", "--out FILE [options]", "The NTM copy task ...");
+//     opts.out("output HDF5 file; - writes to stdout").seed();
+//     opts.add()("n", po::value<int64_t>()->default_value(10000)
+//                         ->notifier(cli::positive<int64_t>("n")), "training examples");
+//     if (!opts.parse(argc, argv)) return 0;                   // --help or --version printed
+//     ... opts.get<int64_t>("n") ...
+//   }
+//
+// parse() reads the command line, then the --config INI file (`key = value` lines with the
+// long option names; the command line wins), rejects unknown flags and stray words, runs the
+// range checks attached as notifiers (which throw ConfigError naming the flag: `--n must be
+// > 0, got 0`), refuses `--out -` / `--data -` when that stream is a terminal, applies
+// --threads, and echoes the effective configuration to stderr unless --quiet. --config,
+// --quiet, --help and --version are always present.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <iosfwd>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <boost/program_options.hpp>
+
+#include "attn/core/error.hpp"
+#include "attn/io/hdf5_file.hpp"
+
+namespace attn::cli {
+
+namespace po = boost::program_options;
+
+// One entry of the effective configuration.
+struct ConfigEntry {
+  std::string name;                                   // the long flag name: "min-len"
+  io::AttrValue value;                                // bool as 0/1, float as its shortest decimal
+  std::string text;                                   // as echoed: "20", "0.001", "m30k.h5"
+  bool defaulted = false;                             // the default, not given by the user
+};
+
+class Options {
+ public:
+  // tool: "attn-data". synopsis: the usage line after the verb ("--out FILE [options]").
+  // about: a short paragraph printed by --help under the usage line.
+  Options(std::string tool, std::string synopsis, std::string about);
+
+  // The verb's own options, Boost.ProgramOptions style: opts.add()("n", po::value<...>, "...").
+  po::options_description_easy_init add();
+
+  // The shared flags. Each returns *this so that they chain.
+  Options& data(const std::string& help, bool required = true);    // --data FILE ("-": stdin)
+  Options& model(const std::string& help, bool required = true);   // --model FILE
+  Options& out(const std::string& help);                           // --out FILE ("-": stdout), required
+  Options& split(const std::string& default_split = "test");       // --split train|valid|test
+  Options& seed(int64_t default_seed = 1);                         // --seed >= 0
+  Options& threads();                                              // --threads (0: OpenMP's default)
+  Options& batch_size(int64_t default_size);                       // --batch-size > 0
+  Options& epochs(int64_t default_epochs);                         // --epochs > 0
+  Options& steps(int64_t default_steps);                           // --steps > 0
+  Options& lr(double default_lr);                                  // --lr > 0
+
+  // For verbs that only inspect (attn-data info): parse() does not echo the configuration.
+  Options& no_config_echo() { echo_ = false; return *this; }
+
+  // Parses argv (argv[0] is the verb). Returns false when --help or --version was printed
+  // (the verb then returns 0). Throws po::error or ConfigError on a usage error.
+  bool parse(int argc, char** argv);
+
+  // The value of an option that has one (given or defaulted); std::logic_error otherwise.
+  template <class T>
+  T get(const std::string& name) const {
+    if (!has(name)) throw std::logic_error("Options::get: option '--" + name + "' has no value");
+    return vm_[name].as<T>();
+  }
+  bool has(const std::string& name) const { return vm_.count(name) > 0; }
+  bool quiet() const { return quiet_; }
+
+  const std::string& tool() const { return tool_; }
+  const std::string& verb() const { return verb_; }
+  // The full command line, shell-quoted: "attn-data copy --n 4 --out -".
+  const std::string& command() const { return command_; }
+
+  // The effective configuration in declaration order: every option with a value, except
+  // --config, --quiet, --help, --version and --out (where the result went is not part of
+  // how it was made; the file knows its own name).
+  std::vector<ConfigEntry> config() const;
+  void echo(std::ostream& os) const;          // "attn-data copy: configuration\n  n  4\n..."
+
+ private:
+  std::string tool_, synopsis_, about_, verb_, command_;
+  po::options_description own_, general_;
+  po::variables_map vm_;
+  bool quiet_ = false;
+  bool echo_ = true;
+};
+
+// Stores the effective configuration as attributes of `/config`: one per ConfigEntry, named
+// by the flag with '-' turned into '_' (min-len -> min_len), typed int64, double or string.
+void store_config(const Options& opts, io::File& file);
+
+// Creates the output file `--out` ("-": stdout on commit) with the root attributes of
+// DESIGN.md (format, format_version 1, kind, created_by "<tool> <version>", command) and the
+// effective configuration in /config. A failure to create it throws OutputError (exit 1).
+io::File create_output(const Options& opts, const std::string& format, const std::string& kind);
+// Commits an output file (atomic rename, or the image to stdout); failures throw OutputError.
+void commit_output(io::File& file);
+// create_output, then fill(file), then commit_output: the whole write in one call, every
+// IoError of it reported as OutputError.
+void write_output(const Options& opts, const std::string& format, const std::string& kind,
+                  const std::function<void(io::File&)>& fill);
+
+// The one-line summary of a run: to stdout, or to stderr when the output itself goes to
+// stdout (--out -), where it is silenced by --quiet.
+void print_summary(const Options& opts, const std::string& line);
+
+// Shell-quotes one word when needed (for the stored command line).
+std::string shell_quote(const std::string& word);
+
+// An int64 flag with a default, shown as `--name N (=default)` by --help.
+inline po::typed_value<int64_t>* int_value(int64_t default_value) {
+  return po::value<int64_t>()->value_name("N")->default_value(default_value);
+}
+
+// ---- Range checks, attached as notifiers: po::value<T>()->notifier(cli::positive<T>("n")).
+// Each throws ConfigError naming the flag and the value: "--epochs must be > 0, got 0".
+
+std::string format_number(double value);
+
+template <class T>
+std::function<void(const T&)> greater_than(const std::string& flag, T bound) {
+  return [flag, bound](const T& v) {
+    if (!(v > bound))
+      throw ConfigError("--" + flag + " must be > " + format_number(static_cast<double>(bound)) +
+                        ", got " + format_number(static_cast<double>(v)));
+  };
+}
+template <class T>
+std::function<void(const T&)> positive(const std::string& flag) {
+  return greater_than<T>(flag, T(0));
+}
+template <class T>
+std::function<void(const T&)> at_least(const std::string& flag, T bound) {
+  return [flag, bound](const T& v) {
+    if (!(v >= bound))
+      throw ConfigError("--" + flag + " must be >= " + format_number(static_cast<double>(bound)) +
+                        ", got " + format_number(static_cast<double>(v)));
+  };
+}
+template <class T>
+std::function<void(const T&)> in_range(const std::string& flag, T lo, T hi) {
+  return [flag, lo, hi](const T& v) {
+    if (!(v >= lo && v <= hi))
+      throw ConfigError("--" + flag + " must be in [" + format_number(static_cast<double>(lo)) +
+                        ", " + format_number(static_cast<double>(hi)) + "], got " +
+                        format_number(static_cast<double>(v)));
+  };
+}
+// The string must be one of `allowed`: "--split must be one of train, valid, test, got 'dev'".
+std::function<void(const std::string&)> one_of(const std::string& flag,
+                                                std::vector<std::string> allowed);
+
+// A check between two options (after parse): `--max-len must be >= --min-len (5), got 3`.
+void require_at_least(const Options& opts, const std::string& flag, const std::string& other_flag);
+
+}  // namespace attn::cli

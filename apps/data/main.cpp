@@ -1,0 +1,17 @@
+// attn-data: makes data sets as attnlab HDF5 files and describes any attnlab file.
+// Adding a verb is one line here plus its function (verbs.hpp).
+#include "common/cli.hpp"
+#include "verbs.hpp"
+
+int main(int argc, char** argv) {
+  using namespace attn::data_tool;
+  return attn::cli::dispatch(kTool, argc, argv, {
+      {"copy", cmd_copy, "NTM copy task: random bit vectors, then copy them (Graves et al. 2014, 4.1)"},
+      {"repeat-copy", cmd_repeat_copy, "NTM repeat copy: copy a sequence a given number of times (4.2)"},
+      {"assoc-recall", cmd_assoc_recall, "NTM associative recall: the item after a queried one (4.3)"},
+      {"priority-sort", cmd_priority_sort, "NTM priority sort: vectors in order of priority (4.5)"},
+      {"reverse", cmd_reverse, "toy translation: the target is the source token sequence reversed"},
+      {"sort", cmd_sort, "toy translation: the target is the source tokens sorted by id"},
+      {"info", cmd_info, "summarise any attnlab HDF5 file: format, command, datasets, attributes"},
+  });
+}
