@@ -1,0 +1,206 @@
+// The Transformer of "Attention Is All You Need" (Vaswani et al. 2017) in three shapes:
+//   encdec  encoder-decoder translation model (the paper, fig. 1);
+//   lm      decoder-only causal language model (Radford et al. 2018): decoder layers without
+//           cross-attention;
+//   mlm     encoder-only masked language model (Devlin et al. 2019, BERT): token + segment +
+//           position embeddings, predicting the masked tokens (mask_tokens below).
+//
+// Embeddings are scaled by sqrt(D) (sec. 3.4) and summed with sinusoidal or learned positions,
+// then dropped out (sec. 5.4). Token ids 0..3 are PAD, BOS, EOS, UNK. Padded keys are masked in
+// every attention, and the loss (label-smoothed cross-entropy) ignores PAD targets (id 0).
+//
+// Teacher forcing: TokenBatch::tgt holds the target tokens ending with EOS; the decoder reads
+// [BOS, tgt_0, ..., tgt_{T-2}] and predicts tgt_0 .. tgt_{T-1}.
+//
+// Performance: every projection is one GEMM over all B*T rows (the attention heads are
+// batched GEMMs), the output projection is one GEMM [B*T, D] x [D, V], and the fused
+// cross-entropy turns the logits into their gradient in place.
+//
+// Masked LM vocabulary: an mlm model's embedding table has tgt_vocab + 1 rows; the extra id
+// tgt_vocab (mask_token_id) is "[MASK]". It is an input only: the output projection predicts
+// the tgt_vocab real tokens (with tie_output it uses the first tgt_vocab rows of the table).
+#pragma once
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "attn/core/rng.hpp"
+#include "attn/core/tensor.hpp"
+#include "attn/io/hdf5_file.hpp"
+#include "attn/models/transformer_layers.hpp"
+#include "attn/nn/layers.hpp"
+#include "attn/nn/multi_head_attention.hpp"
+#include "attn/nn/param.hpp"
+#include "attn/nn/positional_encoding.hpp"
+
+namespace attn::models {
+
+inline constexpr int32_t kPad = 0, kBos = 1, kEos = 2, kUnk = 3;
+inline constexpr int32_t kFirstRegularToken = 4;
+
+enum class TransformerArch { encdec, lm, mlm };
+enum class PositionalKind { sinusoidal, learned };
+
+// "encdec", "lm", "mlm" / "sinusoidal", "learned" / "post", "pre"; parsing throws ConfigError
+// listing the valid names.
+const char* arch_name(TransformerArch arch);
+const char* positional_name(PositionalKind kind);
+const char* norm_name(NormPosition norm);
+TransformerArch arch_from_string(const std::string& name);
+PositionalKind positional_from_string(const std::string& name);
+NormPosition norm_from_string(const std::string& name);
+
+struct TransformerConfig {
+  TransformerArch arch = TransformerArch::encdec;
+  int64_t src_vocab = 0, tgt_vocab = 0;           // lm/mlm use tgt_vocab only
+  bool shared_vocab = false;                      // one embedding table for source and target
+  bool tie_output = true;                         // output projection = target embedding^T
+  int64_t d_model = 128, heads = 4, d_ff = 512;
+  int64_t enc_layers = 2, dec_layers = 2;
+  float dropout = 0.1f;
+  PositionalKind pos_encoding = PositionalKind::sinusoidal;
+  NormPosition norm = NormPosition::post;
+  int64_t max_len = 256;                          // learned positions and decoding limit
+  int64_t attn_window = -1;                       // >= 0: truncated self-attention radius
+  float label_smoothing = 0.1f;
+
+  // Throws ConfigError naming the field for anything out of range.
+  void validate() const;
+  // /config attributes of a model file (every field, as string/int/double; bools as 0/1).
+  std::map<std::string, io::AttrValue> to_attrs() const;
+  // The inverse; a missing or mistyped attribute throws FormatError naming it. Validates.
+  static TransformerConfig from_attrs(const std::map<std::string, io::AttrValue>& attrs);
+};
+
+// A padded batch; ids 0..3 = PAD, BOS, EOS, UNK.
+struct TokenBatch {
+  Tensor src, src_len;   // int32 [B, S], [B]   (encdec; mlm: the input tokens)
+  Tensor tgt, tgt_len;   // int32 [B, T], [B]: target tokens ending with EOS (encdec, lm);
+                         // mlm: the targets [B, S], PAD (ignored) where nothing is predicted
+  Tensor segments;       // int32 [B, S], mlm only (0/1), may be empty (all segment 0)
+};
+
+struct LossStats {        // summed over the batch's counted tokens
+  double loss_sum = 0;    // label-smoothed loss
+  double nll_sum = 0;     // plain negative log-likelihood (for perplexity)
+  int64_t tokens = 0;
+  int64_t correct = 0;    // argmax == target
+};
+
+// BERT's masking (Devlin et al. 2019, sec. 3.1 and appendix C.2) of batch.src: every position
+// t < src_len[b] holding a regular token (id >= 4) is selected independently with probability
+// `select` (0.15); a selected token is replaced by mask_id with probability 0.8, by a uniform
+// random regular token in [4, vocab) with probability 0.1, and kept with probability 0.1.
+// Returns a batch with src = the corrupted inputs, tgt = the original token at selected
+// positions and PAD (ignored by the loss) elsewhere, tgt_len = src_len, segments copied.
+// mask_id is normally Transformer::mask_token_id() (= tgt_vocab).
+struct MaskingOptions {
+  float select = 0.15f, replace_mask = 0.8f, replace_random = 0.1f;
+};
+TokenBatch mask_tokens(const TokenBatch& batch, Rng& rng, int32_t mask_id, int64_t vocab,
+                       const MaskingOptions& options = {});
+
+// The incremental decoding state of one batch of B rows (hypotheses): the encoder memory, its
+// key lengths and projected cross-attention keys/values, and each decoder layer's
+// self-attention KV cache. Each step costs O(L D) per layer and row instead of O(L^2 D).
+struct DecoderState {
+  Tensor memory;                        // [B, S, D] (encdec), empty for lm
+  Tensor src_len;                       // int32 [B] (encdec)
+  std::vector<nn::KVCache> self_kv;     // per decoder layer
+  std::vector<nn::KVCache> cross_kv;    // per decoder layer (encdec)
+  int64_t length = 0;                   // decoder positions fed so far
+  int64_t rows() const { return self_kv.empty() ? 0 : self_kv[0].k.dim(0); }
+  // Keeps rows `keep` (in that order; repeats allowed, e.g. beam parents): gathers every
+  // cache, the memory and src_len.
+  void select(const std::vector<int64_t>& keep);
+};
+
+class Transformer {
+ public:
+  // Validates the config (ConfigError) and initialises: embeddings N(0, 1/D), Glorot uniform
+  // projections, LayerNorm 1/0, learned positions N(0, 0.02^2). Deterministic in init_rng.
+  Transformer(const TransformerConfig& config, Rng& init_rng);
+  ~Transformer();
+  Transformer(Transformer&&) noexcept;
+  Transformer& operator=(Transformer&&) noexcept;
+
+  const TransformerConfig& config() const { return config_; }
+  // Stable order: embeddings, [positions,] encoder layers, encoder final norm, decoder layers,
+  // decoder final norm, output projection. Names such as "encoder/layer0/self_attn/w_q".
+  ParamList params();
+  int64_t vocab_out() const { return config_.tgt_vocab; }    // V of the logits
+  int32_t mask_token_id() const { return static_cast<int32_t>(config_.tgt_vocab); }   // mlm
+
+  // Teacher-forced forward + backward: adds the gradient of the MEAN loss over counted tokens
+  // into the params' grads (the caller zeroes them), returns the sums. dropout_rng drives dropout.
+  LossStats train_step(const TokenBatch& batch, Rng& dropout_rng);
+  // Forward only, no dropout, no grads.
+  LossStats evaluate(const TokenBatch& batch) const;
+  // Logits of a teacher-forced forward, [B, T, V] (mlm: [B, S, V]).
+  Tensor logits(const TokenBatch& batch) const;
+
+  // ---- decoding (used by attn::decode) ----
+  // Encoder output [B, S, D] for src [B, S] (encdec; mlm also takes segments), no dropout.
+  Tensor encode(const Tensor& src, const Tensor& src_len, const Tensor& segments = {}) const;
+  // A fresh decoding state for B rows of up to `capacity` decoder positions (<= max_len); for
+  // encdec it projects the memory's cross-attention keys and values once. memory/src_len are
+  // ignored (pass empty tensors) for lm, in which case `rows` gives B.
+  DecoderState start_decoding(const Tensor& memory, const Tensor& src_len, int64_t capacity,
+                              int64_t rows = 0) const;
+  // Feeds tokens [B, Tn] at positions state.length .. +Tn and returns the logits of those
+  // positions [B, Tn, V]. With self/cross not null, each receives one tensor per layer:
+  // weights [B, NH, Tn, length] and [B, NH, Tn, S].
+  Tensor decode_step(const Tensor& tokens, DecoderState& state, std::vector<Tensor>* self = nullptr,
+                     std::vector<Tensor>* cross = nullptr) const;
+  // The whole decoder without a cache (teacher-forced inference): prefix [B, T] int32 (starting
+  // with BOS) -> final hidden states [B, T, D]; with self/cross not null, every layer's weights
+  // [B, NH, T, T] and [B, NH, T, S].
+  Tensor decode_prefix(const Tensor& prefix, const Tensor& memory, const Tensor& src_len,
+                       std::vector<Tensor>* self = nullptr, std::vector<Tensor>* cross = nullptr) const;
+  // The output projection: hidden [..., D] -> logits [..., V].
+  Tensor output_logits(const Tensor& hidden) const;
+
+ private:
+  struct StepCache;
+  struct EmbedCache;
+
+  const nn::Embedding& src_embedding() const { return shared_embed() ? tgt_embed_ : src_embed_; }
+  bool shared_embed() const;
+  // ids [B, L] -> sqrt(D) E[ids] + positions (+ segments), dropped out.
+  Tensor embed(const nn::Embedding& table, const std::optional<nn::LearnedPositionalEmbedding>& pos,
+               const Tensor& ids, const Tensor& segments, int64_t offset, bool training, Rng& rng,
+               EmbedCache* cache) const;
+  void embed_backward(const Tensor& dx, nn::Embedding& table,
+                      std::optional<nn::LearnedPositionalEmbedding>& pos, const EmbedCache& cache);
+  Tensor run_encoder(const Tensor& src, const Tensor& src_len, const Tensor& segments, bool training, Rng& rng,
+                     StepCache* cache) const;
+  Tensor run_decoder(const Tensor& dec_in, const Tensor& dec_len, const Tensor& memory, const Tensor& src_len,
+                     bool training, Rng& rng, StepCache* cache, std::vector<Tensor>* self = nullptr,
+                     std::vector<Tensor>* cross = nullptr) const;
+  // The shared forward of train_step/evaluate/logits: logits [B*T, V] and targets [B*T].
+  Tensor forward_logits(const TokenBatch& batch, bool training, Rng& rng, StepCache* cache,
+                        Tensor* targets) const;
+  // Backward of the output projection, the decoder stack (returns the gradient w.r.t. the
+  // memory, summed over layers) and the encoder stack, each adding into the params' grads.
+  Tensor output_backward(const Tensor& dlogits, const ops::LinearCache& cache);
+  Tensor decoder_backward(Tensor dh, StepCache& cache);
+  void encoder_backward(Tensor dmemory, StepCache& cache);
+  ops::AttentionMask self_mask(const Tensor& lengths, bool causal) const;
+  void check_batch(const TokenBatch& batch) const;
+
+  TransformerConfig config_;
+  nn::Embedding src_embed_, tgt_embed_;   // tgt_embed_ is the only table for lm/mlm/shared
+  std::optional<nn::Embedding> segment_embed_;                   // mlm
+  std::optional<nn::LearnedPositionalEmbedding> enc_pos_, dec_pos_;   // learned positions
+  Tensor sinusoid_;                                              // [max_len, D] (sinusoidal)
+  std::vector<EncoderLayer> encoder_;
+  std::vector<DecoderLayer> decoder_;
+  std::optional<nn::LayerNorm> enc_norm_, dec_norm_;             // pre-norm final norms
+  std::optional<nn::Linear> output_;                             // untied output projection
+  std::unique_ptr<StepCache> cache_;                             // reused by train_step
+};
+
+}  // namespace attn::models

@@ -1,0 +1,2 @@
+list(APPEND ATTN_SOURCES
+  ${CMAKE_CURRENT_LIST_DIR}/decode.cpp)

@@ -1,0 +1,186 @@
+// TransformerConfig: validation, the names of its enums, its /config attributes; and the BERT
+// masking of a batch for the masked language model.
+#include <sstream>
+
+#include "attn/models/transformer.hpp"
+
+namespace attn::models {
+namespace {
+
+std::string str(double v) {
+  std::ostringstream os;
+  os << v;
+  return os.str();
+}
+
+[[noreturn]] void bad(const std::string& field, const std::string& want, const std::string& got) {
+  throw ConfigError("transformer config: " + field + " must be " + want + ", got " + got);
+}
+
+void at_least(const std::string& field, int64_t value, int64_t min) {
+  if (value < min) bad(field, ">= " + std::to_string(min), std::to_string(value));
+}
+
+void unit_interval(const std::string& field, float value) {
+  if (!(value >= 0.0f && value < 1.0f)) bad(field, "in [0, 1)", str(value));
+}
+
+const io::AttrValue& attr(const std::map<std::string, io::AttrValue>& attrs, const std::string& key) {
+  const auto it = attrs.find(key);
+  if (it == attrs.end()) throw FormatError("transformer config: missing attribute '" + key + "'");
+  return it->second;
+}
+
+int64_t attr_int(const std::map<std::string, io::AttrValue>& attrs, const std::string& key) {
+  const io::AttrValue& v = attr(attrs, key);
+  if (const auto* i = std::get_if<int64_t>(&v)) return *i;
+  throw FormatError("transformer config: attribute '" + key + "' must be an integer");
+}
+
+double attr_double(const std::map<std::string, io::AttrValue>& attrs, const std::string& key) {
+  const io::AttrValue& v = attr(attrs, key);
+  if (const auto* d = std::get_if<double>(&v)) return *d;
+  if (const auto* i = std::get_if<int64_t>(&v)) return static_cast<double>(*i);
+  throw FormatError("transformer config: attribute '" + key + "' must be a number");
+}
+
+std::string attr_string(const std::map<std::string, io::AttrValue>& attrs, const std::string& key) {
+  const io::AttrValue& v = attr(attrs, key);
+  if (const auto* s = std::get_if<std::string>(&v)) return *s;
+  throw FormatError("transformer config: attribute '" + key + "' must be a string");
+}
+
+}  // namespace
+
+const char* arch_name(TransformerArch arch) {
+  switch (arch) {
+    case TransformerArch::encdec: return "encdec";
+    case TransformerArch::lm: return "lm";
+    case TransformerArch::mlm: return "mlm";
+  }
+  return "?";
+}
+const char* positional_name(PositionalKind kind) {
+  return kind == PositionalKind::sinusoidal ? "sinusoidal" : "learned";
+}
+const char* norm_name(NormPosition norm) { return norm == NormPosition::post ? "post" : "pre"; }
+
+TransformerArch arch_from_string(const std::string& name) {
+  if (name == "encdec") return TransformerArch::encdec;
+  if (name == "lm") return TransformerArch::lm;
+  if (name == "mlm") return TransformerArch::mlm;
+  throw ConfigError("transformer: unknown arch '" + name + "' (expected encdec, lm or mlm)");
+}
+PositionalKind positional_from_string(const std::string& name) {
+  if (name == "sinusoidal") return PositionalKind::sinusoidal;
+  if (name == "learned") return PositionalKind::learned;
+  throw ConfigError("transformer: unknown positional encoding '" + name + "' (expected sinusoidal or learned)");
+}
+NormPosition norm_from_string(const std::string& name) {
+  if (name == "post") return NormPosition::post;
+  if (name == "pre") return NormPosition::pre;
+  throw ConfigError("transformer: unknown norm position '" + name + "' (expected post or pre)");
+}
+
+void TransformerConfig::validate() const {
+  // A vocabulary holds the 4 special ids and at least one regular token.
+  at_least("tgt_vocab", tgt_vocab, kFirstRegularToken + 1);
+  if (arch == TransformerArch::encdec) {
+    at_least("src_vocab", src_vocab, kFirstRegularToken + 1);
+    if (shared_vocab && src_vocab != tgt_vocab)
+      bad("src_vocab", "equal to tgt_vocab " + std::to_string(tgt_vocab) + " with shared_vocab",
+          std::to_string(src_vocab));
+  }
+  at_least("d_model", d_model, 1);
+  at_least("heads", heads, 1);
+  if (d_model % heads != 0)
+    bad("d_model", "a multiple of heads " + std::to_string(heads), std::to_string(d_model));
+  at_least("d_ff", d_ff, 1);
+  if (arch != TransformerArch::lm) at_least("enc_layers", enc_layers, 1);
+  if (arch != TransformerArch::mlm) at_least("dec_layers", dec_layers, 1);
+  unit_interval("dropout", dropout);
+  at_least("max_len", max_len, 2);
+  at_least("attn_window", attn_window, -1);
+  unit_interval("label_smoothing", label_smoothing);
+}
+
+std::map<std::string, io::AttrValue> TransformerConfig::to_attrs() const {
+  return {
+      {"arch", std::string(arch_name(arch))},
+      {"src_vocab", src_vocab},
+      {"tgt_vocab", tgt_vocab},
+      {"shared_vocab", int64_t{shared_vocab}},
+      {"tie_output", int64_t{tie_output}},
+      {"d_model", d_model},
+      {"heads", heads},
+      {"d_ff", d_ff},
+      {"enc_layers", enc_layers},
+      {"dec_layers", dec_layers},
+      {"dropout", static_cast<double>(dropout)},
+      {"pos_encoding", std::string(positional_name(pos_encoding))},
+      {"norm", std::string(norm_name(norm))},
+      {"max_len", max_len},
+      {"attn_window", attn_window},
+      {"label_smoothing", static_cast<double>(label_smoothing)},
+  };
+}
+
+TransformerConfig TransformerConfig::from_attrs(const std::map<std::string, io::AttrValue>& a) {
+  TransformerConfig c;
+  c.arch = arch_from_string(attr_string(a, "arch"));
+  c.src_vocab = attr_int(a, "src_vocab");
+  c.tgt_vocab = attr_int(a, "tgt_vocab");
+  c.shared_vocab = attr_int(a, "shared_vocab") != 0;
+  c.tie_output = attr_int(a, "tie_output") != 0;
+  c.d_model = attr_int(a, "d_model");
+  c.heads = attr_int(a, "heads");
+  c.d_ff = attr_int(a, "d_ff");
+  c.enc_layers = attr_int(a, "enc_layers");
+  c.dec_layers = attr_int(a, "dec_layers");
+  c.dropout = static_cast<float>(attr_double(a, "dropout"));
+  c.pos_encoding = positional_from_string(attr_string(a, "pos_encoding"));
+  c.norm = norm_from_string(attr_string(a, "norm"));
+  c.max_len = attr_int(a, "max_len");
+  c.attn_window = attr_int(a, "attn_window");
+  c.label_smoothing = static_cast<float>(attr_double(a, "label_smoothing"));
+  c.validate();
+  return c;
+}
+
+TokenBatch mask_tokens(const TokenBatch& batch, Rng& rng, int32_t mask_id, int64_t vocab,
+                       const MaskingOptions& o) {
+  check_tensor(batch.src, {kAny, kAny}, "mask_tokens: src [B, S]", DType::i32);
+  const int64_t B = batch.src.dim(0), S = batch.src.dim(1);
+  check_tensor(batch.src_len, {B}, "mask_tokens: src_len [B]", DType::i32);
+  if (vocab <= kFirstRegularToken)
+    throw ConfigError("mask_tokens: vocab must be > " + std::to_string(kFirstRegularToken) + ", got " +
+                      std::to_string(vocab));
+  if (!(o.select >= 0 && o.select <= 1 && o.replace_mask >= 0 && o.replace_random >= 0 &&
+        o.replace_mask + o.replace_random <= 1))
+    throw ConfigError("mask_tokens: probabilities must lie in [0, 1] with replace_mask + replace_random <= 1");
+  TokenBatch out;
+  out.src = batch.src.clone();
+  out.src_len = batch.src_len;
+  out.tgt = Tensor({B, S}, DType::i32);   // PAD everywhere: ignored by the loss
+  out.tgt_len = batch.src_len;
+  out.segments = batch.segments;
+  int32_t* in = out.src.idata();
+  int32_t* tgt = out.tgt.idata();
+  const int32_t* len = batch.src_len.idata();
+  for (int64_t b = 0; b < B; ++b) {
+    const int64_t n = std::min<int64_t>(len[b], S);
+    for (int64_t t = 0; t < n; ++t) {
+      int32_t& tok = in[b * S + t];
+      if (tok < kFirstRegularToken || !rng.bernoulli(o.select)) continue;
+      tgt[b * S + t] = tok;
+      const float u = rng.uniform();
+      if (u < o.replace_mask)
+        tok = mask_id;
+      else if (u < o.replace_mask + o.replace_random)
+        tok = static_cast<int32_t>(kFirstRegularToken + rng.uniform_int(vocab - kFirstRegularToken));
+    }
+  }
+  return out;
+}
+
+}  // namespace attn::models
