@@ -12,6 +12,8 @@ int main(int argc, char** argv) {
       {"priority-sort", cmd_priority_sort, "NTM priority sort: vectors in order of priority (4.5)"},
       {"reverse", cmd_reverse, "toy translation: the target is the source token sequence reversed"},
       {"sort", cmd_sort, "toy translation: the target is the source tokens sorted by id"},
+      {"multi30k", cmd_multi30k, "Multi30k translation (Elliott et al. 2016): tokenised, vocabularies, splits"},
+      {"parallel", cmd_parallel, "any line-aligned parallel text pair (plain or gzip) as a translation set"},
       {"info", cmd_info, "summarise any attnlab HDF5 file: format, command, datasets, attributes"},
   });
 }

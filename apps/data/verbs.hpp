@@ -20,6 +20,9 @@ int cmd_priority_sort(int argc, char** argv);
 // Toy translation (toy_verbs.cpp).
 int cmd_reverse(int argc, char** argv);
 int cmd_sort(int argc, char** argv);
+// Parallel text (text_verbs.cpp).
+int cmd_multi30k(int argc, char** argv);
+int cmd_parallel(int argc, char** argv);
 // Any attnlab file (info.cpp).
 int cmd_info(int argc, char** argv);
 

@@ -55,7 +55,7 @@ void write_corpus(const test::TempDir& dir) {
 
 }  // namespace
 
-TEST_CASE("attn-data parallel imports a text pair; bad arguments exit 2, bad files 3", "[cli][parallel-text]") {
+TEST_CASE("attn-data parallel imports a text pair: bad arguments exit 2, bad files 3", "[cli][parallel-text]") {
   test::TempDir dir;
   write_corpus(dir);
   const Result ok = run_tool(dir, "attn-data", "parallel --src-file train.de --tgt-file train.en "
@@ -105,7 +105,7 @@ TEST_CASE("attn-data multi30k reads the Multi30k folder layout", "[cli][parallel
   CHECK(run_tool(dir, "attn-data", "multi30k --src en --tgt fr --data-dir m30k --out m2.h5").code == 3);
 }
 
-TEST_CASE("attn-bleu scores HDF5 predictions and text; exit codes", "[cli][bleu]") {
+TEST_CASE("attn-bleu scores HDF5 predictions and text with its exit codes", "[cli][bleu]") {
   test::TempDir dir;
   write_corpus(dir);
   REQUIRE(run_tool(dir, "attn-data", "parallel --src-file train.de --tgt-file train.en --test-n 2 "

@@ -9,6 +9,7 @@ attn_add_test(test_text SOURCES
 
 # The parallel-text importer (datasets/) and the tools attn-data multi30k|parallel, attn-bleu.
 if(TARGET attn_datasets)
+  find_package(ZLIB REQUIRED)   # the test writes gzip fixtures
   attn_add_test(test_text_tools SOURCES
     ${CMAKE_CURRENT_LIST_DIR}/test_parallel_text.cpp
     ${CMAKE_CURRENT_LIST_DIR}/test_text_tools.cpp
