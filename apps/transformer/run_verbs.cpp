@@ -120,6 +120,9 @@ int cmd_generate(int argc, char** argv) {
   opts.seed(1).threads();
   if (!opts.parse(argc, argv)) return 0;
   const train::TransformerFile m = train::load_transformer(opts.get<std::string>("model"));
+  if (m.model.config().arch != models::TransformerArch::lm)
+    throw ConfigError("generate needs a language model (train --arch lm); " + opts.get<std::string>("model") +
+                      " is '" + models::arch_name(m.model.config().arch) + "' (use translate)");
   const std::vector<int32_t> prompt = m.tgt_vocab.encode(data::split_whitespace(opts.get<std::string>("prompt")));
   const auto n = opts.get<int64_t>("n");
   const data::PaddedBatch p = data::pad_sequences(std::vector<std::vector<int32_t>>(static_cast<size_t>(n), prompt));
