@@ -1,0 +1,5 @@
+# attn-transformer: train / eval / translate / generate / average (lib/train/transformer_run).
+attn_add_tool(attn-transformer SOURCES
+  ${CMAKE_CURRENT_LIST_DIR}/main.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/train_verb.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/run_verbs.cpp)

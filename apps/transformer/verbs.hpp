@@ -1,0 +1,15 @@
+// The verbs of attn-transformer, one function each (argv[0] is the verb). The verb table is in
+// main.cpp; every verb parses its options and calls lib/train (transformer_run.hpp, trainer.hpp).
+#pragma once
+
+namespace attn::transformer_tool {
+
+inline constexpr const char* kTool = "attn-transformer";
+
+int cmd_train(int argc, char** argv);       // train_verb.cpp
+int cmd_eval(int argc, char** argv);        // run_verbs.cpp
+int cmd_translate(int argc, char** argv);
+int cmd_generate(int argc, char** argv);
+int cmd_average(int argc, char** argv);
+
+}  // namespace attn::transformer_tool

@@ -1,0 +1,38 @@
+// Token data sets in memory: one split of a translation or language-model data set as laid out
+// in datasets/README.md (/<split>/src, src_len, tgt, tgt_len, int32, padded with 0), read and
+// checked once so that the training loop can trust every id and length.
+#pragma once
+#include <cstdint>
+#include <span>
+#include <string>
+
+#include "attn/core/tensor.hpp"
+#include "attn/io/hdf5_file.hpp"
+
+namespace attn::train {
+
+struct TokenSplit {
+  std::string name;          // "train", "valid", "test"
+  Tensor src, src_len;       // int32 [N, S], [N]; empty when not read
+  Tensor tgt, tgt_len;       // int32 [N, T], [N]: targets ending with EOS; empty when not read
+  int64_t size() const { return src_len.empty() ? tgt_len.numel() : src_len.numel(); }
+  bool has_src() const { return !src_len.empty(); }
+  bool has_tgt() const { return !tgt_len.empty(); }
+};
+
+struct TokenSplitRequest {
+  bool src = true;           // read /<split>/src and src_len
+  bool tgt = true;           // read /<split>/tgt and tgt_len
+  int64_t src_vocab = 0;     // > 0: every source id must be below it
+  int64_t tgt_vocab = 0;     // > 0: every target id must be below it
+};
+
+// Whether the file has the group /<split>.
+bool has_split(const io::File& file, const std::string& split);
+
+// Reads one split. Every failure names the file and the dataset: a missing dataset or wrong
+// rank (FormatError / ShapeError from io), rows that differ between src and tgt (ShapeError), a
+// length outside [1, L] or an id outside [0, vocab) (DataError, with the row).
+TokenSplit read_token_split(const io::File& file, const std::string& split, const TokenSplitRequest& request);
+
+}  // namespace attn::train

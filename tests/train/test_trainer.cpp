@@ -1,0 +1,264 @@
+// The model-agnostic trainer, driven by a stand-in model: a linear softmax classifier whose
+// inputs get Gaussian noise from the trainer's stream (as dropout would), so that resuming
+// needs the parameters, Adam's moments, the step, the position in the epoch and the RNG state.
+#include "attn/train/trainer.hpp"
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+
+#include "attn/io/checkpoint.hpp"
+#include "attn/ops/cross_entropy.hpp"
+#include "attn/ops/linear.hpp"
+#include "attn/train/checkpoints.hpp"
+#include "test_support.hpp"
+
+using namespace attn;
+using Catch::Contains;
+
+namespace {
+
+// Classes are the sign patterns of the first two input features: 4 separable classes.
+struct Classifier {
+  static constexpr int64_t kN = 24, kF = 5, kC = 4;
+  Tensor X;                               // [N, F]
+  Tensor y;                               // int32 [N]
+  std::vector<int32_t> lengths;           // a pretend length per example, for the bucketing
+  Param W{"out/w", Tensor({kC, kF})};     // [C, F]
+  Param b{"out/b", Tensor({kC})};         // [C]
+
+  explicit Classifier(uint64_t seed = 3) {
+    Rng rng(seed);
+    X = randn({kN, kF}, rng);
+    y = Tensor({kN}, DType::i32);
+    for (int64_t i = 0; i < kN; ++i) {
+      y.idata()[i] = (X.at(i * kF) > 0 ? 1 : 0) + (X.at(i * kF + 1) > 0 ? 2 : 0);
+      lengths.push_back(static_cast<int32_t>(1 + i % 3));
+    }
+    W.value = randn({kC, kF}, rng, 0.1f);
+  }
+
+  // Mean label-smoothed cross-entropy of rows `index`, with N(0, noise^2) added to the inputs.
+  train::BatchStats run(std::span<const int64_t> index, Rng* rng, bool backward) {
+    const auto n = static_cast<int64_t>(index.size());
+    Tensor x({n, kF}), t({n}, DType::i32);
+    for (int64_t r = 0; r < n; ++r) {
+      std::memcpy(x.data() + r * kF, X.data() + index[r] * kF, kF * sizeof(float));
+      t.idata()[r] = y.idata()[index[r]];
+    }
+    if (rng) {
+      Tensor noise = randn({n, kF}, *rng, 0.1f);
+      for (int64_t i = 0; i < x.numel(); ++i) x.at(i) += noise.at(i);
+    }
+    ops::LinearCache lin;
+    ops::CrossEntropyCache ce;
+    const Tensor logits = ops::linear_forward(x, W.value, b.value, backward ? &lin : nullptr);
+    const auto smoothed = ops::cross_entropy_forward(logits, t, {.label_smoothing = 0.1f}, &ce);
+    const auto plain = ops::cross_entropy_forward(logits, t, {}, nullptr);
+    if (backward) ops::linear_backward(ops::cross_entropy_backward(1.0f, ce), W.value, lin, W.grad, b.grad);
+    return {smoothed.sum, plain.sum, smoothed.count, smoothed.correct};
+  }
+
+  train::TrainTask task() {
+    train::TrainTask task;
+    task.kind = "classifier";
+    task.config = {{"features", int64_t{kF}}, {"classes", int64_t{kC}}};
+    task.params = {&W, &b};
+    task.train_lengths = lengths;
+    task.valid_lengths = lengths;
+    task.train_batch = [this](std::span<const int64_t> index, Rng& rng) { return run(index, &rng, true); };
+    task.valid_batch = [this](std::span<const int64_t> index) { return run(index, nullptr, false); };
+    task.created_by = "test_train";
+    return task;
+  }
+};
+
+train::TrainConfig small_config(const std::string& model_path) {
+  train::TrainConfig c;
+  c.epochs = 100;
+  c.max_tokens = 6;   // 24 examples of lengths 1..3: 9 batches per epoch
+  c.seed = 5;
+  c.schedule = optim::WarmupInverseSqrt(/*d_model=*/16, /*warmup=*/4, /*scale=*/0.5);
+  c.clip_norm = 1.0;
+  c.model_path = model_path;
+  return c;
+}
+
+bool same_bits(const Tensor& a, const Tensor& b) {
+  return a.shape() == b.shape() && a.dtype() == b.dtype() &&
+         std::memcmp(a.dtype() == DType::f32 ? static_cast<const void*>(a.data()) : a.idata(),
+                     b.dtype() == DType::f32 ? static_cast<const void*>(b.data()) : b.idata(),
+                     static_cast<size_t>(a.numel()) * 4) == 0;
+}
+
+// Every tensor and every /state and /metrics attribute of two model files, bit for bit.
+void require_same_files(const std::string& a_path, const std::string& b_path) {
+  const io::File a = io::File::open_read(a_path), b = io::File::open_read(b_path);
+  for (const std::string group : {"/params", "/optimizer", "/metrics"}) {
+    const auto names = a.list_datasets(group);
+    REQUIRE(names == b.list_datasets(group));
+    REQUIRE(!names.empty());
+    for (const auto& name : names) {
+      INFO(group << "/" << name);
+      CHECK(same_bits(a.read(group + "/" + name), b.read(group + "/" + name)));
+    }
+  }
+  for (const std::string group : {"/state", "/metrics"}) {
+    REQUIRE(a.attr_names(group) == b.attr_names(group));
+    for (const auto& key : a.attr_names(group)) {
+      INFO(group << " " << key);
+      CHECK(a.attr_text(group, key) == b.attr_text(group, key));
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("a resumed run ends on the same bits as an uninterrupted one", "[integration][trainer]") {
+  test::TempDir dir;
+  const std::string full = dir.file("full.h5"), part = dir.file("part.h5");
+  {
+    Classifier model;
+    auto config = small_config(full);
+    config.max_steps = 22;   // 2 epochs of 9 batches and 4 of the third
+    const auto result = train::fit(model.task(), config);
+    CHECK(result.step == 22);
+    CHECK(result.epoch == 2);
+    CHECK(result.train_loss.size() == 3);   // two epochs and the unfinished third
+  }
+  {
+    Classifier model;
+    auto config = small_config(part);
+    config.max_steps = 14;
+    config.checkpoint_every = 4;   // steps 4, 8, 12: mid-epoch and across the epoch boundary
+    config.keep_checkpoints = 10;
+    train::fit(model.task(), config);
+  }
+  SECTION("from a periodic checkpoint in the first epoch (crossing an epoch boundary)") {
+    Classifier fresh(/*seed=*/3);
+    fresh.W.value.fill(7.0f);   // the checkpoint must overwrite it
+    auto config = small_config(part);
+    config.max_steps = 22;
+    config.resume_from = train::checkpoint_path(part, 4);
+    train::fit(fresh.task(), config);
+    require_same_files(full, part);
+  }
+  SECTION("from a final model stopped in the middle of an epoch") {
+    Classifier fresh;
+    auto config = small_config(part);
+    config.max_steps = 22;
+    config.resume_from = part;   // step 14: the fifth batch of the second epoch
+    REQUIRE(train::latest_checkpoint(part) == part);
+    train::fit(fresh.task(), config);
+    require_same_files(full, part);
+  }
+}
+
+TEST_CASE("the trainer learns a separable task and records one curve entry per epoch", "[unit][trainer]") {
+  test::TempDir dir;
+  Classifier model;
+  auto config = small_config(dir.file("m.h5"));
+  config.epochs = 12;
+  std::vector<train::EpochReport> epochs;
+  int64_t steps = 0, last_total = 0;
+  train::TrainCallbacks callbacks;
+  callbacks.on_step = [&](const train::StepReport& r) {
+    CHECK(r.step == ++steps);
+    CHECK(std::isfinite(r.loss));
+    CHECK(r.lr == optim::WarmupInverseSqrt(16, 4, 0.5)(r.step));
+    last_total = r.total_steps;
+  };
+  callbacks.on_epoch = [&](const train::EpochReport& r) { epochs.push_back(r); };
+  const auto result = train::fit(model.task(), config, callbacks);
+
+  CHECK(steps == 12 * 9);
+  CHECK(last_total == 12 * 9);
+  REQUIRE(epochs.size() == 12);
+  CHECK(epochs.back().valid.tokens == Classifier::kN);
+  CHECK(epochs.back().train.tokens == Classifier::kN);
+  CHECK(epochs.back().valid.accuracy() >= 0.9);
+  CHECK(epochs.back().valid.loss() < epochs.front().valid.loss());
+
+  const io::File file = io::File::open_read(dir.file("m.h5"));
+  const Tensor curve = file.read("/metrics/valid_loss", DType::f32, {12});
+  CHECK(curve.at(11) == static_cast<float>(epochs.back().valid.loss()));
+  CHECK(file.read("/metrics/train_loss", DType::f32, {12}).at(0) == result.train_loss[0]);
+  CHECK(file.attr_int("/metrics", "last_epoch_partial") == 0);
+  CHECK(file.attr_int("/state", "step") == 12 * 9);
+  CHECK(file.attr_int("/state", "epoch") == 12);
+  CHECK(file.attr_string("/", "kind") == "classifier");
+}
+
+TEST_CASE("periodic checkpoints rotate, keeping the newest", "[io][trainer]") {
+  test::TempDir dir;
+  const std::string model_path = dir.file("run.h5");
+  Classifier model;
+  auto config = small_config(model_path);
+  config.max_steps = 10;
+  config.checkpoint_every = 2;
+  config.keep_checkpoints = 3;
+  std::vector<std::string> saved;
+  train::fit(model.task(), config, {.on_step = {}, .on_epoch = {},
+                                    .on_save = [&](const std::string& p, int64_t) { saved.push_back(p); }});
+  CHECK(saved.size() == 6);   // steps 2, 4, 6, 8, 10 and the final model
+  CHECK(saved.back() == model_path);
+  const auto files = train::list_checkpoints(model_path);
+  REQUIRE(files.size() == 3);
+  CHECK(files[0].step == 6);
+  CHECK(files[2].step == 10);
+  CHECK(files[2].path == dir.file("run.step000000010.h5"));
+
+  SECTION("a fresh run replaces the checkpoints of an earlier run of the same model") {
+    Classifier again;
+    config.max_steps = 3;
+    train::fit(again.task(), config);
+    REQUIRE(train::list_checkpoints(model_path).size() == 1);
+    CHECK(train::list_checkpoints(model_path)[0].step == 2);
+  }
+}
+
+TEST_CASE("trainer configuration errors name the field", "[unit][trainer]") {
+  Classifier model;
+  auto config = small_config("");
+  config.epochs = 0;
+  REQUIRE_THROWS_WITH(train::fit(model.task(), config), Contains("epochs and max_steps are both 0"));
+  config = small_config("-");
+  config.checkpoint_every = 5;
+  REQUIRE_THROWS_WITH(train::fit(model.task(), config), Contains("checkpoint_every needs a model file"));
+  config = small_config("");
+  config.keep_checkpoints = 0;
+  REQUIRE_THROWS_WITH(train::fit(model.task(), config), Contains("keep_checkpoints must be >= 1, got 0"));
+  config = small_config("");
+  config.max_tokens = 2;   // examples of length 3 cannot fit
+  REQUIRE_THROWS_AS(train::fit(model.task(), config), ConfigError);
+}
+
+TEST_CASE("a non-finite gradient stops the run naming the step", "[unit][trainer]") {
+  Classifier model;
+  auto task = model.task();
+  int64_t calls = 0;
+  task.train_batch = [&](std::span<const int64_t> index, Rng& rng) {
+    const auto stats = model.run(index, &rng, true);
+    if (++calls == 3) model.W.grad.at(0) = NAN;
+    return stats;
+  };
+  REQUIRE_THROWS_WITH(train::fit(task, small_config("")), Contains("step 3 (epoch 0): the gradient norm is nan"));
+}
+
+TEST_CASE("resuming from a file of another model kind fails naming the file", "[io][trainer]") {
+  test::TempDir dir;
+  io::Checkpoint other;
+  other.kind = "seq2seq";
+  other.params = {{"out/w", Tensor({4, 5})}};
+  io::save_checkpoint(dir.file("other.h5"), other);
+  Classifier model;
+  auto config = small_config("");
+  config.resume_from = dir.file("other.h5");
+  REQUIRE_THROWS_AS(train::fit(model.task(), config), FormatError);
+
+  other.kind = "classifier";
+  other.params = {{"out/w", Tensor({4, 6})}, {"out/b", Tensor({4})}};
+  io::save_checkpoint(dir.file("other.h5"), other);
+  REQUIRE_THROWS_WITH(train::fit(model.task(), config),
+                      Contains("other.h5: parameter '/params/out/w' has shape [4, 6], expected [4, 5]"));
+}

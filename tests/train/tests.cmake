@@ -1,0 +1,5 @@
+# The model-agnostic trainer (lib/train): resumption to the same bits, rotation and averaging
+# of checkpoints, driven by a stand-in linear classifier written in the test.
+attn_add_test(test_train SOURCES
+  ${CMAKE_CURRENT_LIST_DIR}/test_trainer.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/test_checkpoints.cpp)
