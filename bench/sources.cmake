@@ -11,3 +11,7 @@ function(attn_add_bench name)
 endfunction()
 
 attn_add_bench(gemm SOURCES ${CMAKE_CURRENT_LIST_DIR}/bench_gemm.cpp)
+attn_add_bench(linear SOURCES ${CMAKE_CURRENT_LIST_DIR}/bench_linear.cpp)
+attn_add_bench(attention SOURCES ${CMAKE_CURRENT_LIST_DIR}/bench_attention.cpp)
+attn_add_bench(rnn SOURCES ${CMAKE_CURRENT_LIST_DIR}/bench_rnn.cpp)
+attn_add_bench(conv SOURCES ${CMAKE_CURRENT_LIST_DIR}/bench_conv.cpp)
