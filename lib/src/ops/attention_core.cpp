@@ -1,6 +1,7 @@
 // The attention core: mask validation, the masked row softmax, and the materialised and
 // streaming (online-softmax, block-skipping) forward and backward passes.
 #include "attn/ops/attention_core.hpp"
+#include "attn/ops/softmax.hpp"   // exp_approx: the vectorisable exp
 
 #include <algorithm>
 #include <cmath>
@@ -40,14 +41,16 @@ void softmax_row(float* x, int64_t S, const RowMask& r) {
   std::fill(x + r.hi, x + S, 0.0f);
   hide_kept_out(x, r, r.lo, r.hi, 0);
   float mx = -kInf;
+#pragma omp simd reduction(max : mx)
   for (int64_t j = r.lo; j < r.hi; ++j) mx = std::max(mx, x[j]);
   if (mx == -kInf) {   // no visible key (finite scores never reach -inf otherwise)
     std::fill(x + r.lo, x + r.hi, 0.0f);
     return;
   }
   float sum = 0.0f;
+#pragma omp simd reduction(+ : sum)
   for (int64_t j = r.lo; j < r.hi; ++j) {
-    x[j] = std::exp(x[j] - mx);
+    x[j] = exp_approx(x[j] - mx);
     sum += x[j];
   }
   const float inv = 1.0f / sum;
@@ -171,6 +174,7 @@ Tensor forward_streaming(const Tensor& q, const Tensor& k, const Tensor& v, floa
           std::fill(srow + (e - s0), srow + ns, 0.0f);
           hide_kept_out(srow, r, a, e, s0);
           float mb = -kInf;
+#pragma omp simd reduction(max : mb)
           for (int64_t j = a - s0; j < e - s0; ++j) mb = std::max(mb, srow[j]);
           if (mb == -kInf) {   // all hidden by the explicit mask
             std::fill(srow + (a - s0), srow + (e - s0), 0.0f);
@@ -179,8 +183,9 @@ Tensor forward_streaming(const Tensor& q, const Tensor& k, const Tensor& v, floa
           const float m_new = std::max(m[i], mb);
           const float corr = std::exp(m[i] - m_new);   // 0 on the row's first visible tile
           float sum = 0.0f;
+#pragma omp simd reduction(+ : sum)
           for (int64_t j = a - s0; j < e - s0; ++j) {
-            srow[j] = std::exp(srow[j] - m_new);
+            srow[j] = exp_approx(srow[j] - m_new);
             sum += srow[j];
           }
           l[i] = l[i] * corr + sum;
@@ -250,7 +255,9 @@ AttentionGrads backward_streaming(const Tensor& dout, const AttentionCache& c, c
             std::fill(prow, prow + (a - s0), 0.0f);
             std::fill(prow + (e - s0), prow + ns, 0.0f);
             hide_kept_out(prow, rows[i], a, e, s0);
-            for (int64_t j = a - s0; j < e - s0; ++j) prow[j] = std::exp(prow[j] - lb[i]);
+            const float lse = lb[i];
+#pragma omp simd
+            for (int64_t j = a - s0; j < e - s0; ++j) prow[j] = exp_approx(prow[j] - lse);
           }
           // dv_blk += P^T dout_blk : [ns, Dv]
           blas::gemm(Trans::T, Trans::N, ns, d.Dv, nq, 1.0f, P.data(), ns, dob, d.Dv, 1.0f,

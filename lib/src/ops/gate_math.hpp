@@ -3,18 +3,19 @@
 // tanh is the 13/6-degree rational interpolant of Eigen (Eigen/src/Core/MathFunctionsImpl.h,
 // generic_fast_tanh_float, MPL 2.0): no exp, no branches but a clamp, within 7 ulps (4e-7
 // absolute) of the exact value on all floats, and about 4x faster than libm's tanhf, which
-// otherwise dominates an LSTM step at hidden sizes of a few hundred. sigmoid keeps expf, which
-// libm computes fast and to full relative accuracy in the tails.
+// otherwise dominates an LSTM step at hidden sizes of a few hundred. sigmoid uses the
+// polynomial exp_approx of ops/softmax.hpp (2 ulp), which vectorises where expf does not.
 #pragma once
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 
 #include "attn/core/tensor.hpp"
+#include "attn/ops/softmax.hpp"
 
 namespace attn::ops::detail {
 
-inline float sigmoid(float v) { return 1.0f / (1.0f + std::exp(-v)); }
+inline float sigmoid(float v) { return 1.0f / (1.0f + exp_approx(-v)); }
 
 inline float tanh_fast(float v) {
   // Outside [-c, c] tanh rounds to +-1 in float; c is where the interpolant reaches 1.
