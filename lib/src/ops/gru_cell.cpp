@@ -26,12 +26,15 @@ constexpr int64_t kParallelMin = 1 << 14;
 // incoming W_hn h + b_hn (which backward needs).
 void pointwise_forward(int64_t B, int64_t H, const float* gx, float* gates, const float* h_prev,
                        float* h_next, float* hn) {
-#pragma omp parallel for collapse(2) schedule(static) if (B * H >= kParallelMin)
-  for (int64_t b = 0; b < B; ++b)
+#pragma omp parallel for schedule(static) if (B * H >= kParallelMin)
+  for (int64_t b = 0; b < B; ++b) {
+    const float* x = gx + b * 3 * H;
+    float* g = gates + b * 3 * H;
+    const float* hp = h_prev + b * H;
+    float* hnext = h_next + b * H;
+    if (hn) std::copy(g + 2 * H, g + 3 * H, hn + b * H);   // before n overwrites it
+#pragma omp simd   // the row is contiguous: one vector lane per hidden unit
     for (int64_t j = 0; j < H; ++j) {
-      const int64_t k = b * H + j;
-      const float* x = gx + b * 3 * H;
-      float* g = gates + b * 3 * H;
       const float r = sigmoid(x[j] + g[j]);
       const float z = sigmoid(x[H + j] + g[H + j]);
       const float h_n = g[2 * H + j];
@@ -39,9 +42,9 @@ void pointwise_forward(int64_t B, int64_t H, const float* gx, float* gates, cons
       g[j] = r;
       g[H + j] = z;
       g[2 * H + j] = n;
-      if (hn) hn[k] = h_n;
-      h_next[k] = (1.0f - z) * n + z * h_prev[k];
+      hnext[j] = (1.0f - z) * n + z * hp[j];
     }
+  }
 }
 
 // The step backwards. dh = dh_a + dh_b (either may be null). Writes dgx: [B, 3H] (gradient of

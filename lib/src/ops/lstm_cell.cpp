@@ -25,20 +25,25 @@ constexpr int64_t kParallelMin = 1 << 14;
 // c_prev: [B, H] -> c_next = f c_prev + i g, h_next = o tanh(c_next) (both overwritten).
 void pointwise_forward(int64_t B, int64_t H, float* gates, const float* c_prev, float* c_next,
                        float* h_next) {
-#pragma omp parallel for collapse(2) schedule(static) if (B * H >= kParallelMin)
-  for (int64_t b = 0; b < B; ++b)
+#pragma omp parallel for schedule(static) if (B * H >= kParallelMin)
+  for (int64_t b = 0; b < B; ++b) {
+    float* g = gates + b * 4 * H;
+    const float* cp = c_prev + b * H;
+    float* cn = c_next + b * H;
+    float* hn = h_next + b * H;
+#pragma omp simd   // the row is contiguous: one vector lane per hidden unit
     for (int64_t j = 0; j < H; ++j) {
-      float* g = gates + b * 4 * H;
       const float i = sigmoid(g[j]), f = sigmoid(g[H + j]);
       const float n = tanh_fast(g[2 * H + j]), o = sigmoid(g[3 * H + j]);
       g[j] = i;
       g[H + j] = f;
       g[2 * H + j] = n;
       g[3 * H + j] = o;
-      const float c = f * c_prev[b * H + j] + i * n;
-      c_next[b * H + j] = c;
-      h_next[b * H + j] = o * tanh_fast(c);
+      const float c = f * cp[j] + i * n;
+      cn[j] = c;
+      hn[j] = o * tanh_fast(c);
     }
+  }
 }
 
 // The step backwards. dh = dh_a + dh_b (either may be null), dc_next may be null (zeros).
