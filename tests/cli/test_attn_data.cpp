@@ -15,43 +15,14 @@ using namespace attn;
 
 namespace {
 
-std::string tool() {
-  const char* dir = std::getenv("ATTN_BIN_DIR");
-  if (!dir || !*dir) FAIL("ATTN_BIN_DIR is not set: run the tests through ctest");
-  const std::string exe = std::string(dir) + "/attn-data";
-  if (!std::filesystem::exists(exe)) FAIL("no executable " << exe << ": build the attn-data target");
-  return exe;
-}
+using test::slurp;
 
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream os;
-  os << in.rdbuf();
-  return os.str();
-}
+using Result = test::ShellResult;
 
-struct Result {
-  int code;
-  std::string out, err;
-};
+// Runs `<shell command>` in dir with stdout and stderr captured.
+Result shell(const test::TempDir& dir, const std::string& command) { return test::run_shell(dir, command); }
 
-// Runs `<shell command>` in dir with stdout and stderr captured to files.
-Result shell(const test::TempDir& dir, const std::string& command) {
-  const std::string out = dir.file("stdout.txt"), err = dir.file("stderr.txt");
-  const std::string full = "cd '" + dir.path().string() + "' && " + command + " >'" + out + "' 2>'" + err + "'";
-  const int status = std::system(full.c_str());
-  const int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return {code, slurp(out), slurp(err)};
-}
-
-// The executable's path in single quotes, for a shell command line. (Built with += : GCC 12
-// warns falsely, -Wrestrict, on "'" + std::string.)
-std::string quoted_tool() {
-  std::string q(1, '\'');
-  q += tool();
-  q += '\'';
-  return q;
-}
+std::string quoted_tool() { return test::quoted_tool("attn-data"); }
 
 // Runs attn-data with the given arguments.
 Result attn_data(const test::TempDir& dir, const std::string& args) {

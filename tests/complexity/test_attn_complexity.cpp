@@ -14,33 +14,13 @@ using namespace attn;
 
 namespace {
 
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream os;
-  os << in.rdbuf();
-  return os.str();
-}
+using test::slurp;
 
-struct Result {
-  int code;
-  std::string out, err;
-};
+using Result = test::ShellResult;
 
 // Runs attn-complexity with `args` in `dir`, stdout and stderr captured.
 Result run(const test::TempDir& dir, const std::string& args) {
-  const char* bin = std::getenv("ATTN_BIN_DIR");
-  if (!bin || !*bin) FAIL("ATTN_BIN_DIR is not set: run the tests through ctest");
-  std::string exe = bin;
-  exe += "/attn-complexity";
-  if (!std::filesystem::exists(exe)) FAIL("no executable " << exe << ": build the attn-complexity target");
-  const std::string out = dir.file("stdout.txt"), err = dir.file("stderr.txt");
-  std::string command = "cd '";
-  command += dir.path().string();
-  command += "' && '";
-  command += exe;
-  command += "' " + args + " >'" + out + "' 2>'" + err + "'";
-  const int status = std::system(command.c_str());
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(out), slurp(err)};
+  return test::run_shell(dir, test::quoted_tool("attn-complexity") + " " + args);
 }
 
 // The smallest run that still has every part: two layers, two sizes per sweep, a path probe.

@@ -22,33 +22,15 @@ using namespace attn;
 
 namespace {
 
-std::string tool() {
-  const char* dir = std::getenv("ATTN_BIN_DIR");
-  if (!dir || !*dir) FAIL("ATTN_BIN_DIR is not set: run the tests through ctest");
-  const std::string exe = std::string(dir) + "/attn-plot";
-  if (!std::filesystem::exists(exe)) FAIL("no executable " << exe << ": build the attn-plot target");
-  return exe;
-}
+using test::slurp;
 
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream os;
-  os << in.rdbuf();
-  return os.str();
-}
-
-struct Result {
-  int code;
-  std::string out, err;
-};
+using Result = test::ShellResult;
 
 // Runs `attn-plot <args>` in dir (a shell command line: quoting and pipes work).
 Result attn_plot(const test::TempDir& dir, const std::string& args, const std::string& stdin_file = "") {
-  const std::string out = dir.file("stdout.txt"), err = dir.file("stderr.txt");
-  std::string cmd = "cd '" + dir.path().string() + "' && '" + tool() + "' " + args;
-  if (!stdin_file.empty()) cmd += " <'" + stdin_file + "'";
-  const int status = std::system((cmd + " >'" + out + "' 2>'" + err + "'").c_str());
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(out), slurp(err)};
+  std::string command = test::quoted_tool("attn-plot") + " " + args;
+  if (!stdin_file.empty()) command += " <'" + stdin_file + "'";
+  return test::run_shell(dir, command);
 }
 
 struct Fixture {

@@ -2,9 +2,11 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <fstream>
 #include <iostream>
 #include <sstream>
 
+#include <sys/wait.h>
 #include <unistd.h>
 
 namespace attn::test {
@@ -72,6 +74,33 @@ TempDir::TempDir() {
 TempDir::~TempDir() {
   std::error_code ec;
   std::filesystem::remove_all(path_, ec);
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream os;
+  os << in.rdbuf();
+  return os.str();
+}
+
+std::string quoted_tool(const std::string& name) {
+  const char* dir = std::getenv("ATTN_BIN_DIR");
+  if (!dir || !*dir) FAIL("ATTN_BIN_DIR is not set: run the tests through ctest");
+  const std::string exe = std::string(dir) + "/" + name;
+  if (!std::filesystem::exists(exe)) FAIL("no executable " << exe << ": build the " << name << " target");
+  std::string q(1, '\'');   // built with += : GCC 12 warns falsely (-Wrestrict) on "'" + string
+  q += exe;
+  q += '\'';
+  return q;
+}
+
+ShellResult run_shell(const TempDir& dir, const std::string& command) {
+  const std::string out = dir.file("stdout.txt"), err = dir.file("stderr.txt");
+  std::string full = "cd '";
+  full += dir.path().string();
+  full += "' && (" + command + ") >'" + out + "' 2>'" + err + "'";
+  const int status = std::system(full.c_str());
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(out), slurp(err)};
 }
 
 std::filesystem::path data_dir() {

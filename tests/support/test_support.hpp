@@ -48,6 +48,21 @@ class TempDir {
   std::filesystem::path path_;
 };
 
+// The whole content of a file (e.g. a captured output stream); empty if it cannot be read.
+std::string slurp(const std::string& path);
+
+// The built tool $ATTN_BIN_DIR/<name> in single quotes, for a shell command line. FAILs the
+// test when ATTN_BIN_DIR is unset (tests run through ctest set it) or the tool is not built.
+std::string quoted_tool(const std::string& name);
+
+// Runs a shell command line in `dir` (pipes and redirections work), capturing stdout and stderr
+// in dir/stdout.txt and dir/stderr.txt; returns the exit code (-1 if killed) and both streams.
+struct ShellResult {
+  int code;
+  std::string out, err;
+};
+ShellResult run_shell(const TempDir& dir, const std::string& command);
+
 // The shared real data folder: $ATTN_DATA_DIR, else the configured default. Returns an empty
 // path when absent; tests then call skip_test(), which CTest reports as skipped.
 std::filesystem::path data_dir();

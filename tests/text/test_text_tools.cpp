@@ -14,29 +14,13 @@ using namespace attn;
 
 namespace {
 
-struct Result {
-  int code;
-  std::string out, err;
-};
+using Result = test::ShellResult;
 
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream os;
-  os << in.rdbuf();
-  return os.str();
-}
+using test::slurp;
 
 // Runs one of the tools with `args` in `dir`, capturing stdout and stderr.
 Result run_tool(const test::TempDir& dir, const std::string& tool, const std::string& args) {
-  const char* bin = std::getenv("ATTN_BIN_DIR");
-  if (!bin || !*bin) FAIL("ATTN_BIN_DIR is not set: run the tests through ctest");
-  const std::string exe = std::string(bin) + "/" + tool;
-  if (!std::filesystem::exists(exe)) FAIL("no executable " << exe << ": build the " << tool << " target");
-  const std::string out = dir.file("stdout.txt"), err = dir.file("stderr.txt");
-  std::string cmd = "cd '";
-  cmd += dir.path().string() + "' && '" + exe + "' " + args + " >'" + out + "' 2>'" + err + "'";
-  const int status = std::system(cmd.c_str());
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(out), slurp(err)};
+  return test::run_shell(dir, test::quoted_tool(tool) + " " + args);
 }
 
 void write_file(const std::string& path, const std::string& text) { std::ofstream(path) << text; }

@@ -18,38 +18,17 @@ using Catch::Contains;
 
 namespace {
 
-std::string tool(const std::string& name) {
-  const char* dir = std::getenv("ATTN_BIN_DIR");
-  if (!dir || !*dir) FAIL("ATTN_BIN_DIR is not set: run the tests through ctest");
-  const std::string exe = std::string(dir) + "/" + name;
-  if (!std::filesystem::exists(exe)) FAIL("no executable " << exe << ": build the " << name << " target");
-  std::string q(1, '\'');
-  q += exe;
-  q += '\'';
-  return q;
-}
+using test::slurp;
 
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream os;
-  os << in.rdbuf();
-  return os.str();
-}
-
-struct Result {
-  int code;
-  std::string out, err;
-};
+using Result = test::ShellResult;
 
 // Runs a shell command line in dir; "{data}", "{tf}" and "{bleu}" stand for the tools.
 Result run(const test::TempDir& dir, std::string command) {
   for (const auto& [key, name] : {std::pair{"{data}", "attn-data"}, std::pair{"{tf}", "attn-transformer"},
                                   std::pair{"{bleu}", "attn-bleu"}})
-    for (size_t at; (at = command.find(key)) != std::string::npos;) command.replace(at, std::strlen(key), tool(name));
-  const std::string out = dir.file("stdout.txt"), err = dir.file("stderr.txt");
-  const std::string full = "cd '" + dir.path().string() + "' && (" + command + ") >'" + out + "' 2>'" + err + "'";
-  const int status = std::system(full.c_str());
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(out), slurp(err)};
+    for (size_t at; (at = command.find(key)) != std::string::npos;)
+      command.replace(at, std::strlen(key), test::quoted_tool(name));
+  return test::run_shell(dir, command);
 }
 
 const char* kData = "{data} reverse --vocab 10 --min-len 2 --max-len 6 --n 200 --valid-n 20 --test-n 20 --seed 3 --quiet";
