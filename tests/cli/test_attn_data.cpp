@@ -19,14 +19,11 @@ using test::slurp;
 
 using Result = test::ShellResult;
 
-// Runs `<shell command>` in dir with stdout and stderr captured.
-Result shell(const test::TempDir& dir, const std::string& command) { return test::run_shell(dir, command); }
-
 std::string quoted_tool() { return test::quoted_tool("attn-data"); }
 
 // Runs attn-data with the given arguments.
 Result attn_data(const test::TempDir& dir, const std::string& args) {
-  return shell(dir, quoted_tool() + " " + args);
+  return test::run_shell(dir, quoted_tool() + " " + args);
 }
 
 }  // namespace
@@ -198,7 +195,7 @@ TEST_CASE("every NTM generator writes inputs, targets and lengths per split", "[
 TEST_CASE("attn-data copy --out - | attn-data info --data - prints the summary", "[cli][attn-data]") {
   test::TempDir dir;
   const std::string exe = quoted_tool();
-  const Result r = shell(dir, "{ " + exe + " copy --n 4 --valid-n 2 --test-n 2 --seed 5 --out - 2>copy.err; echo $? >copy.code; } | " +
+  const Result r = test::run_shell(dir, "{ " + exe + " copy --n 4 --valid-n 2 --test-n 2 --seed 5 --out - 2>copy.err; echo $? >copy.code; } | " +
                                   exe + " info --data -");
   CHECK(slurp(dir.file("copy.code")) == "0\n");
   CHECK_THAT(slurp(dir.file("copy.err")), Catch::Contains("attn-data copy: wrote standard output"));

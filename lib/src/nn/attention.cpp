@@ -13,10 +13,6 @@ namespace {
 
 using blas::Trans;
 
-bool same_tensor(const Tensor& a, const Tensor& b) {
-  return a.shares_storage_with(b) && a.shape() == b.shape() && a.data() == b.data();
-}
-
 // Factor of the dot-product scores.
 float dot_scale(ScoreKind kind, int64_t Dk) {
   return kind == ScoreKind::scaled_dot ? 1.0f / std::sqrt(static_cast<float>(Dk)) : 1.0f;
@@ -90,7 +86,7 @@ AttentionMemory Attention::prepare(const Tensor& keys, const Tensor& values, ops
     throw ShapeError("attention (location): source length S = " + std::to_string(S) +
                      " exceeds max_len = " + std::to_string(config_.max_len));
   ops::check_attention_mask(mask, B, 1, S, "attention");
-  AttentionMemory m{keys, values, Tensor(), std::move(mask), same_tensor(keys, values)};
+  AttentionMemory m{keys, values, Tensor(), std::move(mask), keys.is_same(values)};
   if (config_.score == ScoreKind::additive) {
     const int64_t A = config_.hidden_dim, Dk = config_.key_dim;
     m.projected_keys = Tensor({B, S, A});

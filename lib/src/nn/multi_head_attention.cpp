@@ -13,10 +13,6 @@ namespace {
 
 using blas::Trans;
 
-bool same_tensor(const Tensor& a, const Tensor& b) {
-  return a.shares_storage_with(b) && a.shape() == b.shape() && a.data() == b.data();
-}
-
 // x [B*L, D] (rows (b, l)) + bias [D] -> heads [B, NH, L, HD]. bias may be null.
 Tensor split_heads(const float* x, const float* bias, int64_t B, int64_t L, int64_t NH, int64_t HD) {
   Tensor out({B, NH, L, HD});
@@ -137,9 +133,9 @@ Tensor MultiHeadAttention::forward(const Tensor& query, const Tensor& key, const
     cache->query = query;
     cache->key = key;
     cache->value = value;
-    cache->key_is_query = same_tensor(key, query);
-    cache->value_is_query = same_tensor(value, query);
-    cache->value_is_key = same_tensor(value, key);
+    cache->key_is_query = key.is_same(query);
+    cache->value_is_query = value.is_same(query);
+    cache->value_is_key = value.is_same(key);
     cache->context = context;
   }
   return out;

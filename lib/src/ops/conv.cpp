@@ -1,6 +1,8 @@
 // Convolution through im2col + one GEMM over the whole batch, and col2im for the input gradient.
 #include "attn/ops/conv.hpp"
 
+#include "attn/core/threading.hpp"
+
 #include <string>
 
 #include "attn/blas/blas.hpp"
@@ -20,8 +22,6 @@ namespace {
 
 using blas::Trans;
 
-// Below this many elements moved, a pass (im2col, col2im, permutation) runs on one thread.
-constexpr int64_t kParallelMin = 1 << 15;
 
 // Checks the options and fills in the output size; `op` names the public function in messages,
 // which speak of one length for conv1d (seen here as [B, C, 1, L]).
@@ -57,7 +57,7 @@ ConvGeometry make_geometry(const std::string& op, const Shape& x, const Shape& W
 // padding.   x: [B, C, IH, IW]   col: [C*KH*KW, B*P], P = OH*OW. Overwrites col.
 void im2col(const ConvGeometry& g, const float* x, float* col) {
   const int64_t P = g.OH * g.OW, rows = g.C * g.KH * g.KW;
-#pragma omp parallel for collapse(2) schedule(static) if (rows * g.B * P >= kParallelMin)
+#pragma omp parallel for collapse(2) schedule(static) if (rows * g.B * P >= kParallelMinElements)
   for (int64_t row = 0; row < rows; ++row)
     for (int64_t b = 0; b < g.B; ++b) {
       const int64_t c = row / (g.KH * g.KW), p = row / g.KW % g.KH, q = row % g.KW;
@@ -84,7 +84,7 @@ void im2col(const ConvGeometry& g, const float* x, float* col) {
 void col2im(const ConvGeometry& g, const float* dcol, float* dx) {
   const int64_t P = g.OH * g.OW;
 #pragma omp parallel for collapse(2) schedule(static) \
-    if (g.C * g.KH * g.KW * g.B * P >= kParallelMin)
+    if (g.C * g.KH * g.KW * g.B * P >= kParallelMinElements)
   for (int64_t b = 0; b < g.B; ++b)
     for (int64_t c = 0; c < g.C; ++c) {
       float* plane = dx + (b * g.C + c) * g.IH * g.IW;
@@ -118,7 +118,7 @@ Tensor conv_forward(const std::string& op, const Tensor& x, const Tensor& W, con
   const float* src = Y.data();
   const float* bias = b.defined() ? b.data() : nullptr;
   float* dst = y.data();
-#pragma omp parallel for collapse(2) schedule(static) if (g.O * BP >= kParallelMin)
+#pragma omp parallel for collapse(2) schedule(static) if (g.O * BP >= kParallelMinElements)
   for (int64_t n = 0; n < g.B; ++n)
     for (int64_t o = 0; o < g.O; ++o) {
       const float add = bias ? bias[o] : 0.0f;
@@ -139,7 +139,7 @@ Tensor conv_backward(const Tensor& dy, const Tensor& W, const ConvGeometry& g, c
   const float* src = dy.data();
   float* dst = dY.data();
   float* dbias = db.defined() ? db.data() : nullptr;
-#pragma omp parallel for schedule(static) if (g.O * BP >= kParallelMin)
+#pragma omp parallel for schedule(static) if (g.O * BP >= kParallelMinElements)
   for (int64_t o = 0; o < g.O; ++o) {
     float sum = 0.0f;
     for (int64_t n = 0; n < g.B; ++n) {

@@ -2,6 +2,8 @@
 // row), the per-row forward (max and sum of x, then sum of exp), and the one-pass backward.
 #include "attn/ops/cross_entropy.hpp"
 
+#include "attn/core/threading.hpp"
+
 #include <omp.h>
 
 #include <algorithm>
@@ -16,9 +18,8 @@ namespace attn::ops {
 namespace {
 
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
-constexpr int64_t kParallelMin = 1 << 15;   // elements; below it threads cost more than they save
 
-bool go_parallel(int64_t work) { return work >= kParallelMin && !omp_in_parallel(); }
+bool go_parallel(int64_t work) { return work >= kParallelMinElements && !omp_in_parallel(); }
 
 // Shortest form of a float for messages ("1", "-0.5"), unlike std::to_string's "1.000000".
 std::string str(float v) {

@@ -2,6 +2,8 @@
 // mask buffer, which one fused pass then turns into the scaled mask while writing y.
 #include "attn/ops/dropout.hpp"
 
+#include "attn/core/threading.hpp"
+
 #include <omp.h>
 
 #include <sstream>
@@ -10,7 +12,6 @@
 namespace attn::ops {
 namespace {
 
-constexpr int64_t kParallelMin = 1 << 15;   // elements; below it threads cost more than they save
 
 // Shortest form of a float for messages ("1", "-0.5"), unlike std::to_string's "1.000000".
 std::string str(float v) {
@@ -34,7 +35,7 @@ Tensor dropout_forward(const Tensor& x, float p, bool training, Rng& rng, Dropou
   const float keep_scale = 1.0f / (1.0f - p);
   const float* xp = x.data();
   float *mp = mask.data(), *yp = y.data();
-#pragma omp parallel for simd schedule(static) if (n >= kParallelMin && !omp_in_parallel())
+#pragma omp parallel for simd schedule(static) if (n >= kParallelMinElements && !omp_in_parallel())
   for (int64_t i = 0; i < n; ++i) {
     const float m = mp[i] >= p ? keep_scale : 0.0f;
     mp[i] = m;
@@ -51,7 +52,7 @@ Tensor dropout_backward(const Tensor& dy, const DropoutCache& cache) {
   const int64_t n = dy.numel();
   const float *dyp = dy.data(), *mp = cache.mask.data();
   float* dxp = dx.data();
-#pragma omp parallel for simd schedule(static) if (n >= kParallelMin && !omp_in_parallel())
+#pragma omp parallel for simd schedule(static) if (n >= kParallelMinElements && !omp_in_parallel())
   for (int64_t i = 0; i < n; ++i) dxp[i] = dyp[i] * mp[i];
   return dx;
 }

@@ -15,6 +15,9 @@
 
 namespace attn::ops::detail {
 
+// Below this many [B, H] elements a cell's elementwise pass is not worth waking the threads for.
+inline constexpr int64_t kCellParallelMin = int64_t{1} << 14;
+
 inline float sigmoid(float v) { return 1.0f / (1.0f + exp_approx(-v)); }
 
 inline float tanh_fast(float v) {

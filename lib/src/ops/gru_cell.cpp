@@ -17,16 +17,15 @@ using detail::sigmoid;
 using detail::tanh_fast;
 using detail::add_column_sums;
 using detail::data_or_null;
+using detail::kCellParallelMin;
 
-// Below this many [B, H] elements an elementwise pass is not worth waking the threads for.
-constexpr int64_t kParallelMin = 1 << 14;
 
 // gx: [B, 3H] input projection; gates: [B, 3H] holding h W_hh^T + b_hh in, activated r, z, n
 // out (in place). Writes h_next = (1 - z) n + z h_prev and, when hn is not null, hn = the
 // incoming W_hn h + b_hn (which backward needs).
 void pointwise_forward(int64_t B, int64_t H, const float* gx, float* gates, const float* h_prev,
                        float* h_next, float* hn) {
-#pragma omp parallel for schedule(static) if (B * H >= kParallelMin)
+#pragma omp parallel for schedule(static) if (B * H >= kCellParallelMin)
   for (int64_t b = 0; b < B; ++b) {
     const float* x = gx + b * 3 * H;
     float* g = gates + b * 3 * H;
@@ -53,7 +52,7 @@ void pointwise_forward(int64_t B, int64_t H, const float* gx, float* gates, cons
 void pointwise_backward(int64_t B, int64_t H, const float* gates, const float* hn,
                         const float* h_prev, const float* dh_a, const float* dh_b, float* dgx,
                         float* dgh, float* dh_prev) {
-#pragma omp parallel for collapse(2) schedule(static) if (B * H >= kParallelMin)
+#pragma omp parallel for collapse(2) schedule(static) if (B * H >= kCellParallelMin)
   for (int64_t b = 0; b < B; ++b)
     for (int64_t j = 0; j < H; ++j) {
       const int64_t k = b * H + j;

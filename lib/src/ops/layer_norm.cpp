@@ -2,6 +2,8 @@
 // (two passes per row, the second writing dx and the row's share of dgamma and dbeta).
 #include "attn/ops/layer_norm.hpp"
 
+#include "attn/core/threading.hpp"
+
 #include <omp.h>
 
 #include <algorithm>
@@ -13,12 +15,11 @@
 namespace attn::ops {
 namespace {
 
-constexpr int64_t kParallelMin = 1 << 15;   // elements; below it threads cost more than they save
 // Parameter gradients are summed over at most this many fixed blocks of rows, each serially,
 // then over the blocks in order: deterministic for any thread count, with a small buffer.
 constexpr int64_t kMaxBlocks = 64;
 
-bool go_parallel(int64_t work) { return work >= kParallelMin && !omp_in_parallel(); }
+bool go_parallel(int64_t work) { return work >= kParallelMinElements && !omp_in_parallel(); }
 
 // Shortest form of a float for messages ("1", "-0.5"), unlike std::to_string's "1.000000".
 std::string str(float v) {

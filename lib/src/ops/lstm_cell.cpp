@@ -17,15 +17,14 @@ using detail::sigmoid;
 using detail::tanh_fast;
 using detail::add_column_sums;
 using detail::data_or_null;
+using detail::kCellParallelMin;
 
-// Below this many [B, H] elements an elementwise pass is not worth waking the threads for.
-constexpr int64_t kParallelMin = 1 << 14;
 
 // gates: [B, 4H] pre-activations in, activated i, f, g, o out (in place).
 // c_prev: [B, H] -> c_next = f c_prev + i g, h_next = o tanh(c_next) (both overwritten).
 void pointwise_forward(int64_t B, int64_t H, float* gates, const float* c_prev, float* c_next,
                        float* h_next) {
-#pragma omp parallel for schedule(static) if (B * H >= kParallelMin)
+#pragma omp parallel for schedule(static) if (B * H >= kCellParallelMin)
   for (int64_t b = 0; b < B; ++b) {
     float* g = gates + b * 4 * H;
     const float* cp = c_prev + b * H;
@@ -52,7 +51,7 @@ void pointwise_forward(int64_t B, int64_t H, float* gates, const float* c_prev, 
 void pointwise_backward(int64_t B, int64_t H, const float* gates, const float* c_prev,
                         const float* c_next, const float* dh_a, const float* dh_b,
                         const float* dc_next, float* dpre, float* dc_prev) {
-#pragma omp parallel for collapse(2) schedule(static) if (B * H >= kParallelMin)
+#pragma omp parallel for collapse(2) schedule(static) if (B * H >= kCellParallelMin)
   for (int64_t b = 0; b < B; ++b)
     for (int64_t j = 0; j < H; ++j) {
       const int64_t k = b * H + j;

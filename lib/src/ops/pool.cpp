@@ -1,6 +1,8 @@
 // Max and average pooling: one loop nest per (b, c) plane, planes spread over the threads.
 #include "attn/ops/pool.hpp"
 
+#include "attn/core/threading.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -12,8 +14,6 @@
 namespace attn::ops {
 namespace {
 
-// Below this many window reads a pass runs on one thread.
-constexpr int64_t kParallelMin = 1 << 15;
 
 // Checks the options against x: [B, C, IH, IW] and fills in the output size. For 1-D ops
 // (`one_d`, x seen as [B, C, 1, L]) every field must be one value, which applies to the length.
@@ -69,7 +69,7 @@ Tensor max_forward(const PoolGeometry& g, const Tensor& x, MaxPoolCache* cache) 
   const float* X = x.data();
   float* Y = y.data();
   int32_t* A = argmax.idata();
-#pragma omp parallel for schedule(static) if (window_reads(g) >= kParallelMin)
+#pragma omp parallel for schedule(static) if (window_reads(g) >= kParallelMinElements)
   for (int64_t plane = 0; plane < g.B * g.C; ++plane) {
     const float* in = X + plane * g.IH * g.IW;
     for (int64_t i = 0; i < g.OH; ++i)
@@ -97,7 +97,7 @@ Tensor max_backward(const PoolGeometry& g, const Tensor& dy, const Tensor& argma
   const int32_t* A = argmax.idata();
   float* dX = dx.data();
   const int64_t P = g.OH * g.OW;
-#pragma omp parallel for schedule(static) if (g.B * g.C * P >= kParallelMin)
+#pragma omp parallel for schedule(static) if (g.B * g.C * P >= kParallelMinElements)
   for (int64_t plane = 0; plane < g.B * g.C; ++plane)
     for (int64_t k = plane * P; k < (plane + 1) * P; ++k) dX[plane * g.IH * g.IW + A[k]] += dY[k];
   return dx;
@@ -108,7 +108,7 @@ Tensor avg_forward(const PoolGeometry& g, const Tensor& x, AvgPoolCache* cache) 
   const float* X = x.data();
   float* Y = y.data();
   const float scale = 1.0f / static_cast<float>(g.kernel.h * g.kernel.w);
-#pragma omp parallel for schedule(static) if (window_reads(g) >= kParallelMin)
+#pragma omp parallel for schedule(static) if (window_reads(g) >= kParallelMinElements)
   for (int64_t plane = 0; plane < g.B * g.C; ++plane) {
     const float* in = X + plane * g.IH * g.IW;
     for (int64_t i = 0; i < g.OH; ++i)
@@ -130,7 +130,7 @@ Tensor avg_backward(const PoolGeometry& g, const Tensor& dy) {
   const float* dY = dy.data();
   float* dX = dx.data();
   const float scale = 1.0f / static_cast<float>(g.kernel.h * g.kernel.w);
-#pragma omp parallel for schedule(static) if (window_reads(g) >= kParallelMin)
+#pragma omp parallel for schedule(static) if (window_reads(g) >= kParallelMinElements)
   for (int64_t plane = 0; plane < g.B * g.C; ++plane) {
     float* out = dX + plane * g.IH * g.IW;
     for (int64_t i = 0; i < g.OH; ++i)

@@ -4,6 +4,8 @@
 // exponentiate-and-sum, scale), two in the backward; rows are spread over OpenMP threads.
 #include "attn/ops/softmax.hpp"
 
+#include "attn/core/threading.hpp"
+
 #include <omp.h>
 
 #include <algorithm>
@@ -16,10 +18,8 @@ namespace attn::ops {
 namespace {
 
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
-// Below this many elements a parallel region costs more than it saves.
-constexpr int64_t kParallelMin = 1 << 15;
 
-bool go_parallel(int64_t work) { return work >= kParallelMin && !omp_in_parallel(); }
+bool go_parallel(int64_t work) { return work >= kParallelMinElements && !omp_in_parallel(); }
 
 // How a row is masked: AllKept for none, MaskRow for a row of a float32/int32 keep-mask.
 struct AllKept {

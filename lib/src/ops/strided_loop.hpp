@@ -5,6 +5,7 @@
 // [B*T, D] loop and a same-shape add becomes one flat loop. The kernel is called once per
 // contiguous run of the innermost dimension, never per element.
 #pragma once
+#include "attn/core/threading.hpp"
 #include <algorithm>
 #include <cstdint>
 #include <string>
@@ -14,9 +15,7 @@
 
 namespace attn::ops::detail {
 
-// Elementwise loops with fewer elements than this stay on one thread: below it the cost of
-// waking the OpenMP team exceeds the work.
-inline constexpr int64_t kParallelElems = 1 << 15;
+inline constexpr int64_t kParallelElems = kParallelMinElements;   // core/threading.hpp
 // The most dimensions an elementwise op handles (after merging, usually 1–3 remain).
 inline constexpr int kMaxRank = 12;
 

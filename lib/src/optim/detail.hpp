@@ -1,6 +1,7 @@
 // Private helpers of the optim sources: configuration checks with uniform messages and the size
 // above which an elementwise update loop is split across OpenMP threads.
 #pragma once
+#include "attn/core/threading.hpp"
 #include <cstdint>
 #include <sstream>
 #include <string>
@@ -9,8 +10,7 @@
 
 namespace attn::optim::detail {
 
-// Below this many elements a loop runs on one thread: forking costs more than it saves.
-inline constexpr int64_t kParallelMin = int64_t{1} << 15;
+inline constexpr int64_t kParallelMin = kParallelMinElements;   // core/threading.hpp
 
 // "0.1", "1e-08": the shortest readable rendering of a configuration value.
 inline std::string number(double v) {

@@ -71,6 +71,11 @@ class Tensor {
   void copy_from(const Tensor& other);                 // same numel and dtype; shapes may differ
 
   bool shares_storage_with(const Tensor& other) const { return storage_ == other.storage_; }
+  // The very same elements under the same shape (e.g. self-attention's query, key and value).
+  bool is_same(const Tensor& other) const {
+    return storage_ == other.storage_ && offset_ == other.offset_ && shape_ == other.shape_ &&
+           dtype_ == other.dtype_;
+  }
 
  private:
   struct Storage;
