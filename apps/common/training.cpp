@@ -32,8 +32,8 @@ void add_run_options(Options& opts, double default_clip) {
        "periodic checkpoints kept, the newest")
       ("resume", po::value<std::string>()->value_name("FILE")->implicit_value(""),
        "continue a run from FILE, or alone from the newest checkpoint of --model; the model's "
-       "architecture comes from the file, the training options from this command line (give "
-       "the same ones to continue bit for bit)");
+       "options (architecture, dropout, ...) come from the file, the trainer's (batches, steps, "
+       "rate, clipping, seed) from this command line (give the same ones to continue bit for bit)");
   opts.seed(1).threads();
 }
 

@@ -108,9 +108,9 @@ int cmd_train(int argc, char** argv) {
 
   // The data set and, when resuming, the architecture stored with the run.
   const cli::TrainInputs in = cli::open_train_inputs(opts);
-  models::Seq2SeqConfig config =
-      in.resume.empty() ? config_from_options(opts, in.vocabs)
-                     : models::Seq2SeqConfig::from_attrs(in.resumed_config("seq2seq"));
+  models::Seq2SeqConfig config = in.resume.empty()
+                                     ? config_from_options(opts, in.vocabs)
+                                     : models::Seq2SeqConfig::from_attrs(in.resumed_config("seq2seq"));
   const train::TrainingData splits = train::read_training_data(in.data, train::seq2seq_request(config));
   if (in.resume.empty()) {
     const int64_t max_src = opts.get<int64_t>("max-src-len");

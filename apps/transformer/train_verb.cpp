@@ -101,9 +101,9 @@ int cmd_train(int argc, char** argv) {
 
   // The data set and, when resuming, the architecture stored with the run.
   const cli::TrainInputs in = cli::open_train_inputs(opts);
-  models::TransformerConfig config =
-      in.resume.empty() ? config_from_options(opts, in.vocabs)
-                     : models::TransformerConfig::from_attrs(in.resumed_config("transformer"));
+  models::TransformerConfig config = in.resume.empty()
+                                         ? config_from_options(opts, in.vocabs)
+                                         : models::TransformerConfig::from_attrs(in.resumed_config("transformer"));
   const train::TrainingData splits = train::read_training_data(in.data, train::transformer_request(config));
   if (in.resume.empty())
     config.max_len =

@@ -61,7 +61,7 @@ void check_alignment(const std::string& path, double row_sum) {
 
 }  // namespace
 
-TEST_CASE("attn-seq2seq --help lists the verbs; each verb --help its options and defaults", "[cli][attn-seq2seq]") {
+TEST_CASE("attn-seq2seq --help lists the verbs, each verb's --help its options and defaults", "[cli][attn-seq2seq]") {
   test::TempDir dir;
   const Result help = run(dir, "{s2s} --help");
   CHECK(help.code == 0);

@@ -25,7 +25,7 @@ const char* kTiny = "--d-model 16 --heads 2 --d-ff 32 --layers 1 --max-tokens 12
 
 }  // namespace
 
-TEST_CASE("attn-transformer --help lists the verbs; train --help the options", "[cli][attn-transformer]") {
+TEST_CASE("attn-transformer --help lists the verbs, train --help the options", "[cli][attn-transformer]") {
   test::TempDir dir;
   const Result help = run(dir, "{tf} --help");
   CHECK(help.code == 0);
