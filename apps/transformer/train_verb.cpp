@@ -2,6 +2,8 @@
 // train::fit over the token data set (lib/train/trainer.hpp, transformer_run.hpp).
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <cstring>
 #include <iostream>
 #include <optional>
 
@@ -229,6 +231,10 @@ int cmd_train(int argc, char** argv) {
     std::snprintf(summary, sizeof summary, "%s train: %lld steps, %lld epochs; train loss %.4f -> %s", kTool,
                   static_cast<long long>(result.step), static_cast<long long>(result.epoch),
                   result.train_loss.empty() ? NAN : double(result.train_loss.back()), model_path.c_str());
+  const double rate = result.train_seconds > 0 ? double(result.train_tokens) / result.train_seconds : 0.0;
+  const size_t used = std::strlen(summary);
+  std::snprintf(summary + used, sizeof summary - used, " (%lld target tokens in %.1f s of training, %.0f tokens/s)",
+                static_cast<long long>(result.train_tokens), result.train_seconds, rate);
   if (model_path == "-") {
     if (!opts.quiet()) std::cerr << summary << std::endl;
   } else {
