@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <iostream>
 #include <optional>
 
@@ -135,6 +136,10 @@ train::TrainResult run_training(const Options& opts, const train::TrainTask& tas
     std::snprintf(summary, sizeof summary, "%s train: %lld steps, %lld epochs; train loss %.4f -> %s", tool,
                   static_cast<long long>(result.step), static_cast<long long>(result.epoch),
                   result.train_loss.empty() ? NAN : double(result.train_loss.back()), model_path.c_str());
+  const double rate = result.train_seconds > 0 ? double(result.train_tokens) / result.train_seconds : 0.0;
+  const size_t used = std::strlen(summary);
+  std::snprintf(summary + used, sizeof summary - used, " (%lld target tokens in %.1f s of training, %.0f tokens/s)",
+                static_cast<long long>(result.train_tokens), result.train_seconds, rate);
   if (model_path == "-") {
     if (!opts.quiet()) std::cerr << summary << std::endl;
   } else {
