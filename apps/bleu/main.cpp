@@ -19,8 +19,16 @@
 //   --ref-text FILE   as --hyp-text
 // --tokenize applies the attnlab word tokeniser (with --lowercase, lower-cased) to both sides
 // of text input first, for detokenised text files.
-// Exit codes: 0 success, 2 usage error, 3 bad input (unreadable file, missing dataset, ids
-// out of range, hypothesis and reference counts that differ).
+// By source length (Bahdanau et al. 2015, Figure 2): --by-length W (buckets 1-W, W+1-2W, ...) or
+// --buckets U1,U2,... (inclusive upper bounds; longer sources form one more bucket) also scores
+// each bucket as a corpus of its own and prints a table after the BLEU line. The lengths are
+// /<split>/src_len of --ref DATA.h5 (lib/metrics/bleu_buckets.hpp).
+// --out FILE.h5 writes the scores (/metrics attributes, /by_length/{lower,upper,sentences,bleu,
+// brevity_penalty}) for attn-plot curve --series /by_length/upper:/by_length/bleu.
+// Exit codes: 0 success, 1 the --out file cannot be written, 2 usage error, 3 bad input
+// (unreadable file, missing dataset, ids out of range, hypothesis and reference counts that
+// differ).
+#include <algorithm>
 #include <iostream>
 #include <string_view>
 
@@ -29,6 +37,7 @@
 #include "attn/datasets/parallel_text.hpp"
 #include "attn/io/hdf5_file.hpp"
 #include "attn/metrics/bleu.hpp"
+#include "attn/metrics/bleu_buckets.hpp"
 #include "common/cli.hpp"
 #include "common/options.hpp"
 
@@ -86,8 +95,7 @@ Corpus hypotheses_from_file(const std::string& path) {
   return decode_rows(file, "/predictions", file.exists("/predictions_len") ? "/predictions_len" : "", vocab);
 }
 
-Corpus references_from_file(const std::string& path, const std::string& split, bool quiet) {
-  const io::File file = io::File::open_read(path);
+Corpus references_from_file(const io::File& file, const std::string& split, bool quiet) {
   const std::string g = "/" + split;
   if (file.exists(g + "/tgt_text")) {
     const bool lowercase = file.has_attr("/vocab", "lowercase") && file.attr_int("/vocab", "lowercase") != 0;
@@ -97,6 +105,24 @@ Corpus references_from_file(const std::string& path, const std::string& split, b
     std::cerr << "attn-bleu: " << file.display_name() << " has no '" << g << "/tgt_text'; scoring "
               << "against the ids of '" << g << "/tgt', where unknown words are <unk>\n";
   return decode_rows(file, g + "/tgt", g + "/tgt_len", data::read_vocab(file, "/vocab/tgt"));
+}
+
+// The source length of every sentence of the split: /<split>/src_len.
+std::vector<int32_t> source_lengths(const io::File& file, const std::string& split) {
+  const std::string name = "/" + split + "/src_len";
+  if (!file.exists(name))
+    throw FormatError(file.display_name() + ": no dataset '" + name + "' (int32 [N]): scoring by source "
+                      "length needs a translation data set (datasets/README.md)");
+  const Tensor lens = file.read(name, DType::i32, {kAny});
+  return {lens.idata(), lens.idata() + lens.numel()};
+}
+
+// The bucket bounds of --by-length W, or `given` (--buckets).
+std::vector<int64_t> bucket_bounds(const cli::Options& opts, std::vector<int64_t> given,
+                                   const std::vector<int32_t>& lengths) {
+  if (!opts.has("by-length")) return given;
+  const int32_t longest = lengths.empty() ? 0 : *std::max_element(lengths.begin(), lengths.end());
+  return metrics::uniform_length_buckets(opts.get<int64_t>("by-length"), longest);
 }
 
 int cmd_score(int argc, char** argv) {
@@ -111,7 +137,15 @@ int cmd_score(int argc, char** argv) {
       ("ref", po::value<std::string>()->value_name("FILE"), "translation data set, HDF5 (references of --split)")
       ("ref-text", po::value<std::string>()->value_name("FILE"), "references, tokenised text, one a line")
       ("tokenize", po::bool_switch(), "tokenise text input with the attnlab word tokeniser first")
-      ("lowercase", po::bool_switch(), "lower-case text input first");
+      ("lowercase", po::bool_switch(), "lower-case text input first")
+      ("by-length", po::value<int64_t>()->value_name("W")->notifier(cli::positive<int64_t>("by-length")),
+       "also score by source length in buckets of W tokens (1-W, W+1-2W, ...; needs --ref DATA.h5, "
+       "whose /<split>/src_len gives the lengths)")
+      ("buckets", po::value<std::string>()->value_name("U1,U2,..."),
+       "also score by source length in buckets with these inclusive upper bounds, and one bucket "
+       "for longer sources (needs --ref DATA.h5)")
+      ("out", po::value<std::string>()->value_name("FILE"),
+       "also write the scores to HDF5 (/metrics; /by_length/{lower,upper,sentences,bleu} with buckets)");
   if (!opts.parse(argc, argv)) return 0;
   const auto one_of = [&](const char* a, const char* b) {
     if (opts.has(a) == opts.has(b))
@@ -119,18 +153,49 @@ int cmd_score(int argc, char** argv) {
   };
   one_of("hyp", "hyp-text");
   one_of("ref", "ref-text");
+  if (opts.has("by-length") && opts.has("buckets")) throw ConfigError("give at most one of --by-length and --buckets");
+  const bool by_length = opts.has("by-length") || opts.has("buckets");
+  if (by_length && !opts.has("ref"))
+    throw ConfigError("--by-length and --buckets need --ref DATA.h5: the source lengths are its /<split>/src_len");
+  const std::vector<int64_t> given_bounds =   // their order is checked by bleu_by_length (ConfigError)
+      opts.has("buckets") ? cli::parse_int_list("buckets", opts.get<std::string>("buckets")) : std::vector<int64_t>{};
+  // With --out -, stdout carries the HDF5 image and the scores go to stderr.
+  std::ostream& text = opts.has("out") && opts.get<std::string>("out") == "-" ? std::cerr : std::cout;
   const bool tokenize = opts.get<bool>("tokenize"), lowercase = opts.get<bool>("lowercase");
+  const std::string split = opts.get<std::string>("split");
 
   const Corpus hyps = opts.has("hyp")
       ? hypotheses_from_file(opts.get<std::string>("hyp"))
       : tokenise_lines(datasets::read_text_lines(opts.get<std::string>("hyp-text")), tokenize, lowercase);
-  const Corpus refs = opts.has("ref")
-      ? references_from_file(opts.get<std::string>("ref"), opts.get<std::string>("split"), opts.quiet())
-      : tokenise_lines(datasets::read_text_lines(opts.get<std::string>("ref-text")), tokenize, lowercase);
+  Corpus refs;
+  std::vector<int32_t> lengths;
+  if (opts.has("ref")) {
+    const io::File ref = io::File::open_read(opts.get<std::string>("ref"));
+    refs = references_from_file(ref, split, opts.quiet());
+    if (by_length) {
+      lengths = source_lengths(ref, split);
+      if (lengths.size() != refs.size())
+        throw DataError(ref.display_name() + ": '/" + split + "/src_len' has " + std::to_string(lengths.size()) +
+                        " lengths for " + std::to_string(refs.size()) + " references");
+    }
+  } else {
+    refs = tokenise_lines(datasets::read_text_lines(opts.get<std::string>("ref-text")), tokenize, lowercase);
+  }
   if (hyps.size() != refs.size())
     throw DataError(std::to_string(hyps.size()) + " hypotheses but " + std::to_string(refs.size()) +
                     " references: they must pair up line by line (is --split right?)");
-  std::cout << metrics::format_bleu(metrics::corpus_bleu(hyps, refs)) << "\n";
+
+  const metrics::BleuScore total = metrics::corpus_bleu(hyps, refs);
+  text << metrics::format_bleu(total) << "\n";
+  std::vector<metrics::LengthBucket> buckets;
+  if (by_length) {
+    buckets = metrics::bleu_by_length(hyps, refs, lengths, bucket_bounds(opts, given_bounds, lengths));
+    text << metrics::format_length_table(buckets);
+  }
+  if (opts.has("out"))
+    cli::write_output(opts, "attnlab/output", "bleu", [&](io::File& file) {
+      metrics::write_bleu_scores(file, total, static_cast<int64_t>(hyps.size()), buckets);
+    });
   return 0;
 }
 

@@ -107,6 +107,24 @@ void require_at_least(const Options& opts, const std::string& flag, const std::s
                       "), got " + std::to_string(v));
 }
 
+std::vector<int64_t> parse_int_list(const std::string& flag, const std::string& text) {
+  std::vector<int64_t> out;
+  size_t begin = 0;
+  while (true) {
+    const size_t end = std::min(text.find(',', begin), text.size());
+    std::string_view item(text.data() + begin, end - begin);
+    while (!item.empty() && item.front() == ' ') item.remove_prefix(1);   // "1, 2" reads as "1,2"
+    while (!item.empty() && item.back() == ' ') item.remove_suffix(1);
+    int64_t v = 0;
+    const auto [ptr, ec] = std::from_chars(item.data(), item.data() + item.size(), v);
+    if (item.empty() || ec != std::errc() || ptr != item.data() + item.size())
+      throw ConfigError("--" + flag + " must be integers separated by commas, got '" + text + "'");
+    out.push_back(v);
+    if (end == text.size()) return out;
+    begin = end + 1;
+  }
+}
+
 Options::Options(std::string tool, std::string synopsis, std::string about)
     : tool_(std::move(tool)), synopsis_(std::move(synopsis)), about_(std::move(about)),
       own_("Options", kHelpWidth), general_("General options", kHelpWidth) {

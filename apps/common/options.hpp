@@ -166,6 +166,10 @@ std::function<void(const T&)> in_range(const std::string& flag, T lo, T hi) {
 std::function<void(const std::string&)> one_of(const std::string& flag,
                                                 std::vector<std::string> allowed);
 
+// "10,15,20" (or "10, 15, 20") -> {10, 15, 20}; ConfigError "--<flag> must be integers separated
+// by commas, got '<text>'" for anything else (an empty item, a lone sign, trailing text).
+std::vector<int64_t> parse_int_list(const std::string& flag, const std::string& text);
+
 // A check between two options (after parse): `--max-len must be >= --min-len (5), got 3`.
 void require_at_least(const Options& opts, const std::string& flag, const std::string& other_flag);
 

@@ -1,4 +1,8 @@
 // attn-plot curve: line charts of datasets, such as training and validation loss per step.
+// A series may come from another file than the input (FILE::SPEC), so that runs written to
+// separate files (two models' loss curves, BLEU by length of two models) share one chart.
+#include <map>
+
 #include "attn/plot/curve.hpp"
 #include "verbs.hpp"
 
@@ -43,20 +47,30 @@ plot::Series read_series(const io::File& file, const std::string& spec) {
   return s;
 }
 
+// "FILE::SPEC" -> {FILE, SPEC}; a spec without "::" -> {"", spec} (the input file).
+std::pair<std::string, std::string> split_file(const std::string& spec) {
+  const size_t sep = spec.find("::");
+  if (sep == std::string::npos) return {"", spec};
+  if (sep == 0) throw ConfigError("--series '" + spec + "' has no file before '::'");
+  return {spec.substr(0, sep), spec.substr(sep + 2)};
+}
+
 }  // namespace
 
 int cmd_curve(int argc, char** argv) {
   Input input(argc, argv);
-  cli::Options opts(kTool, "FILE --series PATH [--series PATH ...] [options] --out PICTURE",
+  cli::Options opts(kTool, "[FILE] --series PATH [--series PATH ...] [options] --out PICTURE",
                     "Draws one line per --series: a dataset [n] (against 0, 1, ..., n-1), a dataset [n, 2]\n"
-                    "of (x, y) rows, or X:Y, two datasets [n] of x and y values. Non-finite values break\n"
-                    "the line. Ticks fall on round numbers; the legend sits where it hides the least.\n"
+                    "of (x, y) rows, or X:Y, two datasets [n] of x and y values. OTHER.h5::SERIES reads a\n"
+                    "series from another file (FILE may then be left out when every series names one).\n"
+                    "Non-finite values break the line. Ticks fall on round numbers; the legend sits where\n"
+                    "it hides the least.\n"
                     "Example: attn-plot curve run.h5 --series /metrics/train_loss --series\n"
                     "         /metrics/valid_step:/metrics/valid_loss --log-y --y-title loss --out loss.svg");
   add_picture_options(opts);
   opts.add()
       ("series", po::value<std::vector<std::string>>()->value_name("PATH")->composing()->required(),
-       "a series: Y, or X:Y; repeat for several")
+       "a series: Y, or X:Y, each optionally FILE::...; repeat for several")
       ("label", po::value<std::vector<std::string>>()->value_name("NAME")->composing(),
        "legend name of each series, in order (default: the dataset's name)")
       ("x-title", po::value<std::string>()->value_name("TEXT")->default_value(""), "title of the x axis")
@@ -76,10 +90,19 @@ int cmd_curve(int argc, char** argv) {
     throw ConfigError("--label is given " + std::to_string(names.size()) + " times for " + std::to_string(specs.size()) +
                       " --series");
 
-  const io::File file = input.open(opts);
+  // Each file is opened once (standard input can be read only once).
+  std::map<std::string, io::File> files;
+  const auto file_of = [&](const std::string& named) -> const io::File& {
+    const std::string path = named.empty() ? input.path(opts) : named;
+    auto it = files.find(path);
+    if (it == files.end()) it = files.emplace(path, io::File::open_read(path)).first;
+    return it->second;
+  };
+  if (input.given(opts)) file_of("");   // a given input file is read even when no series uses it
   std::vector<plot::Series> series;
   for (size_t i = 0; i < specs.size(); ++i) {
-    series.push_back(read_series(file, specs[i]));
+    const auto [path, spec] = split_file(specs[i]);
+    series.push_back(read_series(file_of(path), spec));
     if (!names.empty()) series.back().name = names[i];
   }
   plot::CurveOptions co;

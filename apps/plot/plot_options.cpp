@@ -79,22 +79,7 @@ void add_selection_options(cli::Options& opts, bool with_heads) {
 
 plot::Selection selection(const cli::Options& opts) {
   plot::Selection sel;
-  if (opts.has("index")) {
-    const std::string text = opts.get<std::string>("index");
-    std::istringstream in(text);
-    for (std::string item; std::getline(in, item, ',');) {
-      size_t used = 0;
-      int64_t v = 0;
-      try {
-        v = std::stoll(item, &used);
-      } catch (const std::exception&) {
-        used = 0;
-      }
-      if (used == 0 || used != item.size())
-        throw ConfigError("--index must be integers separated by commas, got '" + text + "'");
-      sel.index.push_back(v);
-    }
-  }
+  if (opts.has("index")) sel.index = cli::parse_int_list("index", opts.get<std::string>("index"));
   if (opts.has("layer")) sel.layer = opts.get<int64_t>("layer");
   if (opts.has("head")) sel.head = opts.get<int64_t>("head");
   return sel;

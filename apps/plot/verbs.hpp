@@ -31,6 +31,8 @@ class Input {
   char** argv() { return args_.data(); }
   // After parse: the file given first or with --data (exactly one of them); ConfigError else.
   std::string path(const cli::Options& opts) const;
+  // After parse: whether an input file was given at all (first or with --data).
+  bool given(const cli::Options& opts) const { return !first_.empty() || opts.has("data"); }
   io::File open(const cli::Options& opts) const { return io::File::open_read(path(opts)); }
 
  private:

@@ -173,6 +173,15 @@ TEST_CASE("shell_quote leaves plain words alone and quotes the rest", "[unit][cl
   CHECK(cli::shell_quote("") == "''");
 }
 
+TEST_CASE("parse_int_list reads comma-separated integers and names the flag otherwise", "[unit][cli-common]") {
+  CHECK(cli::parse_int_list("buckets", "10,15,20") == std::vector<int64_t>{10, 15, 20});
+  CHECK(cli::parse_int_list("index", "3") == std::vector<int64_t>{3});
+  CHECK(cli::parse_int_list("index", "0, -1") == std::vector<int64_t>{0, -1});
+  for (const char* bad : {"", "1,", ",1", "1,,2", "x", "1.5", "2x", "+", "1 2"})
+    REQUIRE_THROWS_WITH(cli::parse_int_list("buckets", bad),
+                        "--buckets must be integers separated by commas, got '" + std::string(bad) + "'");
+}
+
 namespace {
 int verb_ok(int, char**) { return 0; }
 int verb_config(int, char**) { throw ConfigError("--n must be > 0, got 0"); }

@@ -236,6 +236,31 @@ TEST_CASE("attn-plot curve and table render their figures", "[cli][attn-plot]") 
   }
   CHECK(attn_plot(fx.dir, "curve pred.h5 --series /metrics/train_loss --label a --label b --out c2.png").code == 2);
 
+  // Series from other files (FILE::SPEC), with or without an input file.
+  {
+    io::File other = io::File::create(fx.dir.file("other.h5"));
+    other.write("/len", Tensor::from_ints({3}, {5, 10, 15}));
+    other.write("/bleu", Tensor::from({3}, {30.0f, 25.0f, 20.0f}));
+    other.commit();
+  }
+  r = attn_plot(fx.dir, "curve --series other.h5::/len:/bleu --series other.h5::/bleu --width 500 --height 300 "
+                        "--out c3.png --quiet");
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  {
+    plot::CurveOptions co;
+    co.width = 500;
+    co.height = 300;
+    const std::vector<plot::Series> series{{"bleu", {5, 10, 15}, {30, 25, 20}}, {"bleu", {}, {30, 25, 20}}};
+    CHECK(slurp(fx.dir.file("c3.png")) == plot::curve(series, co).encode(plot::Format::png));
+  }
+  CHECK(attn_plot(fx.dir, "curve pred.h5 --series /metrics/train_loss --series other.h5::/len:/bleu --out c4.png").code == 0);
+  CHECK(attn_plot(fx.dir, "curve --series /metrics/train_loss --out c5.png").code == 2);   // no file for it
+  CHECK(attn_plot(fx.dir, "curve pred.h5 --series ::/bleu --out c5.png").code == 2);
+  CHECK(attn_plot(fx.dir, "curve pred.h5 --series missing.h5::/bleu --out c5.png").code == 3);
+  CHECK(attn_plot(fx.dir, "curve missing.h5 --series other.h5::/bleu --out c5.png").code == 3);
+  CHECK(!fx.exists("c5.png"));
+
   // table: hop attention [hops, S] turned to sentences by hops; the padding sentence is cut.
   r = attn_plot(fx.dir, "table pred.h5 --dataset /memnet/hops --index 0 --transpose --row-ids /test/story "
                         "--row-vocab /vocab/words --col-labels 'hop 1|hop 2|hop 3' --out t.svg --quiet");

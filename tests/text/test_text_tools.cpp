@@ -145,3 +145,55 @@ TEST_CASE("attn-bleu scores HDF5 predictions and text with its exit codes", "[cl
   CHECK(help.code == 0);
   CHECK_THAT(help.out, Catch::Contains("--hyp-text"));
 }
+
+TEST_CASE("attn-bleu --by-length and --buckets score each source-length bucket", "[cli][bleu]") {
+  test::TempDir dir;
+  // The last three pairs are the test split; their sources have 3, 5 and 8 tokens.
+  write_file(dir.file("l.de"), "Ein Hund.\nEin Mann.\nZwei Hunde.\nHund läuft.\nEin Mann läuft schnell.\n"
+                               "Ein kleiner Hund spielt im großen Park.\n");
+  write_file(dir.file("l.en"), "A dog.\nA man.\nTwo dogs.\nA dog runs.\nA man runs fast.\n"
+                               "A small dog plays in the big park.\n");
+  REQUIRE(run_tool(dir, "attn-data", "parallel --src-file l.de --tgt-file l.en --test-n 3 --min-freq 1 "
+                                     "--lowercase --out d.h5 --quiet").code == 0);
+  write_file(dir.file("hyp.txt"), "a dog runs .\na man runs fast .\na dog plays in a park .\n");
+  const std::string base = "--hyp-text hyp.txt --ref d.h5 --split test --quiet ";
+
+  const Result r = run_tool(dir, "attn-bleu", base + "--buckets 3,5 --out s.h5");
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  std::vector<std::string> lines;
+  std::istringstream in(r.out);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  REQUIRE(lines.size() == 5);   // the corpus BLEU, the header, three buckets
+  CHECK_THAT(lines[0], Catch::StartsWith("BLEU = "));
+  CHECK_THAT(lines[1], Catch::StartsWith("source length  sentences    BLEU"));
+  CHECK_THAT(lines[2], Catch::StartsWith("          1-3          1  100.00  1.000"));   // exact
+  CHECK_THAT(lines[3], Catch::StartsWith("          4-5          1  100.00"));
+  CHECK_THAT(lines[4], Catch::StartsWith("          6-8          1    0.00"));          // the open bucket: no 4-gram
+
+  // The file: the bucket bounds, counts and scores that attn-plot curve draws.
+  const io::File f = io::File::open_read(dir.file("s.h5"));
+  CHECK(f.attr_string("/", "kind") == "bleu");
+  CHECK(f.attr_int("/metrics", "sentences") == 3);
+  const Tensor upper = f.read("/by_length/upper", DType::i32), count = f.read("/by_length/sentences", DType::i32);
+  CHECK(std::vector<int32_t>(upper.idata(), upper.idata() + upper.numel()) == std::vector<int32_t>{3, 5, 8});
+  CHECK(std::vector<int32_t>(count.idata(), count.idata() + count.numel()) == std::vector<int32_t>{1, 1, 1});
+  CHECK(f.read("/by_length/bleu", DType::f32).data()[0] == Approx(100.0));
+
+  // --by-length 4: lengths 1-4 and 5-8.
+  const Result w = run_tool(dir, "attn-bleu", base + "--by-length 4");
+  REQUIRE(w.code == 0);
+  CHECK_THAT(w.out, Catch::Contains("          1-4          1  100.00") && Catch::Contains("          5-8          2"));
+
+  // Usage errors (2): no lengths without a data set, bad or clashing bucket flags.
+  CHECK(run_tool(dir, "attn-bleu", "--hyp-text hyp.txt --ref-text hyp.txt --by-length 4").code == 2);
+  CHECK(run_tool(dir, "attn-bleu", base + "--by-length 0").code == 2);
+  CHECK(run_tool(dir, "attn-bleu", base + "--by-length 4 --buckets 3").code == 2);
+  const Result order = run_tool(dir, "attn-bleu", base + "--buckets 5,3");
+  CHECK(order.code == 2);
+  CHECK_THAT(order.err, Catch::Contains("positive and increasing, got 3 after 5"));
+  const Result words = run_tool(dir, "attn-bleu", base + "--buckets 3,x --out t.h5");
+  CHECK(words.code == 2);
+  CHECK_THAT(words.err, Catch::Contains("--buckets must be integers separated by commas, got '3,x'"));
+  CHECK(!std::filesystem::exists(dir.file("t.h5")));
+}

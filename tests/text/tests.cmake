@@ -5,6 +5,7 @@ attn_add_test(test_text SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/test_vocab.cpp
   ${CMAKE_CURRENT_LIST_DIR}/test_batching.cpp
   ${CMAKE_CURRENT_LIST_DIR}/test_bleu.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/test_bleu_buckets.cpp
   ${CMAKE_CURRENT_LIST_DIR}/test_accuracy.cpp)
 
 # The parallel-text importer (datasets/) and the tools attn-data multi30k|parallel, attn-bleu.
