@@ -20,13 +20,18 @@ using detail::data_or_null;
 using detail::kCellParallelMin;
 
 
-// gates: [B, 4H] pre-activations in, activated i, f, g, o out (in place).
+// gates: [B, 4H] pre-activations in, less the rows of `add` (row b at add + b * add_stride:
+// gates_x with stride 4H, or the bias with stride 0), which are added here rather than in a
+// pass of their own; activated i, f, g, o out (in place).
 // c_prev: [B, H] -> c_next = f c_prev + i g, h_next = o tanh(c_next) (both overwritten).
-void pointwise_forward(int64_t B, int64_t H, float* gates, const float* c_prev, float* c_next,
-                       float* h_next) {
+void pointwise_forward(int64_t B, int64_t H, const float* add, int64_t add_stride, float* gates,
+                       const float* c_prev, float* c_next, float* h_next) {
 #pragma omp parallel for schedule(static) if (B * H >= kCellParallelMin)
   for (int64_t b = 0; b < B; ++b) {
     float* g = gates + b * 4 * H;
+    const float* a = add + b * add_stride;
+#pragma omp simd
+    for (int64_t j = 0; j < 4 * H; ++j) g[j] += a[j];
     const float* cp = c_prev + b * H;
     float* cn = c_next + b * H;
     float* hn = h_next + b * H;
@@ -80,11 +85,12 @@ LstmState lstm_cell_forward(const Tensor& gates_x, const Tensor& h, const Tensor
   check_tensor(W_hh, {4 * H, H}, "lstm_cell: W_hh [4H, H]");
 
   flops::add_sequential_steps(1);
-  Tensor gates = gates_x.clone();   // becomes the cache's activated gates
-  blas::gemm(Trans::N, Trans::T, B, 4 * H, H, 1.0f, h.data(), H, W_hh.data(), H, 1.0f,
+  // h W_hh^T, then gates_x added in the fused pass; becomes the cache's activated gates.
+  Tensor gates = Tensor::uninitialized({B, 4 * H});
+  blas::gemm(Trans::N, Trans::T, B, 4 * H, H, 1.0f, h.data(), H, W_hh.data(), H, 0.0f,
              gates.data(), 4 * H);
-  LstmState out{Tensor({B, H}), Tensor({B, H})};
-  pointwise_forward(B, H, gates.data(), c.data(), out.c.data(), out.h.data());
+  LstmState out{Tensor::uninitialized({B, H}), Tensor::uninitialized({B, H})};
+  pointwise_forward(B, H, gates_x.data(), 4 * H, gates.data(), c.data(), out.c.data(), out.h.data());
   if (cache) *cache = {h, c, gates, out.c};
   return out;
 }
@@ -98,7 +104,8 @@ LstmCellGrads lstm_cell_backward(const Tensor& dh_next, const Tensor& dc_next, c
   check_tensor(dW_hh, {4 * H, H}, "lstm_cell_backward: dW_hh [4H, H]");
 
   flops::add_sequential_steps(1);
-  LstmCellGrads g{Tensor({B, 4 * H}), Tensor({B, H}), Tensor({B, H})};
+  LstmCellGrads g{Tensor::uninitialized({B, 4 * H}), Tensor::uninitialized({B, H}),
+                  Tensor::uninitialized({B, H})};   // each written in full below
   pointwise_backward(B, H, cache.gates.data(), cache.c.data(), cache.c_next.data(),
                      data_or_null(dh_next), nullptr, data_or_null(dc_next), g.dgates_x.data(),
                      g.dc.data());
@@ -121,14 +128,14 @@ LstmLayerOutput lstm_layer_forward(const Tensor& x, const Tensor& h0, const Tens
   check_tensor(W_hh, {4 * H, H}, "lstm_layer: W_hh [4H, H]");
   check_tensor(b, {4 * H}, "lstm_layer: b [4H]");
 
-  // gates[t] = x_t W_ih^T + b for all steps at once: bias rows, then one GEMM with beta = 1.
-  Tensor gates({T, B, 4 * H});
+  // gates[t] = x_t W_ih^T for all steps in one GEMM; each step adds h W_hh^T to its slice and
+  // the bias in the fused pass.
+  Tensor gates = Tensor::uninitialized({T, B, 4 * H});
   float* G = gates.data();
-  for (int64_t r = 0; r < T * B; ++r) std::copy(b.data(), b.data() + 4 * H, G + r * 4 * H);
-  blas::gemm(Trans::N, Trans::T, T * B, 4 * H, I, 1.0f, x.data(), I, W_ih.data(), I, 1.0f, G,
+  blas::gemm(Trans::N, Trans::T, T * B, 4 * H, I, 1.0f, x.data(), I, W_ih.data(), I, 0.0f, G,
              4 * H);
 
-  Tensor hs({T + 1, B, H}), cs({T + 1, B, H});
+  Tensor hs = Tensor::uninitialized({T + 1, B, H}), cs = Tensor::uninitialized({T + 1, B, H});
   hs[0].copy_from(h0);
   cs[0].copy_from(c0);
   float* Hs = hs.data();
@@ -139,7 +146,7 @@ LstmLayerOutput lstm_layer_forward(const Tensor& x, const Tensor& h0, const Tens
     float* g = G + t * B * 4 * H;
     blas::gemm(Trans::N, Trans::T, B, 4 * H, H, 1.0f, Hs + t * step, H, W_hh.data(), H, 1.0f, g,
                4 * H);
-    pointwise_forward(B, H, g, Cs + t * step, Cs + (t + 1) * step, Hs + (t + 1) * step);
+    pointwise_forward(B, H, b.data(), 0, g, Cs + t * step, Cs + (t + 1) * step, Hs + (t + 1) * step);
   }
   if (cache) *cache = {x, hs, cs, gates};
   return {hs.rows(1, T + 1), hs[T], cs[T]};
@@ -161,12 +168,12 @@ LstmLayerGrads lstm_layer_backward(const Tensor& dy, const Tensor& dh_T, const T
   check_tensor(db, {4 * H}, "lstm_layer_backward: db [4H]");
 
   // Carried across steps: dh (gradient reaching h_t from step t+1) and dc (likewise for c_t).
-  LstmLayerGrads g{Tensor({T, B, I}), Tensor({B, H}), Tensor({B, H})};
+  LstmLayerGrads g{Tensor::uninitialized({T, B, I}), Tensor({B, H}), Tensor({B, H})};   // dx: one GEMM at the end
   Tensor& dh = g.dh0;
   Tensor& dc = g.dc0;
   if (dh_T.defined()) dh.copy_from(dh_T);
   if (dc_T.defined()) dc.copy_from(dc_T);
-  Tensor dgates({T, B, 4 * H});
+  Tensor dgates = Tensor::uninitialized({T, B, 4 * H});   // every step writes its slice in full
   float* dG = dgates.data();
   const float* G = cache.gates.data();
   const float* Cs = cache.cs.data();
