@@ -56,7 +56,10 @@ import json, sys
 runs, context = {}, None   # per benchmark: one (ms, GFLOP/s, of_sgemm, of_sgemm_cpu) per repetition
 for path in sys.argv[1:]:
     with open(path) as f:
-        data = json.load(f)
+        text = f.read()
+    if not text.strip():   # a program none of whose benchmarks matched BENCH_FILTER
+        continue
+    data = json.loads(text)
     context = context or data.get("context", {})
     for b in data.get("benchmarks", []):
         if b.get("run_type", "iteration") != "iteration" or b.get("error_occurred"):
