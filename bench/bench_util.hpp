@@ -151,38 +151,42 @@ inline double median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-// Counter "counted": the flops the library itself counted (attn::flops, 2 per multiply-add)
-// during one call of `run`, over flop_per_iteration. 1.0 means the op performed exactly the
-// useful products; above 1 is arithmetic beyond them (recomputed score tiles, masked entries
-// computed anyway, counted elementwise work). Call outside the timed loop.
+// The flops the library itself counts (attn::flops, 2 per multiply-add) during one call of
+// `run`: the arithmetic the op performs, GEMMs through the BLAS seam plus whatever else an op
+// declares (the benchmarked ops declare nothing else).
 template <class Run>
-void report_counted(benchmark::State& state, double flop_per_iteration, Run&& run) {
+double performed_flop(Run&& run) {
   attn::flops::reset();
   run();
-  state.counters["counted"] = 2.0 * static_cast<double>(attn::flops::count()) / flop_per_iteration;
+  return 2.0 * static_cast<double>(attn::flops::count());
 }
 
 // The whole of an op benchmark whose useful work is `gemms`. Each iteration runs the op once
 // (`run`, the timed part) and then its sgemm yardstick once (Yardstick, untimed for Google
 // Benchmark), so the two are measured interleaved, under the same load, caches and clock.
 // Register with ->UseManualTime(): the iteration time is the op's elapsed time alone.
-// Reports (plain numbers, not rates):
-//   GFLOP/s       useful flops (gemm_flop(gemms) * useful_fraction) per second of the op;
-//   sgemm_GFLOP/s the yardstick's rate on the full list;
-//   of_sgemm      the median over iterations of yardstick time / op time, times
-//                 useful_fraction: the op's rate over sgemm's on the same products, each pair
-//                 measured back to back, so a burst of other work on a shared machine spoils
-//                 a few pairs, not the ratio. 1.0 = as fast as plain sgemm;
-//   of_sgemm_cpu  1 thread only: the same ratio in process CPU time (totals over all
-//                 iterations). Other processes take CPU time from both alike; with 2 threads
-//                 OpenMP's spin-waiting inflates CPU time, so the counter is left out;
-//   counted       see report_counted.
+// Reports (plain numbers, not rates), with r = the median over iterations of yardstick time /
+// op time (a burst of other work on a shared machine spoils a few pairs, not the median):
+//   of_sgemm         the op's rate on the flops it performs (`counted` below: the masked tiles
+//                    it skips are not in it, recomputed tiles are) over sgemm's rate on the
+//                    listed products: r * counted * useful_fraction. 1.0 = its arithmetic runs
+//                    as fast as plain sgemm's;
+//   of_sgemm_useful  the same on the useful flops only (gemm_flop(gemms) * useful_fraction):
+//                    r * useful_fraction. Lower than of_sgemm by the arithmetic the op adds;
+//   of_sgemm_cpu     1 thread only: of_sgemm in process CPU time (totals over all iterations).
+//                    Other processes take CPU time from both alike; with 2 threads OpenMP's
+//                    spin-waiting inflates CPU time, so the counter is left out;
+//   GFLOP/s          useful flops per second of the op; sgemm_GFLOP/s the yardstick's rate;
+//   counted          performed flops over useful flops: 1 when the op does exactly the
+//                    useful products, above 1 for arithmetic beyond them (recomputed score
+//                    tiles, diagonal tiles of a causal mask computed whole).
 // useful_fraction < 1 is for masked work the op may skip (causal attention), measured against
 // sgemm running the products in full.
 template <class Run>
 void time_op(benchmark::State& state, const GemmList& gemms, Run&& run, double useful_fraction = 1.0) {
   Yardstick yardstick(gemms);
-  run();              // warm-up: page faults, block cache, OpenBLAS buffers, thread start
+  const double full = gemm_flop(gemms), useful = full * useful_fraction;
+  const double performed = performed_flop(run);   // also the warm-up: page faults, buffers, threads
   yardstick.run();
   Seconds op, sgemm;
   std::vector<double> ratios;
@@ -194,13 +198,13 @@ void time_op(benchmark::State& state, const GemmList& gemms, Run&& run, double u
     sgemm.wall += y.wall, sgemm.cpu += y.cpu;
     ratios.push_back(y.wall / o.wall);
   }
-  const double full = gemm_flop(gemms), flop = full * useful_fraction;
-  const double iters = static_cast<double>(state.iterations());
-  state.counters["GFLOP/s"] = flop * iters * 1e-9 / op.wall;
+  const double iters = static_cast<double>(state.iterations()), r = median(ratios);
+  state.counters["GFLOP/s"] = useful * iters * 1e-9 / op.wall;
   state.counters["sgemm_GFLOP/s"] = full * iters * 1e-9 / sgemm.wall;
-  state.counters["of_sgemm"] = median(ratios) * useful_fraction;
-  if (attn::num_threads() == 1 && op.cpu > 0.0) state.counters["of_sgemm_cpu"] = sgemm.cpu / op.cpu * useful_fraction;
-  report_counted(state, flop, run);
+  state.counters["of_sgemm"] = r * performed / full;
+  state.counters["of_sgemm_useful"] = r * useful_fraction;
+  if (attn::num_threads() == 1 && op.cpu > 0.0) state.counters["of_sgemm_cpu"] = sgemm.cpu / op.cpu * performed / full;
+  state.counters["counted"] = performed / useful;
 }
 
 }  // namespace attn::bench

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every benchmark program in BUILD_DIR/bench (bench_*) and prints one compact table:
-# benchmark, wall time per iteration, GFLOP/s, and for op benchmarks the fraction of sgemm
-# (elapsed time; "cpu": in process CPU time, 1 thread only).
+# benchmark, wall time per iteration, GFLOP/s of useful work, and for op benchmarks the
+# fraction of sgemm: on the flops the op performs ("of sgemm", elapsed time; "cpu": in process
+# CPU time, 1 thread only) and on the useful flops alone ("useful"; see bench/README.md).
 # Full results stay in BUILD_DIR/bench/results/<program>.json (Google Benchmark's JSON).
 #
 # Usage: bench/run.sh BUILD_DIR [extra Google Benchmark flags...]
@@ -68,8 +69,8 @@ for path in sys.argv[1:]:
         name = b.get("run_name", b["name"])
         for suffix in ("/manual_time", "/real_time"):
             name = name.removesuffix(suffix)
-        runs.setdefault(name, []).append(
-            (b["real_time"] * scale, b.get("GFLOP/s"), b.get("of_sgemm"), b.get("of_sgemm_cpu")))
+        runs.setdefault(name, []).append((b["real_time"] * scale, b.get("GFLOP/s"), b.get("of_sgemm"),
+                                          b.get("of_sgemm_cpu"), b.get("of_sgemm_useful")))
 
 def median(xs):
     xs = sorted(xs)
@@ -84,18 +85,18 @@ if context:
           f"{context.get('date', '')}")
 repeated = any(len(r) > 1 for r in runs.values())
 if repeated:
-    print("# repeated benchmarks: ms/iter and GFLOP/s of the fastest repetition; of sgemm and cpu are")
-    print("# medians over repetitions, with their min-max spread")
+    print("# repeated benchmarks: ms/iter and GFLOP/s of the fastest repetition; the fractions are")
+    print("# medians over repetitions, with the min-max spread of 'of sgemm'")
 width = max([len("benchmark")] + [len(name) for name in runs])
-print(f"{'benchmark':<{width}}  {'ms/iter':>10}  {'GFLOP/s':>8}  {'of sgemm':>8}  {'spread':>9}  {'cpu':>5}")
+print(f"{'benchmark':<{width}}  {'ms/iter':>10}  {'GFLOP/s':>8}  {'of sgemm':>8}  {'spread':>9}  {'cpu':>5}  {'useful':>6}")
 for name, rows in runs.items():
-    ms, gflops, _, _ = min(rows, key=lambda r: r[0])
-    fracs = [r[2] for r in rows if r[2] is not None]
-    cpus = [r[3] for r in rows if r[3] is not None]
+    ms, gflops = min(rows, key=lambda r: r[0])[:2]
+    fracs, cpus, usefuls = ([r[i] for r in rows if r[i] is not None] for i in (2, 3, 4))
     g = f"{gflops:8.1f}" if gflops is not None else f"{'':8}"
     s = f"{median(fracs):8.2f}" if fracs else f"{'':8}"
     spread = f"{min(fracs):4.2f}-{max(fracs):4.2f}" if len(fracs) > 1 else ""
     c = f"{median(cpus):5.2f}" if cpus else ""
-    print(f"{name:<{width}}  {ms:10.3f}  {g}  {s}  {spread:>9}  {c:>5}")
+    u = f"{median(usefuls):6.2f}" if usefuls else ""
+    print(f"{name:<{width}}  {ms:10.3f}  {g}  {s}  {spread:>9}  {c:>5}  {u:>6}")
 PY
 exit $failed
