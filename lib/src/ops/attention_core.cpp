@@ -174,11 +174,13 @@ void online_softmax_tile(float* tile, int64_t nq, int64_t ns, int64_t s0, const 
       sum += vis[j];
     }
     if (m_new != m[i]) {   // the max moved: rescale what was summed against the old one
-      const float corr = std::exp(m[i] - m_new);   // 0 on the row's first visible tile
-      l[i] *= corr;
-      float* arow = acc + i * Dv;
+      if (m[i] != -kInf) {   // (nothing was, before the row's first visible tile: l, acc are 0)
+        const float corr = std::exp(m[i] - m_new);
+        l[i] *= corr;
+        float* arow = acc + i * Dv;
 #pragma omp simd
-      for (int64_t c = 0; c < Dv; ++c) arow[c] *= corr;
+        for (int64_t c = 0; c < Dv; ++c) arow[c] *= corr;
+      }
       m[i] = m_new;
     }
     l[i] += sum;
