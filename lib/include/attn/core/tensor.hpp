@@ -36,6 +36,9 @@ class Tensor {
   explicit Tensor(Shape shape, DType dtype = DType::f32);   // zero-filled
 
   static Tensor zeros(Shape shape, DType dtype = DType::f32) { return Tensor(std::move(shape), dtype); }
+  // Contents unspecified: only for an output that the caller overwrites in full before anything
+  // reads it. Skips the zero-fill, which in a training step writes every activation once more.
+  static Tensor uninitialized(Shape shape, DType dtype = DType::f32);
   static Tensor full(Shape shape, float value);
   static Tensor from(Shape shape, std::vector<float> values);     // values.size() == numel
   static Tensor from_ints(Shape shape, std::vector<int32_t> values);
@@ -79,6 +82,7 @@ class Tensor {
 
  private:
   struct Storage;
+  Tensor(Shape shape, DType dtype, bool zero_fill);
   std::shared_ptr<Storage> storage_;
   int64_t offset_ = 0;          // in elements
   int64_t numel_ = 0;
