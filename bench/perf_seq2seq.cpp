@@ -107,7 +107,7 @@ int main(int argc, char** argv) {
     tokens = model.train_step(batch, dropout).tokens;
     adam.step(plist, ++t);
   };
-  const std::vector<double> times = perf::time_reps(args.integer("warmup"), args.integer("steps"), step);
+  const perf::Times times = perf::time_reps(args.integer("warmup"), args.integer("steps"), step);
   flops::reset();
   step();
   perf::print_result("train", static_cast<double>(tokens), times, params, model_gemms(c, B, L, L),

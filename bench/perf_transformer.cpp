@@ -124,7 +124,7 @@ int main(int argc, char** argv) {
       tokens = model.train_step(batch, dropout).tokens;
       adam.step(plist, ++t);
     };
-    const std::vector<double> times = perf::time_reps(args.integer("warmup"), args.integer("steps"), step);
+    const perf::Times times = perf::time_reps(args.integer("warmup"), args.integer("steps"), step);
     flops::reset();
     step();
     perf::print_result("train", static_cast<double>(tokens), times, params, model_gemms(c, B, L, 0, true),
@@ -140,7 +140,7 @@ int main(int argc, char** argv) {
       tokens = 0;
       for (const auto& s : r.tokens) tokens += static_cast<int64_t>(s.size());
     };
-    const std::vector<double> times = perf::time_reps(args.integer("warmup"), args.integer("steps"), run);
+    const perf::Times times = perf::time_reps(args.integer("warmup"), args.integer("steps"), run);
     flops::reset();
     run();
     if (tokens != B * new_tokens)

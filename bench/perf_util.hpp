@@ -5,7 +5,7 @@
 // A program prints one line of key=value pairs, which run.sh joins with the PyTorch script's
 // line of the same form:
 //   impl=attnlab mode=train threads=1 tokens_per_s=... median_s=... min_s=... max_s=...
-//   params=... tokens=... gflop_per_token=... counted_per_listed=... sgemm_gflops=...
+//   cpu_tokens_per_s=... params=... tokens=... gflop_per_token=... counted_per_listed=... sgemm_gflops=...
 //   limit_tokens_per_s=... of_limit=...
 #pragma once
 #include <algorithm>
@@ -44,17 +44,26 @@ class Args {
   std::map<std::string, std::string> values_;
 };
 
-// Elapsed seconds of `warmup` untimed then `reps` timed calls of run(), sorted.
+// Seconds per call of `reps` timed calls of run() after `warmup` untimed ones, each sorted:
+// elapsed time, and the process's CPU time (all threads). On a machine shared with other work
+// the CPU time of a 1-thread run is the steadier figure; with 2 threads it also counts OpenMP
+// threads spinning while they wait.
+struct Times {
+  std::vector<double> wall, cpu;
+};
 template <class Run>
-std::vector<double> time_reps(int64_t warmup, int64_t reps, Run&& run) {
+Times time_reps(int64_t warmup, int64_t reps, Run&& run) {
   for (int64_t i = 0; i < warmup; ++i) run();
-  std::vector<double> t;
+  Times t;
   for (int64_t i = 0; i < reps; ++i) {
     const auto t0 = std::chrono::steady_clock::now();
+    const double c0 = bench::process_cpu_seconds();
     run();
-    t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    t.cpu.push_back(bench::process_cpu_seconds() - c0);
+    t.wall.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   }
-  std::sort(t.begin(), t.end());
+  std::sort(t.wall.begin(), t.wall.end());
+  std::sort(t.cpu.begin(), t.cpu.end());
   return t;
 }
 
@@ -106,15 +115,17 @@ inline double sgemm_seconds(const bench::GemmList& gemms, double min_seconds = 0
 // one repetition over the list (1 = the library did exactly the listed products), the
 // yardstick's rate and the limit in tokens/s, and the measured rate as a fraction of it.
 // measure_limit false (for profiling runs) skips the sgemm measurements and prints limit 0.
-inline void print_result(const char* mode, double tokens, const std::vector<double>& times, int64_t params,
+inline void print_result(const char* mode, double tokens, const Times& t, int64_t params,
                          const bench::GemmList& gemms, double counted_flop, bool measure_limit = true) {
+  const std::vector<double>& times = t.wall;
   const double med = median(times), listed = bench::gemm_flop(gemms);
   const double limit_s = measure_limit ? sgemm_seconds(gemms) : 0.0;
   std::printf(
-      "impl=attnlab mode=%s threads=%d tokens_per_s=%.1f median_s=%.4f min_s=%.4f max_s=%.4f params=%lld "
-      "tokens=%.0f gflop_per_token=%.5f counted_per_listed=%.3f sgemm_gflops=%.1f limit_tokens_per_s=%.1f "
-      "of_limit=%.3f\n",
-      mode, attn::num_threads(), tokens / med, med, times.front(), times.back(), static_cast<long long>(params),
+      "impl=attnlab mode=%s threads=%d tokens_per_s=%.1f median_s=%.4f min_s=%.4f max_s=%.4f cpu_tokens_per_s=%.1f "
+      "params=%lld tokens=%.0f gflop_per_token=%.5f counted_per_listed=%.3f sgemm_gflops=%.1f "
+      "limit_tokens_per_s=%.1f of_limit=%.3f\n",
+      mode, attn::num_threads(), tokens / med, med, times.front(), times.back(), tokens / median(t.cpu),
+      static_cast<long long>(params),
       tokens, 1e-9 * listed / tokens, counted_flop / listed, 1e-9 * listed / limit_s, tokens / limit_s,
       limit_s / med);
   std::fflush(stdout);

@@ -19,8 +19,9 @@ Two implementations, both measured (run.sh reports the faster as PyTorch's best)
                as one [T*B, 1024] x [1024, V] product after the decoder loop (as attnlab does)
   torch-tutor  the tutorial's loop: the attention's linear layer over [s; h_j] and the output
                layer run inside every decoder step
-Prints one line of key=value pairs: impl (--label, default --impl), mode, threads, tokens_per_s, median_s, min_s, max_s,
-params, tokens.
+Prints one line of key=value pairs: impl (--label, default --impl), mode, threads, tokens_per_s,
+median_s, min_s, max_s (seconds per repetition), cpu_tokens_per_s (over the process's CPU
+time), params, tokens.
 """
 import argparse
 import statistics
@@ -125,14 +126,15 @@ def main():
 
     for _ in range(a.warmup):
         run()
-    times = []
+    times, cpu = [], []
     for _ in range(a.steps):
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         run()
+        cpu.append(time.process_time() - c0)
         times.append(time.perf_counter() - t0)
     med = statistics.median(times)
     print(f"impl={a.label or a.impl} mode=train threads={a.threads} tokens_per_s={tokens / med:.1f} median_s={med:.4f} "
-          f"min_s={min(times):.4f} max_s={max(times):.4f} params={params} tokens={tokens}", flush=True)
+          f"min_s={min(times):.4f} max_s={max(times):.4f} cpu_tokens_per_s={tokens / statistics.median(cpu):.1f} params={params} tokens={tokens}", flush=True)
 
 
 if __name__ == "__main__":

@@ -18,8 +18,9 @@ Measures (one mode per process, the thread count set by torch.set_num_threads):
                decoder over the prefix (nn.Transformer style, causal mask) and keeps the last row
 Every sentence gets exactly --new-tokens tokens (no early stop at EOS), as on the attnlab side.
 
-Prints one line of key=value pairs: impl (--label, default torch or torch-rerun), mode, threads, tokens_per_s, median_s, min_s, max_s,
-params, tokens.
+Prints one line of key=value pairs: impl (--label, default torch or torch-rerun), mode, threads, tokens_per_s,
+median_s, min_s, max_s (seconds per repetition), cpu_tokens_per_s (over the process's CPU
+time), params, tokens.
 """
 import argparse
 import math
@@ -220,16 +221,17 @@ def main():
 
     for _ in range(a.warmup):
         run()
-    times = []
+    times, cpu = [], []
     for _ in range(a.steps):
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         run()
+        cpu.append(time.process_time() - c0)
         times.append(time.perf_counter() - t0)
     med = statistics.median(times)
     impl = a.label or ("torch" if a.mode != "decode-rerun" else "torch-rerun")
     mode = "train" if a.mode == "train" else "decode"
     print(f"impl={impl} mode={mode} threads={a.threads} tokens_per_s={tokens / med:.1f} median_s={med:.4f} "
-          f"min_s={min(times):.4f} max_s={max(times):.4f} params={params} tokens={tokens}", flush=True)
+          f"min_s={min(times):.4f} max_s={max(times):.4f} cpu_tokens_per_s={tokens / statistics.median(cpu):.1f} params={params} tokens={tokens}", flush=True)
 
 
 if __name__ == "__main__":
