@@ -1,6 +1,8 @@
 // Tensor storage, views and shape checks.
 #include "attn/core/tensor.hpp"
 
+#include <omp.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -215,7 +217,17 @@ void Tensor::fill(float value) {
 }
 
 void Tensor::zero() {
-  if (numel_) std::memset(static_cast<char*>(storage_->ptr) + offset_ * 4, 0, numel_ * 4);
+  // Large tensors (a parameter gradient: the optimiser's caller zeroes every one each step)
+  // are cleared by all threads; a single thread cannot saturate the memory bandwidth.
+  if (numel_ == 0) return;
+  constexpr int64_t kChunk = int64_t{1} << 16;   // floats per task
+  char* base = static_cast<char*>(storage_->ptr) + offset_ * 4;
+  const int64_t chunks = (numel_ + kChunk - 1) / kChunk;
+#pragma omp parallel for schedule(static) if (chunks >= 8 && !omp_in_parallel())
+  for (int64_t c = 0; c < chunks; ++c) {
+    const int64_t begin = c * kChunk, n = std::min(kChunk, numel_ - begin);
+    std::memset(base + begin * 4, 0, static_cast<size_t>(n) * 4);
+  }
 }
 
 void Tensor::copy_from(const Tensor& other) {
