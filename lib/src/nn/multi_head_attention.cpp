@@ -4,9 +4,12 @@
 
 #include "attn/nn/init.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "attn/blas/blas.hpp"
+#include "attn/core/threading.hpp"
 
 namespace attn::nn {
 namespace {
@@ -18,7 +21,7 @@ Tensor split_heads(const float* x, const float* bias, int64_t B, int64_t L, int6
   Tensor out = Tensor::uninitialized({B, NH, L, HD});
   float* o = out.data();
   const int64_t D = NH * HD;
-#pragma omp parallel for schedule(static) if (B * L * D >= (1 << 16))
+#pragma omp parallel for schedule(static) if (B * L * D >= kParallelMinElements)
   for (int64_t bl = 0; bl < B * L; ++bl) {
     const int64_t b = bl / L, l = bl % L;
     const float* row = x + bl * D;
@@ -40,7 +43,7 @@ Tensor merge_heads(const Tensor& heads) {
   Tensor out = Tensor::uninitialized({B, L, NH * HD});
   const float* x = heads.data();
   float* o = out.data();
-#pragma omp parallel for schedule(static) if (B * L * NH * HD >= (1 << 16))
+#pragma omp parallel for schedule(static) if (B * L * NH * HD >= kParallelMinElements)
   for (int64_t bl = 0; bl < B * L; ++bl) {
     const int64_t b = bl / L, l = bl % L;
     for (int64_t h = 0; h < NH; ++h) {
@@ -51,10 +54,23 @@ Tensor merge_heads(const Tensor& heads) {
   return out;
 }
 
-// out[c] += sum_r x[r, c]
+// out[c] += sum_r x[r, c]. Rows are summed in fixed blocks (each serially, then the blocks in
+// order), so the blocks can run on all threads and the result does not depend on their number.
 void add_column_sums(const float* x, int64_t rows, int64_t cols, float* out) {
-  for (int64_t r = 0; r < rows; ++r)
-    for (int64_t c = 0; c < cols; ++c) out[c] += x[r * cols + c];
+  constexpr int64_t kBlockRows = 128;
+  const int64_t blocks = (rows + kBlockRows - 1) / kBlockRows;
+  std::vector<float> partial(static_cast<size_t>(blocks * cols), 0.0f);
+#pragma omp parallel for schedule(static) if (rows * cols >= kParallelMinElements)
+  for (int64_t blk = 0; blk < blocks; ++blk) {
+    float* p = partial.data() + blk * cols;
+    for (int64_t r = blk * kBlockRows; r < std::min(rows, (blk + 1) * kBlockRows); ++r) {
+      const float* row = x + r * cols;
+#pragma omp simd
+      for (int64_t c = 0; c < cols; ++c) p[c] += row[c];
+    }
+  }
+  for (int64_t blk = 0; blk < blocks; ++blk)
+    for (int64_t c = 0; c < cols; ++c) out[c] += partial[static_cast<size_t>(blk * cols + c)];
 }
 
 // y = x W^T + b, split into heads. x: [B, L, D] -> [B, NH, L, HD]
@@ -83,7 +99,9 @@ Tensor output_projection(const Tensor& context, const Param& w, const Param& b) 
   const int64_t BT = context.dim(0) * context.dim(1), D = context.dim(2);
   Tensor out = Tensor::uninitialized(context.shape());
   float* o = out.data();
-  for (int64_t r = 0; r < BT; ++r) std::copy(b.value.data(), b.value.data() + D, o + r * D);
+  const float* pb = b.value.data();
+#pragma omp parallel for schedule(static) if (BT * D >= kParallelMinElements)
+  for (int64_t r = 0; r < BT; ++r) std::copy(pb, pb + D, o + r * D);
   blas::gemm(Trans::N, Trans::T, BT, D, D, 1.0f, context.data(), D, w.value.data(), D, 1.0f, o, D);
   return out;
 }

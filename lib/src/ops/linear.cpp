@@ -59,8 +59,11 @@ Tensor linear_forward(const Tensor& x, const Tensor& W, const Tensor& b, LinearC
 
   Tensor y = Tensor::uninitialized(with_last(x.shape(), out));   // bias rows or beta = 0
   float* py = y.data();
-  if (bias)
-    for (int64_t i = 0; i < rows; ++i) std::memcpy(py + i * out, b.data(), out * sizeof(float));
+  if (bias) {
+    const float* pb = b.data();
+#pragma omp parallel for schedule(static) if (rows * out >= detail::kParallelElems)
+    for (int64_t i = 0; i < rows; ++i) std::memcpy(py + i * out, pb, out * sizeof(float));
+  }
   blas::gemm(Trans::N, Trans::T, rows, out, in, 1.0f, x.data(), in, W.data(), in,
              bias ? 1.0f : 0.0f, py, out);
   if (cache) cache->x = x;
