@@ -2,15 +2,10 @@
 // train::fit over the token data set (lib/train/trainer.hpp, transformer_run.hpp).
 #include <algorithm>
 #include <cmath>
-#include <iostream>
-#include <optional>
 
-#include "attn/data/vocab.hpp"
-#include "attn/train/checkpoints.hpp"
 #include "attn/train/transformer_run.hpp"
-#include "common/cli.hpp"
 #include "common/options.hpp"
-#include "common/progress.hpp"
+#include "common/training.hpp"
 #include "verbs.hpp"
 
 namespace attn::transformer_tool {
@@ -50,46 +45,25 @@ void add_options(cli::Options& opts) {
        "self-attention radius (-1: unrestricted; paper sec. 4, restricted self-attention)")
       ("label-smoothing", po::value<double>()->value_name("EPS")->default_value(0.1, "0.1")
                               ->notifier(cli::in_range<double>("label-smoothing", 0.0, 0.99)),
-       "label smoothing of the loss (paper sec. 5.4)")
-      ("max-tokens", int_value(4096)->notifier(cli::positive<int64_t>("max-tokens")),
-       "tokens per batch (B x longest length, padding included)");
-  opts.epochs(10);
+       "label smoothing of the loss (paper sec. 5.4)");
+  cli::add_batch_options(opts, /*default_max_tokens=*/4096, /*default_epochs=*/10);
   opts.add()
-      ("steps", int_value(0)->notifier(cli::at_least<int64_t>("steps", 0)),
-       "stop after this many optimizer steps (0: no limit); alone, it replaces --epochs")
       ("lr", po::value<double>()->value_name("X")->default_value(0.0, "0")->notifier(cli::at_least<double>("lr", 0.0)),
        "peak learning rate, reached at step --warmup (0: the paper's (d_model * warmup)^-0.5)")
       ("warmup", int_value(4000)->notifier(cli::positive<int64_t>("warmup")),
-       "warm-up steps of the inverse-square-root schedule (paper eq. 3)")
-      ("clip", po::value<double>()->value_name("X")->default_value(0.0, "0")->notifier(cli::at_least<double>("clip", 0.0)),
-       "clip the gradients' global norm to this (0: no clipping)")
-      ("checkpoint-every", int_value(0)->notifier(cli::at_least<int64_t>("checkpoint-every", 0)),
-       "write a checkpoint every N steps (0: only the final model)")
-      ("keep-checkpoints", int_value(5)->notifier(cli::positive<int64_t>("keep-checkpoints")),
-       "periodic checkpoints kept, the newest")
-      ("resume", po::value<std::string>()->value_name("FILE")->implicit_value(""),
-       "continue a run from FILE, or alone from the newest checkpoint of --model; the model's "
-       "architecture comes from the file, the training options from this command line (give "
-       "the same ones to continue bit for bit)");
-  opts.seed(1).threads();
+       "warm-up steps of the inverse-square-root schedule (paper eq. 3)");
+  cli::add_run_options(opts, /*default_clip=*/0.0);
 }
 
-bool given(const cli::Options& opts, const std::string& name) {
-  for (const cli::ConfigEntry& e : opts.config())
-    if (e.name == name) return !e.defaulted;
-  return false;
-}
-
-models::TransformerConfig config_from_options(const cli::Options& opts, const data::Vocab& src_vocab,
-                                              const data::Vocab& tgt_vocab) {
+models::TransformerConfig config_from_options(const cli::Options& opts, const train::Vocabs& vocabs) {
   models::TransformerConfig c;
   c.arch = models::arch_from_string(opts.get<std::string>("arch"));
-  c.src_vocab = c.arch == TransformerArch::encdec ? src_vocab.size() : 0;
-  c.tgt_vocab = tgt_vocab.size();
+  c.src_vocab = c.arch == TransformerArch::encdec ? vocabs.src.size() : 0;
+  c.tgt_vocab = vocabs.tgt.size();
   const std::string tie = opts.get<std::string>("tie-embeddings");
   c.tie_output = tie != "none";
   c.shared_vocab = tie == "all" && c.arch == TransformerArch::encdec;
-  if (c.shared_vocab && src_vocab.tokens() != tgt_vocab.tokens())
+  if (c.shared_vocab && vocabs.src.tokens() != vocabs.tgt.tokens())
     throw ConfigError("--tie-embeddings all needs one vocabulary for source and target; the data set's "
                       "/vocab/src and /vocab/tgt differ (use --tie-embeddings output)");
   c.d_model = opts.get<int64_t>("d-model");
@@ -120,120 +94,32 @@ int cmd_train(int argc, char** argv) {
   cli::Options opts(kTool, "--data FILE --model FILE [options]",
                     "Trains a Transformer with Adam (beta 0.9, 0.98, eps 1e-9), the warm-up and inverse-\n"
                     "square-root schedule and label smoothing of Vaswani et al. 2017, in batches of about\n"
-                    "--max-tokens tokens of similar lengths; validates every epoch on /valid when present.\n"
-                    "The model file holds /config, /params, /optimizer, /state, /metrics (loss curves) and\n"
-                    "/vocab, and --resume continues from it to the same bits as an uninterrupted run.");
+                    "--max-tokens tokens of similar lengths; validates every epoch on /valid when present.\n" +
+                        std::string(cli::kTrainFilesAbout));
   add_options(opts);
   if (!opts.parse(argc, argv)) return 0;
-  const std::string data_path = opts.get<std::string>("data"), model_path = opts.get<std::string>("model");
 
   // The data set and, when resuming, the architecture stored with the run.
-  const io::File data = io::File::open_read(data_path);
-  const data::Vocab tgt_vocab = data::read_vocab(data, "/vocab/tgt");
-  const data::Vocab src_vocab = data.exists("/vocab/src") ? data::read_vocab(data, "/vocab/src") : tgt_vocab;
-  std::string resume;
-  models::TransformerConfig config;
-  if (opts.has("resume")) {
-    resume = opts.get<std::string>("resume");
-    if (resume.empty()) resume = train::latest_checkpoint(model_path);
-    config = models::TransformerConfig::from_attrs(io::load_checkpoint(resume, "transformer").config);
-    if (config.tgt_vocab != tgt_vocab.size() ||
-        (config.arch == TransformerArch::encdec && config.src_vocab != src_vocab.size()))
-      throw FormatError(data.display_name() + ": the vocabularies (/vocab/src " + std::to_string(src_vocab.size()) +
-                        ", /vocab/tgt " + std::to_string(tgt_vocab.size()) + " tokens) differ from those of " +
-                        resume + " (" + std::to_string(config.src_vocab) + ", " + std::to_string(config.tgt_vocab) + ")");
-  } else {
-    config = config_from_options(opts, src_vocab, tgt_vocab);
-  }
-  const train::TokenSplitRequest request = train::transformer_request(config);
-  const train::TokenSplit train_split = train::read_token_split(data, "train", request);
-  std::optional<train::TokenSplit> valid_split;
-  if (train::has_split(data, "valid")) valid_split = train::read_token_split(data, "valid", request);
-  if (!opts.has("resume"))
-    config.max_len = std::max<int64_t>(256, std::max(longest(train_split), valid_split ? longest(*valid_split) : 0) + 2);
+  const cli::TrainInputs in = cli::open_train_inputs(opts);
+  models::TransformerConfig config = in.resume.empty()
+                                         ? config_from_options(opts, in.vocabs)
+                                         : models::TransformerConfig::from_attrs(in.resumed_config("transformer"));
+  const train::TrainingData splits = train::read_training_data(in.data, train::transformer_request(config));
+  if (in.resume.empty())
+    config.max_len =
+        std::max<int64_t>(256, std::max(longest(splits.train), splits.valid ? longest(*splits.valid) : 0) + 2);
 
-  const uint64_t seed = static_cast<uint64_t>(opts.get<int64_t>("seed"));
-  Rng init_rng = Rng(seed).fork(/*label=*/1);
+  train::TrainConfig tc = cli::train_config(opts, in.resume);
+  Rng init_rng = Rng(tc.seed).fork(/*label=*/1);
   models::Transformer model(config, init_rng);
-  train::TrainTask task = train::transformer_task(model, train_split, valid_split ? &*valid_split : nullptr,
-                                                  src_vocab, tgt_vocab);
-  std::map<std::string, io::AttrValue> stored;   // the options, then the model's own fields
-  for (const cli::ConfigEntry& e : opts.config()) {
-    std::string key = e.name;
-    std::replace(key.begin(), key.end(), '-', '_');
-    std::visit([&](const auto& v) { stored[key] = io::AttrValue(v); }, e.value);
-  }
-  for (auto& [key, value] : task.config) stored[key] = value;
-  task.config = std::move(stored);
-  task.created_by = std::string(kTool) + " " + cli::version();
-  task.command = opts.command();
-
-  train::TrainConfig tc;
-  tc.max_steps = opts.get<int64_t>("steps");
-  tc.epochs = (tc.max_steps > 0 && !given(opts, "epochs")) ? 0 : opts.get<int64_t>("epochs");
-  tc.max_tokens = opts.get<int64_t>("max-tokens");
-  tc.seed = seed;
+  train::TrainTask task =
+      train::transformer_task(model, splits.train, splits.valid_or_null(), in.vocabs.src, in.vocabs.tgt);
+  cli::describe_task(opts, task);
   const int64_t warmup = opts.get<int64_t>("warmup");
   const double lr = opts.get<double>("lr");   // peak = scale * (d_model * warmup)^-0.5
   tc.schedule = optim::WarmupInverseSqrt(config.d_model, warmup,
                                          lr > 0 ? lr * std::sqrt(double(config.d_model) * double(warmup)) : 1.0);
-  tc.clip_norm = opts.get<double>("clip");
-  tc.model_path = model_path;
-  tc.checkpoint_every = opts.get<int64_t>("checkpoint-every");
-  tc.keep_checkpoints = opts.get<int64_t>("keep-checkpoints");
-  tc.resume_from = resume;
-
-  std::optional<cli::Progress> progress;
-  train::TrainCallbacks callbacks;
-  callbacks.on_step = [&](const train::StepReport& r) {
-    if (!progress) {
-      cli::ProgressOptions po;
-      po.unit = "tok";
-      po.quiet = opts.quiet();
-      progress.emplace(r.total_steps, po);
-    }
-    progress->update(r.step, r.epoch_loss, r.tokens);
-  };
-  callbacks.on_epoch = [&](const train::EpochReport& r) {
-    if (opts.quiet()) return;
-    if (progress) progress->finish();
-    char line[256];
-    std::snprintf(line, sizeof line, "%s train: epoch %lld%s (step %lld): train loss %.4f", kTool,
-                  static_cast<long long>(r.epoch + 1), r.partial ? " (partial)" : "",
-                  static_cast<long long>(r.step), r.train.loss());
-    std::cerr << line;
-    if (r.valid.tokens > 0) {
-      std::snprintf(line, sizeof line, ", valid loss %.4f, perplexity %.3f, token accuracy %.4f", r.valid.loss(),
-                    r.valid.perplexity(), r.valid.accuracy());
-      std::cerr << line;
-    }
-    std::cerr << "\n";
-  };
-
-  train::TrainResult result;
-  try {
-    result = train::fit(task, tc, callbacks);
-  } catch (const IoError& e) {   // the inputs were read above: a failure now is in writing
-    throw cli::OutputError(e.what());
-  }
-  progress.reset();
-
-  char summary[512];
-  if (result.last_valid.tokens > 0)
-    std::snprintf(summary, sizeof summary,
-                  "%s train: %lld steps, %lld epochs; valid loss %.4f, perplexity %.3f, token accuracy %.4f -> %s",
-                  kTool, static_cast<long long>(result.step), static_cast<long long>(result.epoch),
-                  result.last_valid.loss(), result.last_valid.perplexity(), result.last_valid.accuracy(),
-                  model_path.c_str());
-  else
-    std::snprintf(summary, sizeof summary, "%s train: %lld steps, %lld epochs; train loss %.4f -> %s", kTool,
-                  static_cast<long long>(result.step), static_cast<long long>(result.epoch),
-                  result.train_loss.empty() ? NAN : double(result.train_loss.back()), model_path.c_str());
-  if (model_path == "-") {
-    if (!opts.quiet()) std::cerr << summary << std::endl;
-  } else {
-    std::cout << summary << std::endl;
-  }
+  cli::run_training(opts, task, tc);
   return 0;
 }
 

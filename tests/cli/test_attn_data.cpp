@@ -28,7 +28,7 @@ Result attn_data(const test::TempDir& dir, const std::string& args) {
 
 }  // namespace
 
-TEST_CASE("attn-data --help lists the verbs; --version prints the version", "[cli][attn-data]") {
+TEST_CASE("attn-data --help lists the verbs, --version prints the version", "[cli][attn-data]") {
   test::TempDir dir;
   const Result help = attn_data(dir, "--help");
   CHECK(help.code == 0);

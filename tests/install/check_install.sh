@@ -7,7 +7,10 @@ build=$1 src=$2
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cmake --install "$build" --prefix "$work/prefix" > "$work/install.log"
-test -x "$work/prefix/bin/attn-data" || { echo "attn-data was not installed"; exit 1; }
+for exe in "$build"/apps/attn-*; do   # every tool the build made (attn-data, attn-seq2seq, ...)
+  tool=$(basename "$exe")
+  test -x "$work/prefix/bin/$tool" || { echo "$tool was not installed"; exit 1; }
+done
 cmake -S "$src/tests/install/consumer" -B "$work/consumer" -DCMAKE_PREFIX_PATH="$work/prefix" > "$work/configure.log" ||
   { cat "$work/configure.log"; exit 1; }
 cmake --build "$work/consumer" > "$work/build.log" || { cat "$work/build.log"; exit 1; }

@@ -118,7 +118,7 @@ TEST_CASE("greedy and beam search: cached decoding equals re-running the prefix"
   }
 }
 
-TEST_CASE("beam search with beam 1 equals greedy; a wider beam scores at least as well", "[unit][decode]") {
+TEST_CASE("beam search with beam 1 equals greedy, a wider beam scores at least as well", "[unit][decode]") {
   Rng rng(43);
   TransformerConfig c = small_config(TransformerArch::encdec);
   c.tie_output = false;
@@ -172,7 +172,7 @@ TEST_CASE("want_attention returns every layer's weights, rows summing to 1", "[u
   }
 }
 
-TEST_CASE("sample: temperature 0 and top_k 1 are greedy; a seed reproduces a draw", "[unit][decode]") {
+TEST_CASE("sample: temperature 0 and top_k 1 are greedy, a seed reproduces a draw", "[unit][decode]") {
   Rng rng(45);
   TransformerConfig c = small_config(TransformerArch::lm);
   c.tie_output = false;

@@ -175,7 +175,7 @@ TEST_CASE("overlay: each word's map is upsampled and blended over the image", "[
   REQUIRE_THROWS_WITH(overlay(Tensor({2, 8, 8}), maps), Catch::Contains("expected C = 1 or 3"));
 }
 
-TEST_CASE("curve: lines land where their values are; log axes need positive values", "[unit][curve]") {
+TEST_CASE("curve: lines land where their values are, log axes need positive values", "[unit][curve]") {
   // Series 0 is flat at y = 1 across x in [0, 2]; series 1 stays near x = 0. The y range [0, 2]
   // is padded evenly, so y = 1 is the plot's middle row and x = 1 its middle column.
   const Series flat{"flat", {0, 1, 2}, {1, 1, 1}}, side{"side", {0, 0.2}, {0, 2}};

@@ -2,12 +2,15 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <iostream>
 #include <sstream>
 
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include "attn/io/hdf5_file.hpp"
 
 namespace attn::test {
 
@@ -101,6 +104,25 @@ ShellResult run_shell(const TempDir& dir, const std::string& command) {
   full += "' && (" + command + ") >'" + out + "' 2>'" + err + "'";
   const int status = std::system(full.c_str());
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(out), slurp(err)};
+}
+
+ShellResult run_tools(const TempDir& dir, std::string command,
+                      const std::vector<std::pair<std::string, std::string>>& tools) {
+  for (const auto& [key, name] : tools)
+    for (size_t at; (at = command.find(key)) != std::string::npos;) command.replace(at, key.size(), quoted_tool(name));
+  return run_shell(dir, command);
+}
+
+bool same_params(const std::string& a_path, const std::string& b_path) {
+  const io::File a = io::File::open_read(a_path), b = io::File::open_read(b_path);
+  const auto names = a.list_datasets("/params");
+  if (names.empty() || names != b.list_datasets("/params")) return false;
+  for (const auto& name : names) {
+    const Tensor x = a.read("/params/" + name), y = b.read("/params/" + name);
+    if (x.shape() != y.shape() || std::memcmp(x.data(), y.data(), static_cast<size_t>(x.numel()) * 4) != 0)
+      return false;
+  }
+  return true;
 }
 
 std::filesystem::path data_dir() {

@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <functional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "attn/core/rng.hpp"
 #include "attn/core/tensor.hpp"
@@ -62,6 +64,14 @@ struct ShellResult {
   std::string out, err;
 };
 ShellResult run_shell(const TempDir& dir, const std::string& command);
+// run_shell with every "{key}" of `tools` replaced by quoted_tool(name), so that a command line
+// reads like the user's: run_tools(dir, "{data} copy --out - | {tf} ...", {{"{data}", "attn-data"}}).
+ShellResult run_tools(const TempDir& dir, std::string command,
+                      const std::vector<std::pair<std::string, std::string>>& tools);
+
+// Whether two model files hold the same /params: the same names, shapes and bits (false when
+// either has none).
+bool same_params(const std::string& a_path, const std::string& b_path);
 
 // The shared real data folder: $ATTN_DATA_DIR, else the configured default. Returns an empty
 // path when absent; tests then call skip_test(), which CTest reports as skipped.

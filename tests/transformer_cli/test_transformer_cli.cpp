@@ -2,12 +2,7 @@
 // through files and through `-` pipes; resumption from the command line; exit codes and
 // messages. $ATTN_BIN_DIR is the build's apps folder (set by tests/CMakeLists.txt); every file
 // goes to a TempDir. Models are tiny (D 16, one layer) and train a few steps.
-#include <sys/wait.h>
-
-#include <cstdlib>
-#include <cstring>
-#include <fstream>
-#include <sstream>
+#include <filesystem>
 #include <string>
 
 #include "attn/io/hdf5_file.hpp"
@@ -18,36 +13,19 @@ using Catch::Contains;
 
 namespace {
 
-using test::slurp;
-
 using Result = test::ShellResult;
 
 // Runs a shell command line in dir; "{data}", "{tf}" and "{bleu}" stand for the tools.
-Result run(const test::TempDir& dir, std::string command) {
-  for (const auto& [key, name] : {std::pair{"{data}", "attn-data"}, std::pair{"{tf}", "attn-transformer"},
-                                  std::pair{"{bleu}", "attn-bleu"}})
-    for (size_t at; (at = command.find(key)) != std::string::npos;)
-      command.replace(at, std::strlen(key), test::quoted_tool(name));
-  return test::run_shell(dir, command);
+Result run(const test::TempDir& dir, const std::string& command) {
+  return test::run_tools(dir, command, {{"{data}", "attn-data"}, {"{tf}", "attn-transformer"}, {"{bleu}", "attn-bleu"}});
 }
 
 const char* kData = "{data} reverse --vocab 10 --min-len 2 --max-len 6 --n 200 --valid-n 20 --test-n 20 --seed 3 --quiet";
 const char* kTiny = "--d-model 16 --heads 2 --d-ff 32 --layers 1 --max-tokens 128 --warmup 4 --lr 0.01 --seed 2 --threads 1 --quiet";
 
-bool same_params(const std::string& a_path, const std::string& b_path) {
-  const io::File a = io::File::open_read(a_path), b = io::File::open_read(b_path);
-  const auto names = a.list_datasets("/params");
-  if (names.empty() || names != b.list_datasets("/params")) return false;
-  for (const auto& name : names) {
-    const Tensor x = a.read("/params/" + name), y = b.read("/params/" + name);
-    if (x.shape() != y.shape() || std::memcmp(x.data(), y.data(), static_cast<size_t>(x.numel()) * 4) != 0) return false;
-  }
-  return true;
-}
-
 }  // namespace
 
-TEST_CASE("attn-transformer --help lists the verbs; train --help the options", "[cli][attn-transformer]") {
+TEST_CASE("attn-transformer --help lists the verbs, train --help the options", "[cli][attn-transformer]") {
   test::TempDir dir;
   const Result help = run(dir, "{tf} --help");
   CHECK(help.code == 0);
@@ -129,11 +107,11 @@ TEST_CASE("train --resume continues to the same bits as an uninterrupted run", "
   REQUIRE(run(dir, std::string(kData) + " --out d.h5").code == 0);
   REQUIRE(run(dir, "{tf} train --data d.h5 --model full.h5 --steps 8 " + std::string(kTiny)).code == 0);
   REQUIRE(run(dir, "{tf} train --data d.h5 --model part.h5 --steps 5 " + std::string(kTiny)).code == 0);
-  CHECK_FALSE(same_params(dir.file("full.h5"), dir.file("part.h5")));
+  CHECK_FALSE(test::same_params(dir.file("full.h5"), dir.file("part.h5")));
   const Result resumed = run(dir, "{tf} train --data d.h5 --model part.h5 --steps 8 --resume " + std::string(kTiny));
   INFO(resumed.err);
   REQUIRE(resumed.code == 0);
-  CHECK(same_params(dir.file("full.h5"), dir.file("part.h5")));
+  CHECK(test::same_params(dir.file("full.h5"), dir.file("part.h5")));
 }
 
 TEST_CASE("attn-transformer exit codes: usage 2, bad input 3 naming the file and dataset", "[cli][attn-transformer]") {

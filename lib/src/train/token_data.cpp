@@ -49,4 +49,10 @@ TokenSplit read_token_split(const io::File& file, const std::string& split, cons
   return out;
 }
 
+TrainingData read_training_data(const io::File& file, const TokenSplitRequest& request) {
+  TrainingData out{read_token_split(file, "train", request), std::nullopt};
+  if (has_split(file, "valid")) out.valid = read_token_split(file, "valid", request);
+  return out;
+}
+
 }  // namespace attn::train

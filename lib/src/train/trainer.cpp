@@ -23,6 +23,9 @@ struct RunState {
   BatchStats epoch_train;       // their sums
   Rng rng;                      // the dropout stream
   std::vector<float> train_loss, valid_loss, valid_perplexity, valid_accuracy;   // per epoch
+  std::vector<float> train_seconds_at;   // per epoch: train_seconds when it ended
+  double train_seconds = 0;     // wall time inside training steps, over every resumed part
+  int64_t train_tokens = 0;     // target tokens trained on, likewise
 };
 
 void validate(const TrainTask& task, const TrainConfig& c) {
@@ -52,18 +55,26 @@ BatchStats validation(const TrainTask& task, const TrainConfig& c) {
 }
 
 // The curves with one more entry for the unfinished epoch when `partial` is given.
+// train_seconds is wall time, so unlike the other curves it differs between a resumed run and
+// an uninterrupted one; it lets experiments plot a metric against time and report tokens/s.
+constexpr int kCurves = 5;
+constexpr const char* kCurveNames[kCurves] = {"train_loss", "valid_loss", "valid_perplexity", "valid_accuracy",
+                                              "train_seconds"};
+
 void write_metrics(io::File& file, const RunState& s, const std::optional<EpochReport>& partial) {
-  std::vector<float> curves[4] = {s.train_loss, s.valid_loss, s.valid_perplexity, s.valid_accuracy};
+  std::vector<float> curves[kCurves] = {s.train_loss, s.valid_loss, s.valid_perplexity, s.valid_accuracy,
+                                        s.train_seconds_at};
   if (partial) {
     curves[0].push_back(static_cast<float>(partial->train.loss()));
     curves[1].push_back(static_cast<float>(partial->valid.loss()));
     curves[2].push_back(static_cast<float>(partial->valid.perplexity()));
     curves[3].push_back(static_cast<float>(partial->valid.accuracy()));
+    curves[4].push_back(static_cast<float>(s.train_seconds));
   }
-  static constexpr const char* kNames[4] = {"train_loss", "valid_loss", "valid_perplexity", "valid_accuracy"};
   const int64_t n = static_cast<int64_t>(curves[0].size());
   if (n > 0)
-    for (int k = 0; k < 4; ++k) file.write(std::string("/metrics/") + kNames[k], Tensor::from({n}, curves[k]));
+    for (int k = 0; k < kCurves; ++k)
+      file.write(std::string("/metrics/") + kCurveNames[k], Tensor::from({n}, curves[k]));
   file.set_attr("/metrics", "epochs", n);
   file.set_attr("/metrics", "last_epoch_partial", int64_t{partial ? 1 : 0});
 }
@@ -88,6 +99,8 @@ void save(const std::string& path, const TrainTask& task, const optim::Optimizer
   file.set_attr("/state", "epoch_nll_sum", s.epoch_train.nll_sum);
   file.set_attr("/state", "epoch_tokens", s.epoch_train.tokens);
   file.set_attr("/state", "epoch_correct", s.epoch_train.correct);
+  file.set_attr("/state", "train_seconds", s.train_seconds);
+  file.set_attr("/state", "train_tokens", s.train_tokens);
   write_metrics(file, s, partial);
   if (task.write_extra) task.write_extra(file);
   file.commit();
@@ -115,17 +128,19 @@ void resume(const std::string& path, const TrainTask& task, optim::Optimizer& op
   s.epoch_batch = int_attr("epoch_batch");
   s.epoch_train = {real_attr("epoch_loss_sum"), real_attr("epoch_nll_sum"), int_attr("epoch_tokens"),
                    int_attr("epoch_correct")};
-  s.train_loss = read_curve(file, "/metrics/train_loss");
-  s.valid_loss = read_curve(file, "/metrics/valid_loss");
-  s.valid_perplexity = read_curve(file, "/metrics/valid_perplexity");
-  s.valid_accuracy = read_curve(file, "/metrics/valid_accuracy");
+  s.train_seconds = real_attr("train_seconds");
+  s.train_tokens = int_attr("train_tokens");
+  std::vector<float>* curves[kCurves] = {&s.train_loss, &s.valid_loss, &s.valid_perplexity, &s.valid_accuracy,
+                                         &s.train_seconds_at};
+  for (int k = 0; k < kCurves; ++k) *curves[k] = read_curve(file, std::string("/metrics/") + kCurveNames[k]);
   const size_t n = s.train_loss.size();
-  if (s.valid_loss.size() != n || s.valid_perplexity.size() != n || s.valid_accuracy.size() != n)
-    throw FormatError(file.display_name() + ": the curves in /metrics have different lengths");
+  if (s.train_seconds_at.empty()) s.train_seconds_at.assign(n, 0.0f);   // a file from before the curve
+  for (const auto* curve : curves)
+    if (curve->size() != n) throw FormatError(file.display_name() + ": the curves in /metrics have different lengths");
   const bool partial = file.exists("/metrics") && file.has_attr("/metrics", "last_epoch_partial") &&
                        file.attr_int("/metrics", "last_epoch_partial") == 1;
   if (partial && n > 0)   // the unfinished epoch's entry; the resumed run finishes the epoch
-    for (auto* curve : {&s.train_loss, &s.valid_loss, &s.valid_perplexity, &s.valid_accuracy}) curve->pop_back();
+    for (auto* curve : curves) curve->pop_back();
   if (s.epoch_batch < 0 || s.step < 0 || s.epoch < 0)
     throw FormatError(file.display_name() + ": /state holds a negative step, epoch or epoch_batch");
 }
@@ -171,6 +186,7 @@ TrainResult fit(const TrainTask& task, const TrainConfig& config, const TrainCal
     s.valid_loss.push_back(static_cast<float>(r.valid.loss()));
     s.valid_perplexity.push_back(static_cast<float>(r.valid.perplexity()));
     s.valid_accuracy.push_back(static_cast<float>(r.valid.accuracy()));
+    s.train_seconds_at.push_back(static_cast<float>(s.train_seconds));
   };
 
   TrainResult result;
@@ -201,8 +217,11 @@ TrainResult fit(const TrainTask& task, const TrainConfig& config, const TrainCal
       s.step = t;
       ++s.epoch_batch;
       s.epoch_train += stats;
-      train_seconds += seconds_since(t0);
+      const double step_seconds = seconds_since(t0);
+      train_seconds += step_seconds;
       run_tokens += stats.tokens;
+      s.train_seconds += step_seconds;
+      s.train_tokens += stats.tokens;
 
       if (callbacks.on_step)
         callbacks.on_step({.step = t, .total_steps = total_steps, .epoch = s.epoch, .loss = stats.loss(),
@@ -236,6 +255,8 @@ TrainResult fit(const TrainTask& task, const TrainConfig& config, const TrainCal
 
   result.step = s.step;
   result.epoch = s.epoch;
+  result.train_seconds = s.train_seconds;
+  result.train_tokens = s.train_tokens;
   result.train_loss = s.train_loss;
   result.valid_loss = s.valid_loss;
   if (partial) {

@@ -3,6 +3,7 @@
 // checked once so that the training loop can trust every id and length.
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 
@@ -34,5 +35,13 @@ bool has_split(const io::File& file, const std::string& split);
 // rank (FormatError / ShapeError from io), rows that differ between src and tgt (ShapeError), a
 // length outside [1, L] or an id outside [0, vocab) (DataError, with the row).
 TokenSplit read_token_split(const io::File& file, const std::string& split, const TokenSplitRequest& request);
+
+// What a training run reads: /train and, when the file has it, /valid.
+struct TrainingData {
+  TokenSplit train;
+  std::optional<TokenSplit> valid;
+  const TokenSplit* valid_or_null() const { return valid ? &*valid : nullptr; }
+};
+TrainingData read_training_data(const io::File& file, const TokenSplitRequest& request);
 
 }  // namespace attn::train

@@ -15,9 +15,12 @@
 //
 // Files (all written atomically through io::File, layout of io/checkpoint.hpp plus):
 //   /state     epoch_batch (batches done in the current epoch), epoch_loss_sum (float64) and
-//              epoch_tokens: the running sums of the current, unfinished epoch
-//   /metrics   train_loss, valid_loss, valid_perplexity, valid_accuracy: float32 [E], one
-//              entry per epoch (valid_* NaN without a validation set); attribute
+//              epoch_tokens: the running sums of the current, unfinished epoch;
+//              train_seconds (float64) and train_tokens: wall time in training steps and
+//              target tokens trained on since the run began, resumed parts included
+//   /metrics   train_loss, valid_loss, valid_perplexity, valid_accuracy, train_seconds:
+//              float32 [E], one entry per epoch (valid_* NaN without a validation set;
+//              train_seconds the state's train_seconds when the epoch ended); attribute
 //              last_epoch_partial = 1 when the last entry covers an unfinished epoch (a run
 //              stopped by max_steps), which a resumed run replaces.
 // The final model goes to config.model_path; every checkpoint_every steps a checkpoint goes to
@@ -133,6 +136,8 @@ struct TrainResult {
   int64_t epoch = 0;              // epochs completed
   std::vector<float> train_loss, valid_loss;   // the curves stored in /metrics
   BatchStats last_valid;          // the last validation (tokens 0 without one)
+  double train_seconds = 0;       // wall time spent in training steps, resumed parts included
+  int64_t train_tokens = 0;       // target tokens trained on, likewise (tokens/s = the ratio)
 };
 
 // Trains task.params per `config` (validated first: ConfigError naming the field), resuming

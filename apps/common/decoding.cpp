@@ -1,0 +1,73 @@
+// The eval and translate verbs' shared options, reading and summaries (decoding.hpp).
+#include "common/decoding.hpp"
+
+#include <cstdio>
+
+namespace attn::cli {
+namespace {
+
+std::string fixed(double v, int digits) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
+  return buf;
+}
+
+// --split of --data as the model reads it.
+train::TokenSplit read_split(const Options& opts, const ModelReads& reads) {
+  const io::File data = io::File::open_read(opts.get<std::string>("data"));
+  return train::read_model_split(data, opts.get<std::string>("split"), reads.request, reads.src_vocab,
+                                 reads.tgt_vocab);
+}
+
+}  // namespace
+
+void add_eval_options(Options& opts) {
+  opts.model("trained model, HDF5").data("token data set, HDF5").split("test");
+  opts.add()("max-tokens", int_value(4096)->notifier(positive<int64_t>("max-tokens")), "tokens per batch");
+  opts.threads();
+}
+
+void add_translate_options(Options& opts, double default_length_penalty, const std::string& length_penalty_help) {
+  opts.model("trained model, HDF5").data("token data set, HDF5").split("test");
+  opts.out("predictions, HDF5; - writes to stdout");
+  opts.add()
+      ("beam", int_value(1)->notifier(positive<int64_t>("beam")), "beam size (1: greedy)")
+      ("length-penalty", po::value<double>()->value_name("ALPHA")
+                             ->default_value(default_length_penalty, format_number(default_length_penalty))
+                             ->notifier(at_least<double>("length-penalty", 0.0)),
+       length_penalty_help.c_str())
+      ("max-len", int_value(0)->notifier(at_least<int64_t>("max-len", 0)),
+       "most tokens generated per sentence (0: the batch's longest source + 50)")
+      ("max-tokens", int_value(4096)->notifier(positive<int64_t>("max-tokens")), "source tokens per batch");
+}
+
+void run_eval(const Options& opts, const ModelReads& reads,
+              const std::function<train::EvalResult(const train::TokenSplit&, int64_t max_tokens)>& evaluate) {
+  const train::TokenSplit s = read_split(opts, reads);
+  const train::EvalResult r = evaluate(s, opts.get<int64_t>("max-tokens"));
+  std::string line = opts.tool() + " eval: " + s.name + ": loss " + fixed(r.stats.loss(), 4) + ", perplexity " +
+                     fixed(r.stats.perplexity(), 3) + ", token accuracy " + fixed(r.stats.accuracy(), 4);
+  if (r.accuracy.sequences > 0) line += ", sequence accuracy " + fixed(r.accuracy.sequence_accuracy(), 4);
+  print_summary(opts, line + " (" + std::to_string(s.size()) + " sentences, " + std::to_string(r.stats.tokens) +
+                          " tokens)");
+}
+
+void run_translate(const Options& opts, const ModelReads& reads, const data::Vocab& src_vocab,
+                   const data::Vocab& tgt_vocab,
+                   const std::function<train::Translation(const train::TokenSplit&, const DecodeChoice&)>& translate) {
+  const train::TokenSplit s = read_split(opts, reads);
+  const DecodeChoice choice{.beam = opts.get<int64_t>("beam"),
+                            .length_penalty = static_cast<float>(opts.get<double>("length-penalty")),
+                            .max_len = opts.get<int64_t>("max-len"),
+                            .max_tokens = opts.get<int64_t>("max-tokens")};
+  const train::Translation tr = translate(s, choice);
+  write_output(opts, "attnlab/output", "translation",
+               [&](io::File& file) { train::write_translation(file, tr, s, src_vocab, tgt_vocab); });
+  std::string line = opts.tool() + " translate: " + std::to_string(tr.tokens.size()) + " sentences of " + s.name;
+  if (tr.accuracy.sequences > 0)
+    line += ": sequence accuracy " + fixed(tr.accuracy.sequence_accuracy(), 4) + ", token accuracy " +
+            fixed(tr.accuracy.token_accuracy(), 4);
+  print_summary(opts, line + " -> " + opts.get<std::string>("out"));
+}
+
+}  // namespace attn::cli

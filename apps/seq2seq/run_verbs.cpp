@@ -1,0 +1,52 @@
+// attn-seq2seq eval | translate: a trained model on data (lib/train/seq2seq_run.hpp).
+#include "attn/train/seq2seq_run.hpp"
+#include "common/decoding.hpp"
+#include "common/options.hpp"
+#include "verbs.hpp"
+
+namespace attn::seq2seq_tool {
+namespace {
+
+// What a model reads of a data set: sources and targets with its own vocabularies.
+cli::ModelReads reads(const train::Seq2SeqFile& m) {
+  return {&m.src_vocab, &m.tgt_vocab, train::seq2seq_request(m.model.config())};
+}
+
+}  // namespace
+
+int cmd_eval(int argc, char** argv) {
+  cli::Options opts(kTool, cli::kEvalSynopsis, cli::kEvalAbout);
+  cli::add_eval_options(opts);
+  if (!opts.parse(argc, argv)) return 0;
+  const train::Seq2SeqFile m = train::load_seq2seq(opts.get<std::string>("model"));
+  cli::run_eval(opts, reads(m), [&](const train::TokenSplit& s, int64_t max_tokens) {
+    return train::evaluate_seq2seq(m.model, s, max_tokens);
+  });
+  return 0;
+}
+
+int cmd_translate(int argc, char** argv) {
+  cli::Options opts(kTool, cli::kTranslateSynopsis,
+                    "Decodes the sources of one split with greedy (--beam 1) or beam search and writes the\n"
+                    "predictions (/predictions, /predictions_len, /predictions_text, /predictions_detok,\n"
+                    "/scores, /src, /vocab/*) and the alignment /attention/alignment [N, T, S]: row t holds\n"
+                    "the attention weights over the source when token t was emitted (none without attention).\n"
+                    "Score it with: attn-bleu --hyp OUT --ref DATA --split SPLIT; draw sentence 3 with:\n"
+                    "  attn-plot heatmap OUT --dataset /attention/alignment --index 3 --x-ids /src\n"
+                    "    --x-vocab /vocab/src --y-ids /predictions --y-vocab /vocab/tgt --out align.png");
+  cli::add_translate_options(opts, /*default_length_penalty=*/1.0,
+                             "length normalisation alpha of beam search, log p / |y|^alpha (0: raw log p)");
+  opts.threads();
+  if (!opts.parse(argc, argv)) return 0;
+  const train::Seq2SeqFile m = train::load_seq2seq(opts.get<std::string>("model"));
+  cli::run_translate(opts, reads(m), m.src_vocab, m.tgt_vocab,
+                     [&](const train::TokenSplit& s, const cli::DecodeChoice& d) {
+                       train::Seq2SeqTranslateOptions to;
+                       to.decode = {.max_len = d.max_len, .beam = d.beam, .length_penalty = d.length_penalty};
+                       to.max_tokens = d.max_tokens;
+                       return train::translate(m.model, s, to);
+                     });
+  return 0;
+}
+
+}  // namespace attn::seq2seq_tool

@@ -1,0 +1,132 @@
+// attn-seq2seq train: options -> models::Seq2SeqConfig and train::TrainConfig, then train::fit
+// over the token data set (lib/train/trainer.hpp, seq2seq_run.hpp).
+#include <algorithm>
+
+#include "attn/train/seq2seq_run.hpp"
+#include "common/options.hpp"
+#include "common/training.hpp"
+#include "verbs.hpp"
+
+namespace attn::seq2seq_tool {
+namespace {
+
+namespace po = boost::program_options;
+using cli::int_value;
+using models::Seq2SeqScore;
+
+void add_options(cli::Options& opts) {
+  opts.data("token data set, HDF5 (attn-data reverse, sort, multi30k, parallel)")
+      .model("the trained model to write (HDF5); checkpoints go next to it as NAME.stepN.h5");
+  opts.add()
+      ("cell", po::value<std::string>()->default_value("gru")->notifier(cli::one_of("cell", {"gru", "lstm"})),
+       "recurrent cell of the encoder and the decoder")
+      ("embed-dim", int_value(128)->notifier(cli::positive<int64_t>("embed-dim")),
+       "embedding width E (source and target)")
+      ("hidden", int_value(128)->notifier(cli::positive<int64_t>("hidden")), "encoder state width H per direction")
+      ("dec-hidden", po::value<int64_t>()->value_name("N")->notifier(cli::positive<int64_t>("dec-hidden")),
+       "decoder state width (default: --hidden; with dot and scaled-dot scores the memory width, "
+       "H or 2H bidirectional, as those scores need)")
+      ("layers", int_value(1)->notifier(cli::positive<int64_t>("layers")), "encoder layers")
+      ("bidirectional", po::bool_switch(), "bidirectional encoder: h_i = [h->_i; h<-_i] (Bahdanau et al.)")
+      ("encoder-self-attention", po::bool_switch(),
+       "intra-attention over the encoder's own earlier states at every step (LSTMN, Cheng et al. 2016)")
+      ("attention", po::value<std::string>()->default_value("concat")
+                        ->notifier(cli::one_of("attention", {"none", "dot", "general", "concat", "scaled-dot",
+                                                             "location"})),
+       "alignment score (Luong et al. names; concat is Bahdanau's additive v^T tanh(W s + U h)); none: "
+       "no attention, the decoder sees the final encoder state only (Cho, Sutskever)")
+      ("attention-style", po::value<std::string>()->default_value("bahdanau")
+                              ->notifier(cli::one_of("attention-style", {"bahdanau", "luong"})),
+       "bahdanau: attend with s_{t-1}, context into the RNN input; luong: attend with s_t, "
+       "attentional state tanh(W_c [c; s_t]) fed to the next step")
+      ("attention-dim", int_value(0)->notifier(cli::at_least<int64_t>("attention-dim", 0)),
+       "width of the concat score and of local-p's position network (0: the decoder width)")
+      ("attention-window", int_value(0)->notifier(cli::at_least<int64_t>("attention-window", 0)),
+       "local attention over [p_t - D, p_t + D] (Luong et al. sec. 3.2); 0: global attention")
+      ("local", po::value<std::string>()->default_value("predictive")
+                    ->notifier(cli::one_of("local", {"monotonic", "predictive"})),
+       "with --attention-window: monotonic (local-m, p_t = t) or predictive (local-p, learnt p_t and "
+       "a Gaussian of sigma D/2)")
+      ("max-src-len", int_value(0)->notifier(cli::at_least<int64_t>("max-src-len", 0)),
+       "longest source the location score handles (0: the longest of the data, at least 256)")
+      ("dropout", po::value<double>()->value_name("P")->default_value(0.0, "0")
+                      ->notifier(cli::in_range<double>("dropout", 0.0, 0.99)),
+       "dropout between encoder layers and on the output layer's input")
+      ("teacher-forcing", po::value<double>()->value_name("RATIO")->default_value(1.0, "1")
+                              ->notifier(cli::in_range<double>("teacher-forcing", 0.0, 1.0)),
+       "probability of feeding the gold previous token in training (else the model's own argmax)")
+      ("label-smoothing", po::value<double>()->value_name("EPS")->default_value(0.0, "0")
+                              ->notifier(cli::in_range<double>("label-smoothing", 0.0, 0.99)),
+       "label smoothing of the loss");
+  cli::add_batch_options(opts, /*default_max_tokens=*/2048, /*default_epochs=*/10);
+  opts.add()("lr", po::value<double>()->value_name("X")->default_value(1e-3, "0.001")
+                       ->notifier(cli::positive<double>("lr")),
+             "learning rate of Adam (beta 0.9, 0.999, eps 1e-8), constant");
+  cli::add_run_options(opts, /*default_clip=*/1.0);
+}
+
+models::Seq2SeqConfig config_from_options(const cli::Options& opts, const train::Vocabs& vocabs) {
+  models::Seq2SeqConfig c;
+  c.src_vocab = vocabs.src.size();
+  c.tgt_vocab = vocabs.tgt.size();
+  c.embed_dim = opts.get<int64_t>("embed-dim");
+  c.cell = models::parse_rnn_cell(opts.get<std::string>("cell"));
+  c.enc_hidden = opts.get<int64_t>("hidden");
+  c.enc_layers = opts.get<int64_t>("layers");
+  c.bidirectional = opts.get<bool>("bidirectional");
+  c.encoder_self_attention = opts.get<bool>("encoder-self-attention");
+  c.attention = models::parse_seq2seq_score(opts.get<std::string>("attention"));
+  const bool dot = c.attention == Seq2SeqScore::dot || c.attention == Seq2SeqScore::scaled_dot;
+  c.dec_hidden = opts.has("dec-hidden") ? opts.get<int64_t>("dec-hidden") : dot ? c.memory_dim() : c.enc_hidden;
+  c.style = models::parse_attention_style(opts.get<std::string>("attention-style"));
+  const int64_t attention_dim = opts.get<int64_t>("attention-dim");
+  c.attention_dim = attention_dim > 0 ? attention_dim : c.dec_hidden;
+  const int64_t window = opts.get<int64_t>("attention-window");
+  if (window > 0) {
+    c.local = opts.get<std::string>("local") == "monotonic" ? models::LocalAttention::local_m
+                                                            : models::LocalAttention::local_p;
+    c.window = window;
+  } else if (cli::given(opts, "local")) {
+    throw ConfigError("--local needs --attention-window D > 0 (the window radius of local attention)");
+  }
+  c.dropout = static_cast<float>(opts.get<double>("dropout"));
+  c.teacher_forcing = static_cast<float>(opts.get<double>("teacher-forcing"));
+  c.label_smoothing = static_cast<float>(opts.get<double>("label-smoothing"));
+  return c;
+}
+
+}  // namespace
+
+int cmd_train(int argc, char** argv) {
+  cli::Options opts(kTool, "--data FILE --model FILE [options]",
+                    "Trains an RNN encoder-decoder with attention with Adam at a constant rate and gradient\n"
+                    "clipping, in batches of about --max-tokens tokens of similar lengths, teacher-forced\n"
+                    "with probability --teacher-forcing; validates every epoch on /valid when present.\n" +
+                        std::string(cli::kTrainFilesAbout));
+  add_options(opts);
+  if (!opts.parse(argc, argv)) return 0;
+
+  // The data set and, when resuming, the architecture stored with the run.
+  const cli::TrainInputs in = cli::open_train_inputs(opts);
+  models::Seq2SeqConfig config = in.resume.empty()
+                                     ? config_from_options(opts, in.vocabs)
+                                     : models::Seq2SeqConfig::from_attrs(in.resumed_config("seq2seq"));
+  const train::TrainingData splits = train::read_training_data(in.data, train::seq2seq_request(config));
+  if (in.resume.empty()) {
+    const int64_t max_src = opts.get<int64_t>("max-src-len");
+    config.max_src_len = max_src > 0 ? max_src : std::max<int64_t>(256, train::longest_source(splits));
+  }
+
+  train::TrainConfig tc = cli::train_config(opts, in.resume);
+  Rng init_rng = Rng(tc.seed).fork(/*label=*/1);
+  models::Seq2Seq model(config, init_rng);
+  train::TrainTask task =
+      train::seq2seq_task(model, splits.train, splits.valid_or_null(), in.vocabs.src, in.vocabs.tgt);
+  cli::describe_task(opts, task);
+  tc.adam = {.lr = 0.0f, .beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-8f, .weight_decay = 0.0f};
+  tc.schedule = optim::ConstantLr(static_cast<float>(opts.get<double>("lr")));
+  cli::run_training(opts, task, tc);
+  return 0;
+}
+
+}  // namespace attn::seq2seq_tool

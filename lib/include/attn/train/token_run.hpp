@@ -1,0 +1,128 @@
+// What the sequence-model families (transformer_run.hpp, seq2seq_run.hpp) share on token data
+// sets: their batches, teacher-forced evaluation sums, the vocabularies a model file carries,
+// and decoding a split into a translation output file.
+//
+// A model file of a sequence-model family is a checkpoint (io/checkpoint.hpp, with the
+// trainer's /state and /metrics) plus the vocabularies /vocab/src and /vocab/tgt of its data
+// (ModelFile in memory).
+//
+// A translation output file (format "attnlab/output", kind "translation") holds, for the N
+// sentences of a split in data-set order:
+//   /predictions        int32 [N, L]    target ids, without BOS and EOS, padded with 0
+//   /predictions_len    int32 [N]       tokens per row
+//   /predictions_text   string [N]      the tokens joined by single spaces (what attn-bleu scores)
+//   /predictions_detok  string [N]      detokenised sentences, for reading
+//   /scores             float32 [N]     the decoder's log-probability (beam: length-normalised)
+//   /src, /src_len      int32 [N, S], [N]   the source sentences (labels for attention plots)
+//   /vocab/src, /vocab/tgt  string      copies, so the file stands alone
+//   /attention/<name>   float32 [N, ..., T, K]   the model's attention weights, when asked
+//                       (transformer_run.hpp, seq2seq_run.hpp say which); zero beyond a
+//                       sentence's lengths
+//   /metrics  attributes sentences, and with references sequence_accuracy, token_accuracy
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "attn/core/tensor.hpp"
+#include "attn/data/batching.hpp"
+#include "attn/data/vocab.hpp"
+#include "attn/io/checkpoint.hpp"
+#include "attn/io/hdf5_file.hpp"
+#include "attn/metrics/accuracy.hpp"
+#include "attn/models/token_batch.hpp"
+#include "attn/nn/param.hpp"
+#include "attn/train/token_data.hpp"
+#include "attn/train/trainer.hpp"
+
+namespace attn::train {
+
+BatchStats to_stats(const models::LossStats& s);
+
+// Batches of a whole split in length order (no shuffling), for evaluation and decoding.
+std::vector<std::vector<int64_t>> ordered_batches(std::span<const int32_t> lengths, int64_t max_tokens);
+
+// The padded batch of rows `index` of `split`: src/src_len when the split was read with its
+// sources, tgt/tgt_len when with its targets.
+models::TokenBatch gather_token_batch(const TokenSplit& split, std::span<const int64_t> index);
+
+// Teacher-forced argmax per token and per sentence (EOS included) against batch.tgt: all tokens
+// right is exactly when greedy decoding reproduces the target. logits: [B, T, V].
+metrics::AccuracyCounts argmax_accuracy(const Tensor& logits, const models::TokenBatch& batch);
+
+struct EvalResult {
+  BatchStats stats;                    // loss, perplexity, token accuracy (teacher forced)
+  metrics::AccuracyCounts accuracy;    // argmax_accuracy over the split (encoder-decoders, lm)
+};
+
+struct Vocabs {
+  data::Vocab src, tgt;
+};
+// The vocabularies of a token data set: /vocab/src and /vocab/tgt (without /vocab/src, as
+// language-model text, the target's for both).
+Vocabs read_data_vocabs(const io::File& data);
+// /vocab/src and /vocab/tgt.
+void write_vocabs(io::File& file, const data::Vocab& src_vocab, const data::Vocab& tgt_vocab);
+
+// A model file in memory.
+template <class Model>
+struct ModelFile {
+  Model model;
+  data::Vocab src_vocab, tgt_vocab;
+  io::Checkpoint checkpoint;   // everything but the parameters (moved into the model)
+};
+// The second half of loading a model file: moves the parameters of `checkpoint` (read from
+// `file`) into `params` (io::restore_params: FormatError / ShapeError naming the file when they
+// do not fit), drops them and the optimizer state from `checkpoint`, and reads the
+// vocabularies, checked against the model's sizes (0: /vocab/src not checked).
+Vocabs restore_model(const io::File& file, io::Checkpoint& checkpoint, const ParamList& params, int64_t src_vocab,
+                     int64_t tgt_vocab);
+
+// read_token_split after checking that the data set's /vocab/src and /vocab/tgt are the model's
+// (token ids would mean other words otherwise; FormatError naming the file). A null vocabulary
+// is not checked.
+TokenSplit read_model_split(const io::File& data, const std::string& split, const TokenSplitRequest& request,
+                            const data::Vocab* src_vocab, const data::Vocab* tgt_vocab);
+
+// The /config of the checkpoint of `kind` that a run resumes from, after checking that its
+// vocabulary sizes (attributes src_vocab and tgt_vocab; 0: not used) are those of the data set
+// `data`. FormatError naming both files otherwise.
+std::map<std::string, io::AttrValue> resumed_config(const std::string& checkpoint, const std::string& kind,
+                                                    const io::File& data, const Vocabs& vocabs);
+
+// A decoded split: what write_translation stores.
+struct Translation {
+  std::vector<std::vector<int32_t>> tokens;                // per sentence, in split order
+  std::vector<float> scores;
+  std::vector<std::pair<std::string, Tensor>> attention;   // "/attention/<name>", [N, ..., T, K]
+  metrics::AccuracyCounts accuracy;   // against the split's targets (EOS included), when present
+};
+
+// What a model's decoder returns for one batch of sources.
+struct DecodedBatch {
+  std::vector<std::vector<int32_t>> tokens;                // per row of the batch
+  std::vector<float> scores;
+  std::vector<std::pair<std::string, Tensor>> attention;   // [B, ..., Tb, Kb] each; may be none
+};
+using BatchDecoder = std::function<DecodedBatch(const data::PaddedBatch& src)>;
+
+// The generation limit of a decoding batch: max_len when > 0, else the batch's longest source
+// + 50 (Vaswani et al. 2017, sec. 6.1).
+int64_t generation_limit(int64_t max_len, const data::PaddedBatch& src);
+
+// Decodes the sources of `split` in batches of about max_tokens source tokens of similar lengths
+// and puts the results back in split order. Each named attention tensor becomes one [N, ..., T, K]
+// with T and K the largest of any batch (at least 1), zero where a batch had less. With targets
+// in the split, the exact-match accuracy of tokens + EOS is counted. ConfigError without sources.
+Translation translate_split(const TokenSplit& split, int64_t max_tokens, const BatchDecoder& decode);
+
+// Writes a translation into an open output file in the layout above (root attributes and
+// /config are the caller's).
+void write_translation(io::File& file, const Translation& translation, const TokenSplit& split,
+                       const data::Vocab& src_vocab, const data::Vocab& tgt_vocab);
+
+}  // namespace attn::train

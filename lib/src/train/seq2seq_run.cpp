@@ -1,0 +1,80 @@
+// The RNN encoder-decoder on token data sets: training task, evaluation, translation, model
+// files (seq2seq_run.hpp).
+#include "attn/train/seq2seq_run.hpp"
+
+#include <algorithm>
+
+#include "attn/data/batching.hpp"
+
+namespace attn::train {
+namespace {
+
+constexpr const char* kKind = "seq2seq";
+
+}  // namespace
+
+TokenSplitRequest seq2seq_request(const models::Seq2SeqConfig& c) {
+  return {.src = true, .tgt = true, .src_vocab = c.src_vocab, .tgt_vocab = c.tgt_vocab};
+}
+
+int64_t longest_source(const TrainingData& data) {
+  int64_t m = 0;
+  for (const TokenSplit* s : {&data.train, data.valid_or_null()})
+    if (s && s->has_src())
+      for (int64_t i = 0; i < s->src_len.numel(); ++i) m = std::max<int64_t>(m, s->src_len.idata()[i]);
+  return m;
+}
+
+TrainTask seq2seq_task(models::Seq2Seq& model, const TokenSplit& train, const TokenSplit* valid,
+                       const data::Vocab& src_vocab, const data::Vocab& tgt_vocab) {
+  TrainTask task;
+  task.kind = kKind;
+  task.config = model.config().to_attrs();
+  task.params = model.params();
+  task.train_lengths = data::pair_lengths(train.src_len, train.tgt_len);
+  task.train_batch = [&model, &train](std::span<const int64_t> index, Rng& rng) {
+    return to_stats(model.train_step(gather_token_batch(train, index), rng));
+  };
+  if (valid) {
+    task.valid_lengths = data::pair_lengths(valid->src_len, valid->tgt_len);
+    task.valid_batch = [&model, valid](std::span<const int64_t> index) {
+      return to_stats(model.evaluate(gather_token_batch(*valid, index)));
+    };
+  }
+  task.write_extra = [&src_vocab, &tgt_vocab](io::File& file) { write_vocabs(file, src_vocab, tgt_vocab); };
+  return task;
+}
+
+Seq2SeqFile load_seq2seq(const std::string& path) {
+  const io::File file = io::File::open_read(path);
+  io::Checkpoint ckpt = io::read_checkpoint(file, kKind);
+  Rng init(0);   // every value is overwritten by the file's
+  models::Seq2Seq model(models::Seq2SeqConfig::from_attrs(ckpt.config), init);
+  Vocabs v = restore_model(file, ckpt, model.params(), model.config().src_vocab, model.config().tgt_vocab);
+  return {std::move(model), std::move(v.src), std::move(v.tgt), std::move(ckpt)};
+}
+
+EvalResult evaluate_seq2seq(const models::Seq2Seq& model, const TokenSplit& split, int64_t max_tokens) {
+  EvalResult out;
+  for (const auto& index : ordered_batches(data::pair_lengths(split.src_len, split.tgt_len), max_tokens)) {
+    const models::TokenBatch batch = gather_token_batch(split, index);
+    out.stats += to_stats(model.evaluate(batch));
+    out.accuracy += argmax_accuracy(model.logits(batch), batch);
+  }
+  return out;
+}
+
+Translation translate(const models::Seq2Seq& model, const TokenSplit& split, const Seq2SeqTranslateOptions& options) {
+  const bool attention = model.config().attention != models::Seq2SeqScore::none;
+  return translate_split(split, options.max_tokens, [&](const data::PaddedBatch& src) {
+    models::Seq2SeqDecodeOptions d = options.decode;
+    d.max_len = generation_limit(d.max_len, src);
+    models::Seq2SeqDecodeResult r = d.beam > 1 ? model.beam_search(src.tokens, src.lengths, d)
+                                               : model.greedy(src.tokens, src.lengths, d);
+    DecodedBatch out{std::move(r.tokens), std::move(r.scores), {}};
+    if (attention) out.attention.emplace_back("alignment", std::move(r.alignment));
+    return out;
+  });
+}
+
+}  // namespace attn::train

@@ -1,0 +1,212 @@
+// Sequence models on token data sets: batches, evaluation sums, model vocabularies, translation
+// output files (token_run.hpp).
+#include "attn/train/token_run.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+#include "attn/core/error.hpp"
+#include "attn/data/tokenizer.hpp"
+#include "attn/io/checkpoint.hpp"
+
+namespace attn::train {
+namespace {
+
+std::span<const int32_t> ints(const Tensor& t) { return {t.idata(), static_cast<size_t>(t.numel())}; }
+
+// pred[b, t] = argmax_v logits[b, t, v].   logits: [B, T, V] -> int32 [B, T].
+Tensor argmax_last(const Tensor& logits) {
+  const int64_t V = logits.dim(-1), rows = logits.numel() / V;
+  Tensor pred({logits.dim(0), logits.dim(1)}, DType::i32);
+  const float* x = logits.data();
+  for (int64_t r = 0; r < rows; ++r)
+    pred.idata()[r] = static_cast<int32_t>(std::max_element(x + r * V, x + (r + 1) * V) - (x + r * V));
+  return pred;
+}
+
+// Copies a per-batch tensor [B, M..., Tb, Kb] into rows `index` of out [N, M..., T, K]
+// (Tb <= T, Kb <= K; the middle axes equal).
+void scatter_rows(const Tensor& part, std::span<const int64_t> index, Tensor& out) {
+  const int64_t Tb = part.dim(-2), Kb = part.dim(-1), T = out.dim(-2), K = out.dim(-1);
+  const int64_t M = part.numel() / (part.dim(0) * Tb * Kb);   // the middle axes (heads) as one
+  for (size_t b = 0; b < index.size(); ++b)
+    for (int64_t m = 0; m < M; ++m)
+      for (int64_t t = 0; t < Tb; ++t)
+        std::memcpy(out.data() + ((index[b] * M + m) * T + t) * K,
+                    part.data() + ((static_cast<int64_t>(b) * M + m) * Tb + t) * Kb,
+                    static_cast<size_t>(Kb) * sizeof(float));
+}
+
+// Exact match of each sentence's tokens + EOS with the split's target, token by token.
+metrics::AccuracyCounts reference_accuracy(const std::vector<std::vector<int32_t>>& tokens, const TokenSplit& split) {
+  const auto n = static_cast<int64_t>(tokens.size());
+  size_t longest = 0;
+  for (const auto& t : tokens) longest = std::max(longest, t.size());
+  const int64_t width = std::max<int64_t>(split.tgt.dim(1), static_cast<int64_t>(longest) + 1);
+  Tensor pred({n, width}, DType::i32), ref({n, width}, DType::i32);
+  for (int64_t i = 0; i < n; ++i) {
+    const auto& t = tokens[static_cast<size_t>(i)];
+    std::copy(t.begin(), t.end(), pred.idata() + i * width);
+    pred.idata()[i * width + static_cast<int64_t>(t.size())] = data::kEos;
+    std::memcpy(ref.idata() + i * width, split.tgt.idata() + i * split.tgt.dim(1),
+                static_cast<size_t>(split.tgt.dim(1)) * sizeof(int32_t));
+  }
+  return metrics::count_correct(pred, ref, split.tgt_len);
+}
+
+// The vocabulary `dataset` of a model file, checked against the model's size `want` (0: not
+// checked).
+data::Vocab read_model_vocab(const io::File& file, const std::string& dataset, int64_t want) {
+  data::Vocab v = data::read_vocab(file, dataset);
+  if (want > 0 && v.size() != want)
+    throw FormatError(file.display_name() + ": dataset '" + dataset + "' has " + std::to_string(v.size()) +
+                      " tokens but the model's /config says " + std::to_string(want));
+  return v;
+}
+
+}  // namespace
+
+BatchStats to_stats(const models::LossStats& s) { return {s.loss_sum, s.nll_sum, s.tokens, s.correct}; }
+
+std::vector<std::vector<int64_t>> ordered_batches(std::span<const int32_t> lengths, int64_t max_tokens) {
+  return data::make_batches(lengths, {.max_tokens = max_tokens, .max_batch = 0, .shuffle = false, .seed = 0}, 0);
+}
+
+models::TokenBatch gather_token_batch(const TokenSplit& split, std::span<const int64_t> index) {
+  models::TokenBatch batch;
+  if (split.has_src()) {
+    data::PaddedBatch src = data::gather_batch(split.src, split.src_len, index);
+    batch.src = src.tokens, batch.src_len = src.lengths;
+  }
+  if (split.has_tgt()) {
+    data::PaddedBatch tgt = data::gather_batch(split.tgt, split.tgt_len, index);
+    batch.tgt = tgt.tokens, batch.tgt_len = tgt.lengths;
+  }
+  return batch;
+}
+
+metrics::AccuracyCounts argmax_accuracy(const Tensor& logits, const models::TokenBatch& batch) {
+  return metrics::count_correct(argmax_last(logits), batch.tgt, batch.tgt_len);
+}
+
+Vocabs read_data_vocabs(const io::File& data) {
+  data::Vocab tgt = data::read_vocab(data, "/vocab/tgt");
+  data::Vocab src = data.exists("/vocab/src") ? data::read_vocab(data, "/vocab/src") : tgt;
+  return {std::move(src), std::move(tgt)};
+}
+
+Vocabs restore_model(const io::File& file, io::Checkpoint& checkpoint, const ParamList& params, int64_t src_vocab,
+                     int64_t tgt_vocab) {
+  io::restore_params(checkpoint.params, params, file.display_name());
+  checkpoint.params.clear();
+  checkpoint.optimizer.clear();
+  return {read_model_vocab(file, "/vocab/src", src_vocab), read_model_vocab(file, "/vocab/tgt", tgt_vocab)};
+}
+
+void write_vocabs(io::File& file, const data::Vocab& src_vocab, const data::Vocab& tgt_vocab) {
+  data::write_vocab(file, "/vocab/src", src_vocab);
+  data::write_vocab(file, "/vocab/tgt", tgt_vocab);
+}
+
+TokenSplit read_model_split(const io::File& data, const std::string& split, const TokenSplitRequest& request,
+                            const data::Vocab* src_vocab, const data::Vocab* tgt_vocab) {
+  for (const auto& [dataset, vocab] : {std::pair{"/vocab/tgt", tgt_vocab}, std::pair{"/vocab/src", src_vocab}})
+    if (vocab && data::read_vocab(data, dataset).tokens() != vocab->tokens())
+      throw FormatError(data.display_name() + ": dataset '" + dataset + "' differs from the model's vocabulary (" +
+                        std::to_string(vocab->size()) + " tokens): the model was trained on another data set");
+  return read_token_split(data, split, request);
+}
+
+std::map<std::string, io::AttrValue> resumed_config(const std::string& checkpoint, const std::string& kind,
+                                                    const io::File& data, const Vocabs& vocabs) {
+  std::map<std::string, io::AttrValue> config = io::load_checkpoint(checkpoint, kind).config;
+  auto size = [&](const char* key) {
+    const auto it = config.find(key);
+    const int64_t* v = it == config.end() ? nullptr : std::get_if<int64_t>(&it->second);
+    return v ? *v : int64_t{0};
+  };
+  const int64_t src = size("src_vocab"), tgt = size("tgt_vocab");
+  if ((tgt > 0 && tgt != vocabs.tgt.size()) || (src > 0 && src != vocabs.src.size()))
+    throw FormatError(data.display_name() + ": the vocabularies (/vocab/src " + std::to_string(vocabs.src.size()) +
+                      ", /vocab/tgt " + std::to_string(vocabs.tgt.size()) + " tokens) differ from those of " +
+                      checkpoint + " (" + std::to_string(src) + ", " + std::to_string(tgt) + ")");
+  return config;
+}
+
+int64_t generation_limit(int64_t max_len, const data::PaddedBatch& src) {
+  return max_len > 0 ? max_len : src.tokens.dim(1) + 50;
+}
+
+Translation translate_split(const TokenSplit& split, int64_t max_tokens, const BatchDecoder& decode) {
+  if (!split.has_src()) throw ConfigError("translate: the split '" + split.name + "' has no sources");
+  const int64_t n = split.size();
+  Translation out;
+  out.tokens.resize(static_cast<size_t>(n));
+  out.scores.resize(static_cast<size_t>(n));
+  struct Part {
+    std::vector<int64_t> index;
+    Tensor weights;
+  };
+  std::vector<std::pair<std::string, std::vector<Part>>> parts;   // per attention name, in first-seen order
+  for (auto& index : ordered_batches(ints(split.src_len), max_tokens)) {
+    const data::PaddedBatch src = data::gather_batch(split.src, split.src_len, index);
+    DecodedBatch r = decode(src);
+    for (size_t b = 0; b < index.size(); ++b) {
+      out.tokens[static_cast<size_t>(index[b])] = std::move(r.tokens[b]);
+      out.scores[static_cast<size_t>(index[b])] = r.scores[b];
+    }
+    for (auto& [name, weights] : r.attention) {
+      auto it = std::find_if(parts.begin(), parts.end(), [&](const auto& p) { return p.first == name; });
+      if (it == parts.end()) it = parts.insert(parts.end(), {name, {}});
+      it->second.push_back({index, std::move(weights)});
+    }
+  }
+
+  // One tensor per name over all sentences, padded to the largest trailing extents.
+  for (const auto& [name, list] : parts) {
+    Shape shape = list.front().weights.shape();
+    shape[0] = n;
+    for (size_t d = shape.size() - 2; d < shape.size(); ++d) {
+      shape[d] = 1;
+      for (const Part& p : list) shape[d] = std::max(shape[d], p.weights.dim(static_cast<int64_t>(d)));
+    }
+    Tensor all(shape);
+    for (const Part& p : list) scatter_rows(p.weights, p.index, all);
+    out.attention.emplace_back(name, std::move(all));
+  }
+
+  if (split.has_tgt()) out.accuracy = reference_accuracy(out.tokens, split);
+  return out;
+}
+
+void write_translation(io::File& file, const Translation& tr, const TokenSplit& split, const data::Vocab& src_vocab,
+                       const data::Vocab& tgt_vocab) {
+  const auto n = static_cast<int64_t>(tr.tokens.size());
+  const data::PaddedBatch pred = data::pad_sequences(tr.tokens, /*min_len=*/1);
+  std::vector<std::string> text, detok;
+  text.reserve(static_cast<size_t>(n));
+  detok.reserve(static_cast<size_t>(n));
+  for (const auto& t : tr.tokens) {
+    const std::vector<std::string> words = tgt_vocab.decode(t);
+    text.push_back(data::join_tokens(words));
+    detok.push_back(data::detokenize(words));
+  }
+  file.write("/predictions", pred.tokens);
+  file.write("/predictions_len", pred.lengths);
+  file.write_strings("/predictions_text", text);
+  file.write_strings("/predictions_detok", detok);
+  file.write("/scores", Tensor::from({n}, tr.scores));
+  if (split.has_src()) {
+    file.write("/src", split.src);
+    file.write("/src_len", split.src_len);
+  }
+  write_vocabs(file, src_vocab, tgt_vocab);
+  for (const auto& [name, weights] : tr.attention) file.write("/attention/" + name, weights);
+  file.set_attr("/metrics", "sentences", n);
+  if (tr.accuracy.sequences > 0) {
+    file.set_attr("/metrics", "sequence_accuracy", tr.accuracy.sequence_accuracy());
+    file.set_attr("/metrics", "token_accuracy", tr.accuracy.token_accuracy());
+  }
+}
+
+}  // namespace attn::train
