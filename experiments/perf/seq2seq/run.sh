@@ -7,9 +7,7 @@
 #              ROUNDS  repetitions of the whole comparison (default 3; the table shows the median)
 #              STEPS   timed steps per measurement, median taken (default 5)
 #              THREADS thread counts (default "1 2")
-#              NOMMAP  1 (default) also runs PyTorch as "torch-nommap": glibc malloc tuned never to
-#                      return large blocks to the system (README.md: PyTorch's allocator pays a
-#                      page fault per 4 KiB of every fresh activation otherwise); 0 skips it
+#              NOMMAP, WAIT_IDLE: see ../common.sh
 # Writes results/perf/seq2seq/raw.txt (every line) and table.txt.
 set -euo pipefail
 
@@ -18,8 +16,8 @@ PYTHON=${PYTHON:-/usr/bin/python3}
 ROUNDS=${ROUNDS:-3}
 STEPS=${STEPS:-5}
 THREADS=${THREADS:-1 2}
-NOMMAP=${NOMMAP:-1}
 HERE=$(cd "$(dirname "$0")" && pwd)
+. "$HERE/../common.sh"
 EXE=$BUILD/bench/perf_seq2seq
 OUT=results/perf/seq2seq
 mkdir -p "$OUT"
@@ -34,30 +32,31 @@ if ! "$PYTHON" -c 'import torch' 2>/dev/null; then
 fi
 
 raw=$OUT/raw.txt
+start_load=$(load)
 {
-  echo "# $(date -u +%FT%TZ) $(uname -n), load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
+  echo "# $(date -u +%FT%TZ) $(uname -n), load average at start: $start_load"
   echo "# rounds $ROUNDS, steps $STEPS, threads $THREADS"
 } >"$raw"
-echo "perf/seq2seq: $ROUNDS round(s), load average $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+echo "perf/seq2seq: $ROUNDS round(s), load average $start_load" >&2
 torch_run() { OMP_WAIT_POLICY=PASSIVE "$PYTHON" "$HERE/torch_seq2seq.py" --steps "$STEPS" "$@"; }
-torch_nommap() {
+torch_nommap() {   # torch_nommap IMPL ARGS...
   [ "$NOMMAP" = 1 ] || return 0
-  GLIBC_TUNABLES=glibc.malloc.mmap_threshold=2147483647:glibc.malloc.trim_threshold=4294967295 \
-    torch_run --label "$1-nommap" --impl "$@"
+  GLIBC_TUNABLES=$NOMMAP_TUNABLES torch_run --label "$1-nommap" --impl "$@"
 }
 for round in $(seq "$ROUNDS"); do
   for n in $THREADS; do
-    echo "perf/seq2seq: round $round, $n thread(s)" >&2
+    echo "perf/seq2seq: round $round, $n thread(s), load $(load)" >&2
+    wait_idle
     "$EXE" --threads "$n" --steps "$STEPS" | tee -a "$raw"
     torch_run --impl torch --threads "$n" | tee -a "$raw"
-    torch_run --impl torch-tutor --threads "$n" | tee -a "$raw"
     torch_nommap torch --threads "$n" | tee -a "$raw"
+    torch_run --impl torch-tutor --threads "$n" | tee -a "$raw"
     torch_nommap torch-tutor --threads "$n" | tee -a "$raw"
   done
 done
-echo "# load average at end: $(cut -d' ' -f1-3 /proc/loadavg)" >>"$raw"
+end_load=$(load)
+echo "# load average at end: $end_load" >>"$raw"
 
 "$PYTHON" "$HERE/../table.py" "$raw" --title "Seq2seq GRU + additive attention" \
   --ref PyTorch=torch,torch-tutor --ref nommap=torch-nommap,torch-tutor-nommap | tee "$OUT/table.txt"
-echo "load average at start and end: $(grep -o 'start: .*' "$raw" | cut -d' ' -f2-4) / $(cut -d' ' -f1-3 /proc/loadavg)" |
-  tee -a "$OUT/table.txt"
+echo "load average at start and end: $start_load / $end_load" | tee -a "$OUT/table.txt"

@@ -7,9 +7,7 @@
 #              ROUNDS  repetitions of the whole comparison (default 3; the table shows the median)
 #              STEPS   timed repetitions per measurement, median taken (default 5)
 #              THREADS thread counts (default "1 2")
-#              NOMMAP  1 (default) also runs PyTorch as "torch-nommap": glibc malloc tuned never to
-#                      return large blocks to the system (README.md: PyTorch's allocator pays a
-#                      page fault per 4 KiB of every fresh activation otherwise); 0 skips it
+#              NOMMAP, WAIT_IDLE: see ../common.sh
 # Writes results/perf/transformer/raw.txt (every line) and table.txt.
 set -euo pipefail
 
@@ -18,8 +16,8 @@ PYTHON=${PYTHON:-/usr/bin/python3}
 ROUNDS=${ROUNDS:-3}
 STEPS=${STEPS:-5}
 THREADS=${THREADS:-1 2}
-NOMMAP=${NOMMAP:-1}
 HERE=$(cd "$(dirname "$0")" && pwd)
+. "$HERE/../common.sh"
 EXE=$BUILD/bench/perf_transformer
 OUT=results/perf/transformer
 mkdir -p "$OUT"
@@ -34,33 +32,33 @@ if ! "$PYTHON" -c 'import torch' 2>/dev/null; then
 fi
 
 raw=$OUT/raw.txt
+start_load=$(load)
 {
-  echo "# $(date -u +%FT%TZ) $(uname -n), load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
+  echo "# $(date -u +%FT%TZ) $(uname -n), load average at start: $start_load"
   echo "# rounds $ROUNDS, steps $STEPS, threads $THREADS"
 } >"$raw"
-echo "perf/transformer: $ROUNDS round(s), load average $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+echo "perf/transformer: $ROUNDS round(s), load average $start_load" >&2
 # PyTorch's OpenMP threads would otherwise spin while waiting (DESIGN.md, performance rules).
 torch_run() { OMP_WAIT_POLICY=PASSIVE "$PYTHON" "$HERE/torch_transformer.py" --steps "$STEPS" "$@"; }
 torch_nommap() {
   [ "$NOMMAP" = 1 ] || return 0
-  GLIBC_TUNABLES=glibc.malloc.mmap_threshold=2147483647:glibc.malloc.trim_threshold=4294967295 \
-    torch_run --label torch-nommap "$@"
+  GLIBC_TUNABLES=$NOMMAP_TUNABLES torch_run --label torch-nommap "$@"
 }
 for round in $(seq "$ROUNDS"); do
   for n in $THREADS; do
-    echo "perf/transformer: round $round, $n thread(s)" >&2
-    "$EXE" --mode train --threads "$n" --steps "$STEPS" | tee -a "$raw"
-    torch_run --mode train --threads "$n" | tee -a "$raw"
-    torch_nommap --mode train --threads "$n" | tee -a "$raw"
-    "$EXE" --mode decode --threads "$n" --steps "$STEPS" | tee -a "$raw"
-    torch_run --mode decode --threads "$n" | tee -a "$raw"
-    torch_nommap --mode decode --threads "$n" | tee -a "$raw"
+    echo "perf/transformer: round $round, $n thread(s), load $(load)" >&2
+    for mode in train decode; do
+      wait_idle
+      "$EXE" --mode $mode --threads "$n" --steps "$STEPS" | tee -a "$raw"
+      torch_run --mode $mode --threads "$n" | tee -a "$raw"
+      torch_nommap --mode $mode --threads "$n" | tee -a "$raw"
+    done
     torch_run --mode decode-rerun --threads "$n" --steps 3 --warmup 1 | tee -a "$raw"
   done
 done
-echo "# load average at end: $(cut -d' ' -f1-3 /proc/loadavg)" >>"$raw"
+end_load=$(load)
+echo "# load average at end: $end_load" >>"$raw"
 
 "$PYTHON" "$HERE/../table.py" "$raw" --title "Transformer T-small" --ref PyTorch=torch \
   --ref nommap=torch-nommap --ref rerun=torch-rerun | tee "$OUT/table.txt"
-echo "load average at start and end: $(grep -o 'start: .*' "$raw" | cut -d' ' -f2-4) / $(cut -d' ' -f1-3 /proc/loadavg)" |
-  tee -a "$OUT/table.txt"
+echo "load average at start and end: $start_load / $end_load" | tee -a "$OUT/table.txt"
