@@ -8,6 +8,7 @@
 #include <functional>
 #include <limits>
 #include <queue>
+#include <vector>
 
 #include "attn/core/threading.hpp"
 #include "attn/ops/softmax.hpp"
@@ -88,16 +89,29 @@ struct Choice {
 // m and s computed as ops::log_softmax computes them, so the token and its log-probability are
 // exactly what an argmax over that op's output gives (x_v within rounding of m tie with it).
 Choice greedy_choice(const float* x, int64_t V) {
+  // The maximum of each block of kBlock logits, then of the row; the first maximum is then
+  // searched in the first block that can hold it, not along the whole row.
+  constexpr int64_t kBlock = 64;
+  const int64_t blocks = (V + kBlock - 1) / kBlock;
+  std::vector<float> block_max(static_cast<size_t>(blocks));
   float m = -std::numeric_limits<float>::infinity();
-#pragma omp simd reduction(max : m)
-  for (int64_t v = 0; v < V; ++v) m = x[v] > m ? x[v] : m;
+  for (int64_t b = 0; b < blocks; ++b) {
+    float bm = -std::numeric_limits<float>::infinity();
+#pragma omp simd reduction(max : bm)
+    for (int64_t v = b * kBlock; v < std::min(V, (b + 1) * kBlock); ++v) bm = x[v] > bm ? x[v] : bm;
+    block_max[static_cast<size_t>(b)] = bm;
+    m = bm > m ? bm : m;
+  }
   float s = 0.0f;
 #pragma omp simd reduction(+ : s)
   for (int64_t v = 0; v < V; ++v) s += ops::exp_approx(x[v] - m);
   const float log_s = std::log(s);
   const float top = (m - m) - log_s;   // the largest log-probability
-  int64_t v = 0;
-  while (v + 1 < V && !((x[v] - m) - log_s >= top)) ++v;   // bounded even for NaN rows
+  auto is_top = [&](float xv) { return (xv - m) - log_s >= top; };
+  int64_t b = 0;
+  while (b + 1 < blocks && !is_top(block_max[static_cast<size_t>(b)])) ++b;   // bounded even for NaN rows
+  int64_t v = b * kBlock;
+  while (v + 1 < std::min(V, (b + 1) * kBlock) && !is_top(x[v])) ++v;
   return {static_cast<int32_t>(v), (x[v] - m) - log_s};
 }
 
