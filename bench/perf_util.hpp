@@ -99,7 +99,7 @@ inline void add_attention(bench::GemmList& list, int64_t batch, int64_t T, int64
 // Seconds that plain sgemm (OpenBLAS through attn::blas, current thread count) needs for the
 // whole list, each product at the rate measured on its own shape: the sgemm-bound time of the
 // work. Batched products are measured on at most ~128 MB of operands (bench_util's rule).
-inline double sgemm_seconds(const bench::GemmList& gemms, double min_seconds = 0.1) {
+inline double sgemm_seconds(const bench::GemmList& gemms, double min_seconds = 0.2) {
   constexpr int64_t kMaxFloats = int64_t{32} << 20;
   double seconds = 0.0;
   for (const bench::Gemm& g : gemms) {
