@@ -112,12 +112,12 @@ void core_shapes(benchmark::internal::Benchmark* b) {
 BENCHMARK(BM_attention_forward)
     ->Name("attention_forward")
     ->Apply(core_shapes)
-    ->UseRealTime()
+    ->UseManualTime()
     ->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_attention_train)
     ->Name("attention_fwd_bwd")
     ->Apply(core_shapes)
-    ->UseRealTime()
+    ->UseManualTime()
     ->Unit(benchmark::kMillisecond);
 
 // nn::MultiHeadAttention, self-attention without mask: d_model 512, 8 heads, one sequence.
@@ -176,8 +176,8 @@ void mha_shapes(benchmark::internal::Benchmark* b) {
     for (int64_t L : {64, 256, 1024}) b->Args({L, threads});
 }
 
-BENCHMARK(BM_mha_forward)->Name("mha_forward")->Apply(mha_shapes)->UseRealTime()->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_mha_train)->Name("mha_fwd_bwd")->Apply(mha_shapes)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_mha_forward)->Name("mha_forward")->Apply(mha_shapes)->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_mha_train)->Name("mha_fwd_bwd")->Apply(mha_shapes)->UseManualTime()->Unit(benchmark::kMillisecond);
 
 }  // namespace
 

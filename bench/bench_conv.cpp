@@ -112,22 +112,22 @@ void conv1d_shapes(benchmark::internal::Benchmark* b) {
 BENCHMARK_CAPTURE(BM_conv_forward, conv2d, /*two_d=*/true)
     ->Name("conv2d_forward")
     ->Apply(conv2d_shapes)
-    ->UseRealTime()
+    ->UseManualTime()
     ->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_conv_backward, conv2d, /*two_d=*/true)
     ->Name("conv2d_backward")
     ->Apply(conv2d_shapes)
-    ->UseRealTime()
+    ->UseManualTime()
     ->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_conv_forward, conv1d, /*two_d=*/false)
     ->Name("conv1d_forward")
     ->Apply(conv1d_shapes)
-    ->UseRealTime()
+    ->UseManualTime()
     ->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_conv_backward, conv1d, /*two_d=*/false)
     ->Name("conv1d_backward")
     ->Apply(conv1d_shapes)
-    ->UseRealTime()
+    ->UseManualTime()
     ->Unit(benchmark::kMillisecond);
 
 }  // namespace

@@ -97,18 +97,18 @@ inline void add_attention(bench::GemmList& list, int64_t batch, int64_t T, int64
 }
 
 // Seconds that plain sgemm (OpenBLAS through attn::blas, current thread count) needs for the
-// whole list, each product at the rate measured on its own shape: the sgemm-bound time of the
-// work. Batched products are measured on at most ~128 MB of operands (bench_util's rule).
-inline double sgemm_seconds(const bench::GemmList& gemms, double min_seconds = 0.2) {
-  constexpr int64_t kMaxFloats = int64_t{32} << 20;
-  double seconds = 0.0;
-  for (const bench::Gemm& g : gemms) {
-    const int64_t item = g.M * g.K + g.K * g.N + g.M * g.N;
-    const int64_t batch = std::clamp<int64_t>(kMaxFloats / item, 1, g.batch);
-    seconds += 2e-9 * static_cast<double>(g.M * g.N * g.K * g.batch) /
-               bench::sgemm_rate(g.M, g.N, g.K, batch, min_seconds).wall;
+// whole list: bench_util's Yardstick (exactly the listed shapes, batches measured on at most
+// ~128 MB of operands), the median of runs repeated for at least min_seconds.
+inline double sgemm_seconds(const bench::GemmList& gemms, double min_seconds = 0.1) {
+  bench::Yardstick yardstick(gemms);
+  yardstick.run();   // warm-up: first touch of the operands, OpenBLAS's buffers
+  std::vector<double> runs;
+  double spent = 0.0;
+  while (spent < min_seconds || runs.size() < 3) {
+    runs.push_back(yardstick.run().wall);
+    spent += runs.back();
   }
-  return seconds;
+  return bench::median(runs);
 }
 
 // The common tail of the output line: the list's flops per token, the library's own count of

@@ -1,8 +1,6 @@
 // Tensor storage, views and shape checks.
 #include "attn/core/tensor.hpp"
 
-#include <omp.h>
-
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -122,7 +120,7 @@ Tensor::Tensor(Shape shape, DType dtype, bool zero_fill) : shape_(std::move(shap
   storage_ = std::make_shared<Storage>(static_cast<size_t>(numel_) * 4, zero_fill);
 }
 
-Tensor Tensor::uninitialized(Shape shape, DType dtype) { return Tensor(std::move(shape), dtype, /*zero_fill=*/false); }
+Tensor Tensor::uninitialized(Shape shape, DType dtype) { return Tensor(std::move(shape), dtype, false); }
 
 Tensor Tensor::full(Shape shape, float value) {
   Tensor t = uninitialized(std::move(shape));
@@ -131,7 +129,7 @@ Tensor Tensor::full(Shape shape, float value) {
 }
 
 Tensor Tensor::from(Shape shape, std::vector<float> values) {
-  Tensor t(std::move(shape));
+  Tensor t = uninitialized(std::move(shape));
   if (static_cast<int64_t>(values.size()) != t.numel())
     throw ShapeError("Tensor::from: " + std::to_string(values.size()) + " values for shape " +
                      to_string(t.shape()));
@@ -140,7 +138,7 @@ Tensor Tensor::from(Shape shape, std::vector<float> values) {
 }
 
 Tensor Tensor::from_ints(Shape shape, std::vector<int32_t> values) {
-  Tensor t(std::move(shape), DType::i32);
+  Tensor t = uninitialized(std::move(shape), DType::i32);
   if (static_cast<int64_t>(values.size()) != t.numel())
     throw ShapeError("Tensor::from_ints: " + std::to_string(values.size()) + " values for shape " +
                      to_string(t.shape()));
@@ -217,17 +215,7 @@ void Tensor::fill(float value) {
 }
 
 void Tensor::zero() {
-  // Large tensors (a parameter gradient: the optimiser's caller zeroes every one each step)
-  // are cleared by all threads; a single thread cannot saturate the memory bandwidth.
-  if (numel_ == 0) return;
-  constexpr int64_t kChunk = int64_t{1} << 16;   // floats per task
-  char* base = static_cast<char*>(storage_->ptr) + offset_ * 4;
-  const int64_t chunks = (numel_ + kChunk - 1) / kChunk;
-#pragma omp parallel for schedule(static) if (chunks >= 8 && !omp_in_parallel())
-  for (int64_t c = 0; c < chunks; ++c) {
-    const int64_t begin = c * kChunk, n = std::min(kChunk, numel_ - begin);
-    std::memset(base + begin * 4, 0, static_cast<size_t>(n) * 4);
-  }
+  if (numel_) std::memset(static_cast<char*>(storage_->ptr) + offset_ * 4, 0, numel_ * 4);
 }
 
 void Tensor::copy_from(const Tensor& other) {
