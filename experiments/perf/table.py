@@ -7,6 +7,10 @@ A reference is a named group of PyTorch implementations (--ref NAME=IMPL[,IMPL..
 is the best median of any of them at any thread count ("PyTorch-best" of that group), and the
 table gets one column "x NAME" with every row's median over it.
 
+A second, shorter table gives the same ratios from each side's fastest single repetition
+("best"): on a machine shared with other work, the repetition nobody disturbed is the fairest
+figure for both sides alike.
+
 Usage: table.py RAW_FILE [--title TEXT] [--ref NAME=IMPL[,IMPL...] ...]
 """
 import argparse
@@ -68,6 +72,24 @@ def main():
                 def m(key, fmt):
                     return format(statistics.median(float(r[key]) for r in by[k]), fmt)
                 line += f"{m('of_limit', '.2f'):>16}{m('limit_tokens_per_s', '.0f'):>13}{m('sgemm_gflops', '.1f'):>15}"
+            print(line)
+        best_rate = {k: max(float(r["tokens"]) / float(r["min_s"]) for r in by[k]) for k in keys}
+        fastest = {}
+        for name, impls in refs:
+            cand = [k for k in keys if k[1] in impls]
+            if cand:
+                fastest[name] = max(cand, key=lambda k: best_rate[k])
+        print("fastest repetition:")
+        line = f"{'impl':<14}{'threads':>8}{'tokens/s':>10}"
+        line += "".join(f"{'x ' + name:>{max(10, len(name) + 4)}}" for name in fastest)
+        print(line + (f"{'of sgemm limit':>16}" if any(k[1] == "attnlab" for k in keys) else ""))
+        for k in keys:
+            line = f"{k[1]:<14}{k[2]:>8}{best_rate[k]:>10.0f}"
+            line += "".join(f"{f'{best_rate[k] / best_rate[b]:.2f}':>{max(10, len(name) + 4)}}"
+                            for name, b in fastest.items())
+            if k[1] == "attnlab":   # against the best limit measured (the least disturbed yardstick)
+                limit = max(float(r["limit_tokens_per_s"]) for r in by[k])
+                line += f"{best_rate[k] / limit:>16.2f}"
             print(line)
         params = {}
         for k in keys:
