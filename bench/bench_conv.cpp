@@ -5,9 +5,9 @@
 //
 // Useful flops are the convolution's multiply-adds, i.e. the GEMMs of the im2col method with
 // P = OH OW output positions per image and CKK = C KH KW: forward W [O, CKK] x col
-// [CKK, B P]; backward dW += dY col^T (O, CKK, B P) and dcol = W^T dY (CKK, B P, O). im2col,
-// col2im and the output permutation are overhead: of_sgemm (against plain sgemm on those three
-// shapes) shows what they cost.
+// [CKK, B P]; backward dW += dY col^T (O, CKK, B P) and dcol = W^T dY (CKK, B P, O). im2col
+// and col2im are overhead: of_sgemm (against plain sgemm on those three shapes, each one GEMM
+// over the whole batch; the op runs them chunk by chunk) shows what they cost.
 #include <benchmark/benchmark.h>
 
 #include "attn/core/rng.hpp"
@@ -112,22 +112,22 @@ void conv1d_shapes(benchmark::internal::Benchmark* b) {
 BENCHMARK_CAPTURE(BM_conv_forward, conv2d, /*two_d=*/true)
     ->Name("conv2d_forward")
     ->Apply(conv2d_shapes)
-    ->UseRealTime()
+    ->UseManualTime()
     ->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_conv_backward, conv2d, /*two_d=*/true)
     ->Name("conv2d_backward")
     ->Apply(conv2d_shapes)
-    ->UseRealTime()
+    ->UseManualTime()
     ->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_conv_forward, conv1d, /*two_d=*/false)
     ->Name("conv1d_forward")
     ->Apply(conv1d_shapes)
-    ->UseRealTime()
+    ->UseManualTime()
     ->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_conv_backward, conv1d, /*two_d=*/false)
     ->Name("conv1d_backward")
     ->Apply(conv1d_shapes)
-    ->UseRealTime()
+    ->UseManualTime()
     ->Unit(benchmark::kMillisecond);
 
 }  // namespace

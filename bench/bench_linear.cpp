@@ -62,8 +62,8 @@ void linear_shapes(benchmark::internal::Benchmark* b) {
   }
 }
 
-BENCHMARK(BM_linear_forward)->Name("linear_forward")->Apply(linear_shapes)->UseRealTime()->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_linear_backward)->Name("linear_backward")->Apply(linear_shapes)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_linear_forward)->Name("linear_forward")->Apply(linear_shapes)->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_linear_backward)->Name("linear_backward")->Apply(linear_shapes)->UseManualTime()->Unit(benchmark::kMillisecond);
 
 // y = a op(b) per batch item: a [batch, M, K], b [batch, K, N] or [batch, N, K] when transposed.
 GemmList matmul_forward_gemms(int64_t batch, int64_t M, int64_t N, int64_t K) { return {{M, N, K, batch}}; }
@@ -123,8 +123,8 @@ void matmul_shapes(benchmark::internal::Benchmark* b) {
   }
 }
 
-BENCHMARK(BM_matmul_forward)->Name("matmul_forward")->Apply(matmul_shapes)->UseRealTime()->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_matmul_backward)->Name("matmul_backward")->Apply(matmul_shapes)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_matmul_forward)->Name("matmul_forward")->Apply(matmul_shapes)->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_matmul_backward)->Name("matmul_backward")->Apply(matmul_shapes)->UseManualTime()->Unit(benchmark::kMillisecond);
 
 }  // namespace
 

@@ -112,10 +112,10 @@ void cell_shapes(benchmark::internal::Benchmark* b) {
     for (int64_t H : {256, 512}) b->Args({H, threads});
 }
 
-BENCHMARK(BM_lstm_cell_forward)->Name("lstm_cell_forward")->Apply(cell_shapes)->UseRealTime()->Unit(benchmark::kMicrosecond);
-BENCHMARK(BM_lstm_cell_backward)->Name("lstm_cell_backward")->Apply(cell_shapes)->UseRealTime()->Unit(benchmark::kMicrosecond);
-BENCHMARK(BM_gru_cell_forward)->Name("gru_cell_forward")->Apply(cell_shapes)->UseRealTime()->Unit(benchmark::kMicrosecond);
-BENCHMARK(BM_gru_cell_backward)->Name("gru_cell_backward")->Apply(cell_shapes)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_lstm_cell_forward)->Name("lstm_cell_forward")->Apply(cell_shapes)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_lstm_cell_backward)->Name("lstm_cell_backward")->Apply(cell_shapes)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_gru_cell_forward)->Name("gru_cell_forward")->Apply(cell_shapes)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_gru_cell_backward)->Name("gru_cell_backward")->Apply(cell_shapes)->UseManualTime()->Unit(benchmark::kMicrosecond);
 
 // ---- a whole layer, T 24, B 64, I = H. Arguments: H, threads.
 
@@ -196,10 +196,10 @@ void layer_shapes(benchmark::internal::Benchmark* b) {
   for (int threads : {1, 2}) b->Args({256, threads});   // T 24, B 64, I = H = 256
 }
 
-BENCHMARK(BM_lstm_layer_forward)->Name("lstm_layer_forward")->Apply(layer_shapes)->UseRealTime()->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_lstm_layer_backward)->Name("lstm_layer_backward")->Apply(layer_shapes)->UseRealTime()->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_gru_layer_forward)->Name("gru_layer_forward")->Apply(layer_shapes)->UseRealTime()->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_gru_layer_backward)->Name("gru_layer_backward")->Apply(layer_shapes)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_lstm_layer_forward)->Name("lstm_layer_forward")->Apply(layer_shapes)->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_lstm_layer_backward)->Name("lstm_layer_backward")->Apply(layer_shapes)->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_gru_layer_forward)->Name("gru_layer_forward")->Apply(layer_shapes)->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_gru_layer_backward)->Name("gru_layer_backward")->Apply(layer_shapes)->UseManualTime()->Unit(benchmark::kMillisecond);
 
 }  // namespace
 

@@ -1,23 +1,22 @@
 // Helpers shared by the Google Benchmark programs in bench/: the thread count as a benchmark
 // argument, a GFLOP/s counter, and "fraction of sgemm", the yardstick every op benchmark
-// reports: its achieved GFLOP/s over that of one plain sgemm of comparable shape on the same
-// threads, measured in the same process.
+// reports: the op's rate over that of plain sgemm on the same list of products, on the same
+// threads, the two measured interleaved in the same process.
 //
-// A typical benchmark (arguments: sizes..., threads last):
+// A typical op benchmark (arguments: sizes..., threads last):
 //
-//   void BM_linear(benchmark::State& state) {
+//   void BM_linear_forward(benchmark::State& state) {
 //     const int64_t N = state.range(0), in = state.range(1), out = state.range(2);
 //     attn::bench::use_threads(state, /*arg=*/3);
-//     const double sgemm = attn::bench::sgemm_gflops(N, out, in);     // before the timed loop
 //     ... set up inputs ...
-//     for (auto _ : state) { ... one forward ...; benchmark::ClobberMemory(); }
-//     attn::bench::report_vs_sgemm(state, 2.0 * N * in * out, sgemm);
+//     attn::bench::time_op(state, {{N, out, in}}, [&] { ... one forward ... });
 //   }
-//   BENCHMARK(BM_linear)->ArgNames({"N", "in", "out", "threads"})->Args({1536, 256, 1024, 1})
-//       ->Args({1536, 256, 1024, 2})->UseRealTime()->Unit(benchmark::kMillisecond);
+//   BENCHMARK(BM_linear_forward)->ArgNames({"N", "in", "out", "threads"})->Args({1536, 256, 1024, 1})
+//       ->Args({1536, 256, 1024, 2})->UseManualTime()->Unit(benchmark::kMillisecond);
 //
-// Always register with UseRealTime(): the default CPU time is the main thread's alone and
-// ignores the other OpenMP/OpenBLAS threads, so rates on 2 threads would come out inflated.
+// Register op benchmarks with UseManualTime() (time_op reports the op's elapsed time alone),
+// plain loops with UseRealTime(): the default CPU time is the main thread's alone and ignores
+// the other OpenMP/OpenBLAS threads, so rates on 2 threads would come out inflated.
 #pragma once
 #include <benchmark/benchmark.h>
 
@@ -60,64 +59,6 @@ inline double process_cpu_seconds() {
   return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
 }
 
-// The rate of sgemm on one shape, in elapsed time and in process CPU time.
-struct SgemmRate {
-  double wall = 0.0;   // GFLOP/s in elapsed time, the best window
-  double cpu = 0.0;    // GFLOP/s in process CPU time, the best window
-};
-
-// GFLOP/s of sgemm C[M, N] = A[M, K] B[K, N] (row-major, no transposes; `batch` > 1 runs
-// blas::gemm_strided_batched over that many independent products) on the current thread
-// count. Measured once per shape and thread count in a process, for about min_seconds after
-// one warm-up call, and cached: the best of at least 3 windows of about min_seconds / 4 each,
-// so that a burst of other work on a shared machine does not lower the yardstick (benchmarks
-// run with --benchmark_repetitions are read the same way: fastest repetition). Call it before
-// the timed loop, whose time it does not enter.
-// sgemm_rate gives the rate in process CPU time too, the yardstick of counter of_sgemm_cpu
-// (see time_op); sgemm_gflops gives the elapsed-time rate alone.
-inline SgemmRate sgemm_rate(int64_t M, int64_t N, int64_t K, int64_t batch = 1, double min_seconds = 0.2) {
-  using Key = std::tuple<int64_t, int64_t, int64_t, int64_t, int>;
-  static std::map<Key, SgemmRate> cache;
-  const Key key{M, N, K, batch, attn::num_threads()};
-  if (const auto it = cache.find(key); it != cache.end()) return it->second;
-
-  Rng rng(1);
-  const Tensor A = randn({batch, M * K}, rng), B = randn({batch, K * N}, rng);
-  Tensor C({batch, M * N});
-  auto run = [&] {
-    blas::gemm_strided_batched(blas::Trans::N, blas::Trans::N, M, N, K, 1.0f, A.data(), K, M * K, B.data(),
-                               N, K * N, 0.0f, C.data(), N, M * N, batch);
-    benchmark::ClobberMemory();
-  };
-  run();   // warm-up: page faults, OpenBLAS buffers, thread start
-  using Clock = std::chrono::steady_clock;
-  const auto start = Clock::now();
-  const double gflop = 2e-9 * static_cast<double>(M * N * K * batch);
-  SgemmRate rate;
-  double total = 0.0;
-  for (int window = 0; window < 3 || total < min_seconds; ++window) {
-    const auto window_start = Clock::now();
-    const double cpu_start = process_cpu_seconds();
-    int64_t reps = 0;
-    double seconds = 0.0;
-    do {
-      run();
-      ++reps;
-      seconds = std::chrono::duration<double>(Clock::now() - window_start).count();
-    } while (seconds < min_seconds / 4);
-    const double cpu = process_cpu_seconds() - cpu_start;
-    rate.wall = std::max(rate.wall, gflop * static_cast<double>(reps) / seconds);
-    rate.cpu = std::max(rate.cpu, gflop * static_cast<double>(reps) / cpu);
-    total = std::chrono::duration<double>(Clock::now() - start).count();
-  }
-  cache.emplace(key, rate);
-  return rate;
-}
-
-inline double sgemm_gflops(int64_t M, int64_t N, int64_t K, int64_t batch = 1, double min_seconds = 0.2) {
-  return sgemm_rate(M, N, K, batch, min_seconds).wall;
-}
-
 // One matrix product of an op's work: C[M, N] = A[M, K] B[K, N], `batch` independent times.
 // An op benchmark lists the products its arithmetic amounts to (forward and backward), and
 // takes both its useful flops and its sgemm yardstick from that list.
@@ -133,73 +74,137 @@ inline double gemm_flop(const GemmList& gemms) {
   return flop;
 }
 
-// The rate plain sgemm reaches on the whole list: its flops over the sum of each product's time
-// at that product's own sgemm_gflops (a harmonic mean weighted by flops). Batches are measured
-// with at most as many items as keep A, B and C within ~128 MB (at least one item): the items
-// are independent, so a shorter batch runs at the same rate without a 512 MB score matrix at
-// L = 4096. Call before the timed loop, like sgemm_gflops.
-inline SgemmRate sgemm_rate(const GemmList& gemms) {
-  constexpr int64_t kMaxFloats = int64_t{32} << 20;
-  double wall_seconds = 0.0, cpu_seconds = 0.0, gflop = 0.0;
-  for (const Gemm& g : gemms) {
-    const int64_t item = g.M * g.K + g.K * g.N + g.M * g.N;
-    const int64_t batch = std::clamp<int64_t>(kMaxFloats / item, 1, g.batch);
-    const double f = 2e-9 * static_cast<double>(g.M * g.N * g.K * g.batch);
-    const SgemmRate r = sgemm_rate(g.M, g.N, g.K, batch);
-    wall_seconds += f / r.wall;
-    cpu_seconds += f / r.cpu;
-    gflop += f;
-  }
-  return {gflop / wall_seconds, gflop / cpu_seconds};
-}
-inline double sgemm_gflops(const GemmList& gemms) { return sgemm_rate(gemms).wall; }
+// Elapsed and process-CPU seconds of one run.
+struct Seconds {
+  double wall = 0.0, cpu = 0.0;
+};
 
-// Counters "GFLOP/s" (as report_gflops) and "of_sgemm": the achieved rate over `sgemm_gflops`
-// (from sgemm_gflops() for a comparable shape); 1.0 means as fast as the plain GEMM. The
-// console prints both with a "/s" suffix (they are rates to Google Benchmark); the numbers are
-// GFLOP/s and a plain ratio.
-inline void report_vs_sgemm(benchmark::State& state, double flop_per_iteration, double sgemm_gflops) {
-  report_gflops(state, flop_per_iteration);
-  state.counters["of_sgemm"] = benchmark::Counter(flop_per_iteration * 1e-9 / sgemm_gflops,
-                                                  benchmark::Counter::kIsIterationInvariantRate);
-}
-
-// Counter "counted": the flops the library itself counted (attn::flops, 2 per multiply-add)
-// during one call of `run`, over flop_per_iteration. 1.0 means the op performed exactly the
-// useful products; above 1 is arithmetic beyond them (recomputed score tiles, masked entries
-// computed anyway, counted elementwise work). Call outside the timed loop.
+// Times one call of `run` (followed by ClobberMemory) in elapsed and process CPU time.
 template <class Run>
-void report_counted(benchmark::State& state, double flop_per_iteration, Run&& run) {
+Seconds time_once(Run&& run) {
+  using Clock = std::chrono::steady_clock;
+  const auto start = Clock::now();
+  const double cpu_start = process_cpu_seconds();
+  run();
+  benchmark::ClobberMemory();
+  const double cpu = process_cpu_seconds() - cpu_start;
+  return {std::chrono::duration<double>(Clock::now() - start).count(), cpu};
+}
+
+// The sgemm yardstick of a GemmList: plain row-major, untransposed products of exactly the
+// listed shapes, in the listed order, each batch through blas::gemm_strided_batched (the
+// batched entry point every op uses; one item is a single cblas_sgemm). run() performs the
+// whole list once and returns the time it took. A batch is run with at most as many items as
+// keep A, B and C within ~128 MB (at least one item) and its time scaled up to the full batch:
+// the items are independent, so a shorter batch runs at the same rate without, say, a 512 MB
+// score matrix at L = 4096. Operands are random and allocated once per distinct shape.
+class Yardstick {
+ public:
+  explicit Yardstick(const GemmList& gemms) {
+    constexpr int64_t kMaxFloats = int64_t{32} << 20;
+    Rng rng(1);
+    for (const Gemm& g : gemms) {
+      const int64_t item = g.M * g.K + g.K * g.N + g.M * g.N;
+      const int64_t batch = std::clamp<int64_t>(kMaxFloats / item, 1, g.batch);
+      const auto key = std::make_tuple(g.M, g.N, g.K, batch);
+      auto it = operands_.find(key);
+      if (it == operands_.end())
+        it = operands_.emplace(key, Operands{randn({batch, g.M * g.K}, rng), randn({batch, g.K * g.N}, rng),
+                                             Tensor({batch, g.M * g.N})}).first;
+      steps_.push_back({g, batch, &it->second});
+    }
+  }
+
+  Seconds run() {
+    Seconds total;
+    for (Step& s : steps_) {
+      const Gemm& g = s.gemm;
+      const Seconds t = time_once([&] {
+        blas::gemm_strided_batched(blas::Trans::N, blas::Trans::N, g.M, g.N, g.K, 1.0f, s.operands->A.data(), g.K,
+                                   g.M * g.K, s.operands->B.data(), g.N, g.K * g.N, 0.0f, s.operands->C.data(),
+                                   g.N, g.M * g.N, s.batch);
+      });
+      const double scale = static_cast<double>(g.batch) / static_cast<double>(s.batch);
+      total.wall += t.wall * scale;
+      total.cpu += t.cpu * scale;
+    }
+    return total;
+  }
+
+ private:
+  struct Operands {
+    Tensor A, B, C;
+  };
+  struct Step {
+    Gemm gemm;
+    int64_t batch;         // items actually run
+    Operands* operands;    // stable: std::map never moves its nodes
+  };
+  std::map<std::tuple<int64_t, int64_t, int64_t, int64_t>, Operands> operands_;
+  std::vector<Step> steps_;
+};
+
+inline double median(std::vector<double> v) {
+  if (v.empty()) return 0.0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+// The flops the library itself counts (attn::flops, 2 per multiply-add) during one call of
+// `run`: the arithmetic the op performs, GEMMs through the BLAS seam plus whatever else an op
+// declares (the benchmarked ops declare nothing else).
+template <class Run>
+double performed_flop(Run&& run) {
   attn::flops::reset();
   run();
-  state.counters["counted"] = 2.0 * static_cast<double>(attn::flops::count()) / flop_per_iteration;
+  return 2.0 * static_cast<double>(attn::flops::count());
 }
 
-// The whole of an op benchmark whose useful work is `gemms`: measures the sgemm yardstick,
-// times `run` (one op call) as the loop body, and reports
-//   GFLOP/s, of_sgemm     useful flops (gemm_flop(gemms) * useful_fraction) in elapsed time;
-//   of_sgemm_cpu          1 thread only: the same ratio in process CPU time for both the op and
-//                         the yardstick. A busy shared machine takes CPU from both alike, so
-//                         this ratio survives load that wrecks the elapsed-time one (cache
-//                         contention and clock changes still leak in). With 2 threads, OpenMP's
-//                         spin-waiting inflates CPU time, so the counter is left out.
-//   counted               see report_counted.
+// The whole of an op benchmark whose useful work is `gemms`. Each iteration runs the op once
+// (`run`, the timed part) and then its sgemm yardstick once (Yardstick, untimed for Google
+// Benchmark), so the two are measured interleaved, under the same load, caches and clock.
+// Register with ->UseManualTime(): the iteration time is the op's elapsed time alone.
+// Reports (plain numbers, not rates), with r = the median over iterations of yardstick time /
+// op time (a burst of other work on a shared machine spoils a few pairs, not the median):
+//   of_sgemm         the op's rate on the flops it performs (`counted` below: the masked tiles
+//                    it skips are not in it, recomputed tiles are) over sgemm's rate on the
+//                    listed products: r * counted * useful_fraction. 1.0 = its arithmetic runs
+//                    as fast as plain sgemm's;
+//   of_sgemm_useful  the same on the useful flops only (gemm_flop(gemms) * useful_fraction):
+//                    r * useful_fraction. Lower than of_sgemm by the arithmetic the op adds;
+//   of_sgemm_cpu     1 thread only: of_sgemm in process CPU time (totals over all iterations).
+//                    Other processes take CPU time from both alike; with 2 threads OpenMP's
+//                    spin-waiting inflates CPU time, so the counter is left out;
+//   GFLOP/s          useful flops per second of the op; sgemm_GFLOP/s the yardstick's rate;
+//   counted          performed flops over useful flops: 1 when the op does exactly the
+//                    useful products, above 1 for arithmetic beyond them (recomputed score
+//                    tiles, diagonal tiles of a causal mask computed whole).
 // useful_fraction < 1 is for masked work the op may skip (causal attention), measured against
 // sgemm running the products in full.
 template <class Run>
 void time_op(benchmark::State& state, const GemmList& gemms, Run&& run, double useful_fraction = 1.0) {
-  const SgemmRate sgemm = sgemm_rate(gemms);
-  const double cpu_start = process_cpu_seconds();
+  Yardstick yardstick(gemms);
+  const double full = gemm_flop(gemms), useful = full * useful_fraction;
+  const double performed = performed_flop(run);   // also the warm-up: page faults, buffers, threads
+  yardstick.run();
+  Seconds op, sgemm;
+  std::vector<double> ratios;
   for (auto _ : state) {
-    run();
-    benchmark::ClobberMemory();
+    const Seconds o = time_once(run);
+    state.SetIterationTime(o.wall);
+    const Seconds y = yardstick.run();
+    op.wall += o.wall, op.cpu += o.cpu;
+    sgemm.wall += y.wall, sgemm.cpu += y.cpu;
+    ratios.push_back(y.wall / o.wall);
   }
-  const double cpu = process_cpu_seconds() - cpu_start;
-  const double flop = gemm_flop(gemms) * useful_fraction;
-  report_vs_sgemm(state, flop, sgemm.wall);
-  if (attn::num_threads() == 1 && cpu > 0.0)
-    state.counters["of_sgemm_cpu"] = flop * static_cast<double>(state.iterations()) * 1e-9 / cpu / sgemm.cpu;
-  report_counted(state, flop, run);
+  const double iters = static_cast<double>(state.iterations()), r = median(ratios);
+  state.counters["GFLOP/s"] = useful * iters * 1e-9 / op.wall;
+  state.counters["sgemm_GFLOP/s"] = full * iters * 1e-9 / sgemm.wall;
+  state.counters["of_sgemm"] = r * performed / full;
+  state.counters["of_sgemm_useful"] = r * useful_fraction;
+  if (attn::num_threads() == 1 && op.cpu > 0.0) state.counters["of_sgemm_cpu"] = sgemm.cpu / op.cpu * performed / full;
+  state.counters["counted"] = performed / useful;
 }
 
 }  // namespace attn::bench

@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Runs every benchmark program in BUILD_DIR/bench (bench_*) and prints one compact table:
-# benchmark, wall time per iteration, GFLOP/s, and the fraction of sgemm where reported.
+# benchmark, wall time per iteration, GFLOP/s of useful work, and for op benchmarks the
+# fraction of sgemm: on the flops the op performs ("of sgemm", elapsed time; "cpu": in process
+# CPU time, 1 thread only) and on the useful flops alone ("useful"; see bench/README.md).
 # Full results stay in BUILD_DIR/bench/results/<program>.json (Google Benchmark's JSON).
 #
 # Usage: bench/run.sh BUILD_DIR [extra Google Benchmark flags...]
-#   e.g. bench/run.sh build --benchmark_repetitions=3   (the table then shows the fastest run,
-#   the fairest figure on a machine shared with other work)
+#   e.g. bench/run.sh build --benchmark_repetitions=3   (the table then shows the fastest run's
+#   time and the median fraction of sgemm with its spread over the repetitions)
 # Environment: BENCH_MIN_TIME  seconds per benchmark (default 0.1: the whole run takes minutes)
 #              BENCH_FILTER    regex passed as --benchmark_filter (default: all)
 #              PYTHON          interpreter for the table (default python3)
@@ -52,20 +54,28 @@ done
 "$python" - "$out"/*.json <<'PY'
 import json, sys
 
-best, runs, context = {}, {}, None   # per benchmark: the fastest repetition, and how many ran
+runs, context = {}, None   # per benchmark: one (ms, GFLOP/s, of_sgemm, of_sgemm_cpu) per repetition
 for path in sys.argv[1:]:
     with open(path) as f:
-        data = json.load(f)
+        text = f.read()
+    if not text.strip():   # a program none of whose benchmarks matched BENCH_FILTER
+        continue
+    data = json.loads(text)
     context = context or data.get("context", {})
     for b in data.get("benchmarks", []):
         if b.get("run_type", "iteration") != "iteration" or b.get("error_occurred"):
             continue
         scale = {"ns": 1e-6, "us": 1e-3, "ms": 1.0, "s": 1e3}[b.get("time_unit", "ns")]
-        name = b.get("run_name", b["name"]).removesuffix("/real_time")
-        row = (b["real_time"] * scale, b.get("GFLOP/s"), b.get("of_sgemm"))
-        runs[name] = runs.get(name, 0) + 1
-        if name not in best or row[0] < best[name][0]:
-            best[name] = row
+        name = b.get("run_name", b["name"])
+        for suffix in ("/manual_time", "/real_time"):
+            name = name.removesuffix(suffix)
+        runs.setdefault(name, []).append((b["real_time"] * scale, b.get("GFLOP/s"), b.get("of_sgemm"),
+                                          b.get("of_sgemm_cpu"), b.get("of_sgemm_useful")))
+
+def median(xs):
+    xs = sorted(xs)
+    n = len(xs)
+    return xs[n // 2] if n % 2 else 0.5 * (xs[n // 2 - 1] + xs[n // 2])
 
 if context:
     caches = ", ".join(f"L{c['level']} {c['size'] // 1024} KiB" for c in context.get("caches", [])
@@ -73,13 +83,20 @@ if context:
     print(f"# {context.get('host_name', '?')}: {context.get('num_cpus', '?')} CPUs at "
           f"{context.get('mhz_per_cpu', '?')} MHz{' (' + caches + ')' if caches else ''}; "
           f"{context.get('date', '')}")
-if any(n > 1 for n in runs.values()):
-    print("# repeated benchmarks show their fastest repetition")
-width = max([len("benchmark")] + [len(name) for name in best])
-print(f"{'benchmark':<{width}}  {'ms/iter':>10}  {'GFLOP/s':>8}  {'of sgemm':>8}")
-for name, (ms, gflops, frac) in best.items():
+repeated = any(len(r) > 1 for r in runs.values())
+if repeated:
+    print("# repeated benchmarks: ms/iter and GFLOP/s of the fastest repetition; the fractions are")
+    print("# medians over repetitions, with the min-max spread of 'of sgemm'")
+width = max([len("benchmark")] + [len(name) for name in runs])
+print(f"{'benchmark':<{width}}  {'ms/iter':>10}  {'GFLOP/s':>8}  {'of sgemm':>8}  {'spread':>9}  {'cpu':>5}  {'useful':>6}")
+for name, rows in runs.items():
+    ms, gflops = min(rows, key=lambda r: r[0])[:2]
+    fracs, cpus, usefuls = ([r[i] for r in rows if r[i] is not None] for i in (2, 3, 4))
     g = f"{gflops:8.1f}" if gflops is not None else f"{'':8}"
-    s = f"{frac:8.2f}" if frac is not None else f"{'':8}"
-    print(f"{name:<{width}}  {ms:10.3f}  {g}  {s}")
+    s = f"{median(fracs):8.2f}" if fracs else f"{'':8}"
+    spread = f"{min(fracs):4.2f}-{max(fracs):4.2f}" if len(fracs) > 1 else ""
+    c = f"{median(cpus):5.2f}" if cpus else ""
+    u = f"{median(usefuls):6.2f}" if usefuls else ""
+    print(f"{name:<{width}}  {ms:10.3f}  {g}  {s}  {spread:>9}  {c:>5}  {u:>6}")
 PY
 exit $failed

@@ -15,3 +15,14 @@ attn_add_bench(linear SOURCES ${CMAKE_CURRENT_LIST_DIR}/bench_linear.cpp)
 attn_add_bench(attention SOURCES ${CMAKE_CURRENT_LIST_DIR}/bench_attention.cpp)
 attn_add_bench(rnn SOURCES ${CMAKE_CURRENT_LIST_DIR}/bench_rnn.cpp)
 attn_add_bench(conv SOURCES ${CMAKE_CURRENT_LIST_DIR}/bench_conv.cpp)
+
+# Whole-model speed programs perf_<name> (a plain main printing one key=value line), run by
+# experiments/perf/<name>/run.sh beside the same model in PyTorch; bench/run.sh skips them.
+function(attn_add_perf name)
+  add_executable(perf_${name} ${CMAKE_CURRENT_FUNCTION_LIST_DIR}/perf_${name}.cpp)
+  target_include_directories(perf_${name} PRIVATE ${CMAKE_CURRENT_FUNCTION_LIST_DIR})
+  target_link_libraries(perf_${name} PRIVATE attn benchmark::benchmark attn_warnings)
+endfunction()
+
+attn_add_perf(transformer)
+attn_add_perf(seq2seq)

@@ -39,6 +39,27 @@ TEST_CASE("rng: bulk draws do not depend on the thread count", "[unit][rng]") {
   CHECK(a.state().counter == b.state().counter);
 }
 
+TEST_CASE("rng: fill_uniform draws exactly the stream's values, from any counter", "[unit][rng]") {
+  // The bulk path computes whole Philox blocks in batches; element i must still be the value
+  // at position counter + i, for every alignment of the counter and every length.
+  for (const int skip : {0, 1, 2, 3, 5}) {
+    for (const size_t n : {size_t{0}, size_t{1}, size_t{3}, size_t{63}, size_t{64}, size_t{65}, size_t{200003}}) {
+      Rng bulk(11), one(11);
+      for (int i = 0; i < skip; ++i) {
+        bulk.next_u32();
+        one.next_u32();
+      }
+      std::vector<float> got(n);
+      bulk.fill_uniform(got, -2.0f, 3.0f);
+      size_t bad = 0;
+      for (size_t i = 0; i < n; ++i) bad += got[i] != one.uniform(-2.0f, 3.0f);
+      INFO("skip " << skip << ", n " << n);
+      CHECK(bad == 0);
+      CHECK(bulk.state().counter == one.state().counter);
+    }
+  }
+}
+
 TEST_CASE("rng: uniform and normal have the right moments", "[unit][rng]") {
   Rng rng(1);
   const int n = 100000;

@@ -17,6 +17,25 @@ TEST_CASE("tensor: shape, zero fill and element access", "[unit][tensor]") {
   REQUIRE_THROWS_WITH(ids.data(), Catch::Contains("int32, expected float32"));
 }
 
+TEST_CASE("tensor: uninitialized has the asked shape and dtype, and the constructor still zero-fills",
+          "[unit][tensor]") {
+  const Shape big{256, 128};   // 128 KiB: a block the allocator recycles
+  {
+    Tensor used = Tensor::uninitialized(big);
+    CHECK(used.shape() == big);
+    CHECK(used.dtype() == DType::f32);
+    used.fill(7.0f);   // writable in full; its block goes back to the cache below
+  }
+  Tensor ids = Tensor::uninitialized({4}, DType::i32);
+  CHECK(ids.dtype() == DType::i32);
+  CHECK(ids.numel() == 4);
+  const Tensor fresh(big);   // may reuse the block filled with 7s: must read as zeros
+  bool all_zero = true;
+  for (int64_t i = 0; i < fresh.numel(); ++i) all_zero = all_zero && fresh.at(i) == 0.0f;
+  CHECK(all_zero);
+  REQUIRE_THROWS_WITH(Tensor::uninitialized({2, -2}), Catch::Contains("cannot make a tensor of shape [2, -2]"));
+}
+
 TEST_CASE("tensor: views share storage and address whole rows", "[unit][tensor]") {
   Tensor t = Tensor::from({3, 2}, {0, 1, 2, 3, 4, 5});
   Tensor mid = t.rows(1, 3);

@@ -3,6 +3,7 @@
 #include "attn/ops/conv.hpp"
 
 #include "attn/core/flops.hpp"
+#include "attn/core/threading.hpp"
 #include "test_support.hpp"
 
 using namespace attn;
@@ -74,7 +75,7 @@ TEST_CASE("conv2d and conv1d match a direct convolution at B > 1", "[unit][conv]
 
 TEST_CASE("conv2d: threaded sizes match the direct convolution, and backward is its adjoint",
           "[unit][conv]") {
-  // Large enough for the im2col, col2im and permutation passes to run on every thread.
+  // Large enough for the chunks of im2col, GEMM and col2im to run on every thread.
   Rng rng(35);
   Tensor x = randn({4, 4, 16, 16}, rng), W = randn({5, 4, 3, 3}, rng);
   const Tensor b = randn({5}, rng);
@@ -93,6 +94,39 @@ TEST_CASE("conv2d: threaded sizes match the direct convolution, and backward is 
   for (int64_t n = 0; n < 4; ++n)
     for (int64_t p = 0; p < 16 * 16; ++p) db0 += dy.at(n * 5 * 256 + p);
   CHECK(db.at(0) == Approx(db0).epsilon(1e-4));
+}
+
+TEST_CASE("conv2d: images split into several im2col chunks, inside rows, at any thread count",
+          "[unit][conv]") {
+  // C*KH*KW = 72: a chunk holds about 1820 positions, so these images split into 3 to 5 chunks
+  // whose boundaries fall inside output rows; the stride and dilation move the padded border.
+  Rng rng(36);
+  const Tensor x = randn({2, 8, 91, 95}, rng), W = randn({3, 8, 3, 3}, rng), b = randn({3}, rng);
+  for (const ops::ConvOptions& o : {ops::ConvOptions{.padding = {1, 2}, .dilation = {1, 2}},
+                                    ops::ConvOptions{.stride = {1, 2}, .padding = {2, 1}, .dilation = {2, 1}}}) {
+    ops::ConvCache cache;
+    const int before = num_threads();
+    set_num_threads(1);
+    const Tensor y1 = ops::conv2d_forward(x, W, b, o, &cache);
+    const Tensor dy = randn(y1.shape(), rng);
+    Tensor dW1 = zeros_like(W), db1 = zeros_like(b);
+    const Tensor dx1 = ops::conv2d_backward(dy, W, cache, dW1, db1);
+    set_num_threads(2);
+    const Tensor y2 = ops::conv2d_forward(x, W, b, o, &cache);
+    Tensor dW2 = zeros_like(W), db2 = zeros_like(b);
+    const Tensor dx2 = ops::conv2d_backward(dy, W, cache, dW2, db2);
+    set_num_threads(before);
+
+    CHECK_THAT(y1, test::close_to(naive_conv2d(x, W, b, o), 1e-4));
+    // y - b is linear in x and in W, so <dy, y - b> = <dx, x> = <dW, W>.
+    const double y_dot = test::dot(dy, ops::conv2d_forward(x, W, Tensor(), o, nullptr));
+    CHECK(test::dot(dx1, x) == Approx(y_dot).epsilon(1e-4));
+    CHECK(test::dot(dW1, W) == Approx(y_dot).epsilon(1e-4));
+    CHECK_THAT(y2, test::close_to(y1, 0));   // bit-identical on 2 threads
+    CHECK_THAT(dx2, test::close_to(dx1, 0));
+    CHECK_THAT(dW2, test::close_to(dW1, 0));
+    CHECK_THAT(db2, test::close_to(db1, 0));
+  }
 }
 
 TEST_CASE("conv2d_backward matches finite differences", "[gradcheck][conv]") {

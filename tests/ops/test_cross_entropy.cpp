@@ -122,6 +122,40 @@ TEST_CASE("cross_entropy_backward matches finite differences", "[gradcheck][cros
   }
 }
 
+TEST_CASE("cross_entropy_forward_backward_inplace equals forward then backward", "[gradcheck][cross_entropy]") {
+  Rng rng(24);
+  const Tensor logits = randn({64, 1000}, rng, 4.0f);   // above the parallel threshold
+  Tensor targets({64}, DType::i32);
+  for (int64_t i = 0; i < 64; ++i) targets.idata()[i] = int32_t(rng.uniform_int(1000));
+  targets.idata()[7] = 0;
+  for (float eps : {0.0f, 0.1f}) {
+    const ops::CrossEntropyOptions o{/*ignore_index=*/0, /*label_smoothing=*/eps};
+    ops::CrossEntropyCache cache;
+    const ops::CrossEntropyResult two = ops::cross_entropy_forward(logits, targets, o, &cache);
+    const Tensor dlogits = ops::cross_entropy_backward(0.5f, cache);
+    double nll = 0;   // the plain NLL is the eps = 0 loss
+    for (int64_t i = 0; i < 64; ++i)
+      if (i != 7) nll += reference_losses(logits, targets, {0, 0.0f})[i];
+    for (int threads : {1, 2}) {
+      set_num_threads(threads);
+      Tensor work = logits.clone();
+      const ops::CrossEntropyResult one = ops::cross_entropy_forward_backward_inplace(work, targets, o, 0.5f);
+      INFO("eps " << eps << ", threads " << threads);
+      CHECK(one.count == two.count);
+      CHECK(one.correct == two.correct);
+      CHECK(one.sum == two.sum);
+      CHECK(one.nll_sum == Approx(nll).epsilon(1e-5));
+      CHECK(two.nll_sum == Approx(nll).epsilon(1e-5));
+      CHECK_THAT(one.losses, test::close_to(two.losses, 0.0));
+      CHECK_THAT(work, test::close_to(dlogits, 1e-8));
+      for (int64_t v = 0; v < 1000; ++v) CHECK(work.at(7 * 1000 + v) == 0.0f);   // ignored row
+    }
+  }
+  Tensor bad = logits.clone();
+  REQUIRE_THROWS_WITH(ops::cross_entropy_forward_backward_inplace(bad, Tensor::from_ints({2}, {1, 2}), {}, 1.0f),
+                      Catch::Contains("cross_entropy: targets [N] has shape [2], expected [64]"));
+}
+
 TEST_CASE("cross_entropy: bad targets and shapes are reported with row and value", "[unit][cross_entropy]") {
   const Tensor logits({3, 5});
   const ops::CrossEntropyOptions pad0{/*ignore_index=*/0, /*label_smoothing=*/0.0f};

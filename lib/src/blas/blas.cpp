@@ -12,8 +12,11 @@ namespace {
 CBLAS_TRANSPOSE cblas_trans(Trans t) { return t == Trans::T ? CblasTrans : CblasNoTrans; }
 
 // Below this many multiply-adds per matrix, a batch runs one matrix per thread (each GEMM
-// single-threaded) instead of handing every small GEMM to all BLAS threads.
-constexpr int64_t kSmallGemm = 1 << 18;
+// single-threaded) instead of handing every small GEMM to all BLAS threads. OpenBLAS itself
+// runs any GEMM of at most 2^18 multiply-adds on one thread (GEMM_MULTITHREAD_THRESHOLD), so
+// a cutoff at or below that left a batch of 64 x 64 x 64 products (attention heads at T = 64)
+// on one core; up to about 100^3, one matrix per thread beats threading each one.
+constexpr int64_t kSmallGemm = 1 << 20;
 // ...but a whole batch below this many multiply-adds runs on the calling thread: waking the
 // team would cost more than the arithmetic.
 constexpr int64_t kMinSpread = 1 << 15;

@@ -62,13 +62,14 @@ BlockCache& block_cache() {
 
 }  // namespace
 
-// 64-byte aligned, zero-filled storage so that BLAS and vectorised loops get aligned rows.
+// 64-byte aligned storage so that BLAS and vectorised loops get aligned rows; zero-filled
+// unless made for Tensor::uninitialized.
 struct Tensor::Storage {
   void* ptr = nullptr;
   size_t bytes = 0;
-  explicit Storage(size_t size) : bytes(std::max<size_t>(64, (size + 63) / 64 * 64)) {
+  Storage(size_t size, bool zero_fill) : bytes(std::max<size_t>(64, (size + 63) / 64 * 64)) {
     ptr = block_cache().take(bytes);
-    std::memset(ptr, 0, bytes);
+    if (zero_fill) std::memset(ptr, 0, bytes);
   }
   ~Storage() { block_cache().give(ptr, bytes); }
   Storage(const Storage&) = delete;
@@ -110,21 +111,25 @@ void check_tensor(const Tensor& t, const Shape& want, const std::string& label, 
   check_shape(t.shape(), want, label);
 }
 
-Tensor::Tensor(Shape shape, DType dtype) : shape_(std::move(shape)), dtype_(dtype) {
+Tensor::Tensor(Shape shape, DType dtype) : Tensor(std::move(shape), dtype, /*zero_fill=*/true) {}
+
+Tensor::Tensor(Shape shape, DType dtype, bool zero_fill) : shape_(std::move(shape)), dtype_(dtype) {
   for (int64_t d : shape_)
     if (d < 0) throw ShapeError("cannot make a tensor of shape " + to_string(shape_));
   numel_ = attn::numel(shape_);
-  storage_ = std::make_shared<Storage>(static_cast<size_t>(numel_) * 4);
+  storage_ = std::make_shared<Storage>(static_cast<size_t>(numel_) * 4, zero_fill);
 }
 
+Tensor Tensor::uninitialized(Shape shape, DType dtype) { return Tensor(std::move(shape), dtype, false); }
+
 Tensor Tensor::full(Shape shape, float value) {
-  Tensor t(std::move(shape));
+  Tensor t = uninitialized(std::move(shape));
   t.fill(value);
   return t;
 }
 
 Tensor Tensor::from(Shape shape, std::vector<float> values) {
-  Tensor t(std::move(shape));
+  Tensor t = uninitialized(std::move(shape));
   if (static_cast<int64_t>(values.size()) != t.numel())
     throw ShapeError("Tensor::from: " + std::to_string(values.size()) + " values for shape " +
                      to_string(t.shape()));
@@ -133,7 +138,7 @@ Tensor Tensor::from(Shape shape, std::vector<float> values) {
 }
 
 Tensor Tensor::from_ints(Shape shape, std::vector<int32_t> values) {
-  Tensor t(std::move(shape), DType::i32);
+  Tensor t = uninitialized(std::move(shape), DType::i32);
   if (static_cast<int64_t>(values.size()) != t.numel())
     throw ShapeError("Tensor::from_ints: " + std::to_string(values.size()) + " values for shape " +
                      to_string(t.shape()));
@@ -199,7 +204,7 @@ Tensor Tensor::reshape(Shape shape) const {
 }
 
 Tensor Tensor::clone() const {
-  Tensor t(shape_, dtype_);
+  Tensor t = uninitialized(shape_, dtype_);
   if (numel_) std::memcpy(t.storage_->ptr, static_cast<const char*>(storage_->ptr) + offset_ * 4, numel_ * 4);
   return t;
 }

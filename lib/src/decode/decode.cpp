@@ -8,7 +8,9 @@
 #include <functional>
 #include <limits>
 #include <queue>
+#include <vector>
 
+#include "attn/core/threading.hpp"
 #include "attn/ops/softmax.hpp"
 
 namespace attn::decode {
@@ -47,9 +49,9 @@ struct Rows {
   }
 };
 
-// Feeds next[r] to every row and returns the log-probabilities of the following token [R, V].
+// Feeds next[r] to every row and returns the logits of the following token [R, V].
 // Cached: one decoder step over the KV caches. Uncached: the whole prefix again (for tests).
-Tensor next_logprobs(const Transformer& model, Rows& rows, const std::vector<int32_t>& next, bool use_cache) {
+Tensor next_logits(const Transformer& model, Rows& rows, const std::vector<int32_t>& next, bool use_cache) {
   const int64_t R = rows.size(), V = model.vocab_out();
   for (int64_t r = 0; r < R; ++r) rows.fed[static_cast<size_t>(r)].push_back(next[static_cast<size_t>(r)]);
   Tensor logits;
@@ -66,8 +68,51 @@ Tensor next_logprobs(const Transformer& model, Rows& rows, const std::vector<int
     for (int64_t r = 0; r < R; ++r) std::copy_n(h.data() + (r * T + T - 1) * D, D, last.data() + r * D);
     logits = model.output_logits(last);
   }
-  ops::log_softmax_rows_inplace(logits.data(), R, V);
   return logits;
+}
+
+// The same as log-probabilities [R, V].
+Tensor next_logprobs(const Transformer& model, Rows& rows, const std::vector<int32_t>& next, bool use_cache) {
+  Tensor lp = next_logits(model, rows, next, use_cache);
+  ops::log_softmax_rows_inplace(lp.data(), lp.dim(0), lp.dim(1));
+  return lp;
+}
+
+// A token chosen from a row of logits, and its log-probability.
+struct Choice {
+  int32_t token = 0;
+  float logprob = 0.0f;
+};
+
+// The greedy choice from logits x [V] without writing the log-softmax row out: the token is
+// the first maximum of the log-probabilities (x_v - m) - log s, s = sum_v exp(x_v - m), with
+// m and s computed as ops::log_softmax computes them, so the token and its log-probability are
+// exactly what an argmax over that op's output gives (x_v within rounding of m tie with it).
+Choice greedy_choice(const float* x, int64_t V) {
+  // The maximum of each block of kBlock logits, then of the row; the first maximum is then
+  // searched in the first block that can hold it, not along the whole row.
+  constexpr int64_t kBlock = 64;
+  const int64_t blocks = (V + kBlock - 1) / kBlock;
+  std::vector<float> block_max(static_cast<size_t>(blocks));
+  float m = -std::numeric_limits<float>::infinity();
+  for (int64_t b = 0; b < blocks; ++b) {
+    float bm = -std::numeric_limits<float>::infinity();
+#pragma omp simd reduction(max : bm)
+    for (int64_t v = b * kBlock; v < std::min(V, (b + 1) * kBlock); ++v) bm = x[v] > bm ? x[v] : bm;
+    block_max[static_cast<size_t>(b)] = bm;
+    m = bm > m ? bm : m;
+  }
+  float s = 0.0f;
+#pragma omp simd reduction(+ : s)
+  for (int64_t v = 0; v < V; ++v) s += ops::exp_approx(x[v] - m);
+  const float log_s = std::log(s);
+  const float top = (m - m) - log_s;   // the largest log-probability
+  auto is_top = [&](float xv) { return (xv - m) - log_s >= top; };
+  int64_t b = 0;
+  while (b + 1 < blocks && !is_top(block_max[static_cast<size_t>(b)])) ++b;   // bounded even for NaN rows
+  int64_t v = b * kBlock;
+  while (v + 1 < std::min(V, (b + 1) * kBlock) && !is_top(x[v])) ++v;
+  return {static_cast<int32_t>(v), (x[v] - m) - log_s};
 }
 
 // Teacher-forced attention weights of the decoded sentences: the decoder re-run over each
@@ -107,10 +152,13 @@ void check_inputs(const Transformer& model, const Tensor& input, const Tensor& i
 }
 
 // Greedy search and sampling: one row per sentence, each step picks one token per row.
-// `pick(logprobs, V)` chooses the next token from a row of log-probabilities.
+// `pick(logits, V)` chooses the next token from a row of logits (it may overwrite the row).
+// With `pick_parallel` (a pick that draws nothing, i.e. greedy) every row is picked up front in
+// one parallel loop; otherwise rows are picked in order, and only where a token is not forced,
+// so that sampling draws the same random numbers at any thread count.
 DecodeResult left_to_right(const Transformer& model, const Tensor& input, const Tensor& input_len,
                            int64_t max_len, bool use_cache, bool want_attention,
-                           const std::function<int32_t(const float*, int64_t)>& pick) {
+                           const std::function<Choice(float*, int64_t)>& pick, bool pick_parallel) {
   const models::TransformerConfig& cfg = model.config();
   const bool encdec = cfg.arch == TransformerArch::encdec;
   const int64_t N = input.dim(0), V = model.vocab_out();
@@ -140,7 +188,13 @@ DecodeResult left_to_right(const Transformer& model, const Tensor& input, const 
 
   std::vector<int32_t> next(static_cast<size_t>(N), kBos);
   while (rows.size() > 0) {
-    const Tensor lp = next_logprobs(model, rows, next, use_cache);
+    Tensor logits = next_logits(model, rows, next, use_cache);
+    const int64_t R = rows.size();
+    std::vector<Choice> picked(pick_parallel ? static_cast<size_t>(R) : 0);
+    if (pick_parallel) {
+#pragma omp parallel for schedule(static) if (R * V >= kParallelMinElements)
+      for (int64_t r = 0; r < R; ++r) picked[static_cast<size_t>(r)] = pick(logits.data() + r * V, V);
+    }
     std::vector<int64_t> keep;
     std::vector<int32_t> following;
     for (int64_t r = 0; r < rows.size(); ++r) {
@@ -152,9 +206,9 @@ DecodeResult left_to_right(const Transformer& model, const Tensor& input, const 
       if (!encdec && prompt_pos < input_len.idata()[s]) {
         tok = input.idata()[static_cast<int64_t>(s) * input.dim(1) + prompt_pos];   // forced
       } else {
-        const float* row = lp.data() + r * V;
-        tok = pick(row, V);
-        out.scores[s] += row[tok];
+        const Choice c = pick_parallel ? picked[static_cast<size_t>(r)] : pick(logits.data() + r * V, V);
+        tok = c.token;
+        out.scores[s] += c.logprob;
         if (tok == kEos) {
           done = true;
         } else {
@@ -177,15 +231,13 @@ DecodeResult left_to_right(const Transformer& model, const Tensor& input, const 
   return out;
 }
 
-int32_t argmax(const float* row, int64_t V) {
-  return static_cast<int32_t>(std::max_element(row, row + V) - row);
-}
 
 }  // namespace
 
 DecodeResult greedy(const Transformer& model, const Tensor& src, const Tensor& src_len, const DecodeOptions& o) {
   check_inputs(model, src, src_len, o.max_len, "greedy");
-  return left_to_right(model, src, src_len, o.max_len, o.use_cache, o.want_attention, argmax);
+  return left_to_right(model, src, src_len, o.max_len, o.use_cache, o.want_attention, greedy_choice,
+                       /*pick_parallel=*/true);
 }
 
 DecodeResult sample(const Transformer& model, const Tensor& prompt, const Tensor& prompt_len,
@@ -194,9 +246,11 @@ DecodeResult sample(const Transformer& model, const Tensor& prompt, const Tensor
   if (!(o.temperature >= 0.0f))
     throw ConfigError("sample: temperature must be >= 0, got " + std::to_string(o.temperature));
   if (o.top_k < 0) throw ConfigError("sample: top_k must be >= 0, got " + std::to_string(o.top_k));
-  if (o.temperature == 0.0f) return left_to_right(model, prompt, prompt_len, o.max_len, o.use_cache, false, argmax);
+  if (o.temperature == 0.0f)
+    return left_to_right(model, prompt, prompt_len, o.max_len, o.use_cache, false, greedy_choice,
+                         /*pick_parallel=*/true);
   std::vector<float> scratch;
-  auto draw = [&](const float* lp, int64_t V) -> int32_t {
+  auto draw_token = [&](const float* lp, int64_t V) -> int32_t {
     // p_v ~ exp(lp_v / temperature) over the top k (ties at the k-th value included).
     float threshold = -std::numeric_limits<float>::infinity();
     if (o.top_k > 0 && o.top_k < V) {
@@ -218,7 +272,12 @@ DecodeResult sample(const Transformer& model, const Tensor& prompt, const Tensor
     }
     return last;   // rounding left u a hair above 0: the last eligible token
   };
-  return left_to_right(model, prompt, prompt_len, o.max_len, o.use_cache, false, draw);
+  auto draw = [&](float* logits, int64_t V) -> Choice {
+    ops::log_softmax_rows_inplace(logits, 1, V);
+    const int32_t tok = draw_token(logits, V);
+    return {tok, logits[tok]};
+  };
+  return left_to_right(model, prompt, prompt_len, o.max_len, o.use_cache, false, draw, /*pick_parallel=*/false);
 }
 
 DecodeResult beam_search(const Transformer& model, const Tensor& src, const Tensor& src_len,

@@ -505,16 +505,12 @@ void run_forward(const Seq2Seq& m, const Seq2SeqConfig& c, const nn::Embedding& 
   run.logits = output.forward(o, keep_caches ? &run.out : nullptr);
 }
 
-LossStats loss_stats(const Impl::Run& run, float label_smoothing, ops::CrossEntropyCache* cache) {
-  const ops::CrossEntropyResult ce =
-      ops::cross_entropy_forward(run.logits, run.targets, {/*ignore_index=*/-1, label_smoothing}, cache);
+LossStats loss_stats(const ops::CrossEntropyResult& ce) {
   LossStats s;
   s.loss_sum = ce.sum;
+  s.nll_sum = ce.nll_sum;
   s.tokens = ce.count;
   s.correct = ce.correct;
-  s.nll_sum = label_smoothing > 0.0f
-                  ? ops::cross_entropy_forward(run.logits, run.targets, {/*ignore_index=*/-1, 0.0f}, nullptr).sum
-                  : ce.sum;
   return s;
 }
 
@@ -525,14 +521,15 @@ LossStats Seq2Seq::train_step(const TokenBatch& batch, Rng& dropout_rng) {
   Impl::Run run;
   run_forward(*this, c, tgt_embed_, decoder_, output_, batch, /*training=*/true, /*keep_caches=*/true, dropout_rng,
               run, nullptr);
-  const LossStats stats = loss_stats(run, c.label_smoothing, &run.ce);
+  // The loss and its gradient in one op; the gradient overwrites the logits.
+  const LossStats stats = loss_stats(
+      ops::cross_entropy_forward_backward_inplace(run.logits, run.targets, {/*ignore_index=*/-1, c.label_smoothing}, 1.0f));
   if (stats.tokens == 0) return stats;
 
   const int64_t B = run.B, S = run.S, T = run.T, E = c.embed_dim, Dd = c.dec_hidden, Dv = c.context_dim();
   const int64_t Do = c.output_input_dim(), G = decoder_.gates(), I = decoder_.input();
   // logits = dropout(O) W_o^T + b_o, one GEMM each way for all T*B rows.
-  const Tensor dlogits = ops::cross_entropy_backward_inplace(1.0f, run.ce);
-  const Tensor dO = ops::dropout_backward(output_.backward(dlogits, run.out), run.out_drop);
+  const Tensor dO = ops::dropout_backward(output_.backward(run.logits, run.out), run.out_drop);
   run.logits = Tensor();
 
   nn::AttentionMemoryGrad grad;
@@ -615,7 +612,7 @@ LossStats Seq2Seq::evaluate(const TokenBatch& batch) const {
   Rng unused(0);
   run_forward(*this, config_, tgt_embed_, decoder_, output_, batch, /*training=*/false, /*keep_caches=*/false,
               unused, run, nullptr);
-  return loss_stats(run, config_.label_smoothing, nullptr);
+  return loss_stats(ops::cross_entropy_forward(run.logits, run.targets, {/*ignore_index=*/-1, config_.label_smoothing}, nullptr));
 }
 
 Tensor Seq2Seq::logits(const TokenBatch& batch, Tensor* alignment) const {

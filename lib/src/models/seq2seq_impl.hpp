@@ -74,8 +74,7 @@ struct Seq2SeqImpl {
     std::vector<StepCache> steps;
     ops::DropoutCache out_drop;
     ops::LinearCache out;
-    ops::CrossEntropyCache ce;
-    Tensor logits;                            // [T*B, V]
+    Tensor logits;                            // [T*B, V]; train_step overwrites it with dlogits
   };
 
   static Encoded encode(const Seq2Seq& m, const Tensor& src, const Tensor& src_len, bool training, Rng& rng,

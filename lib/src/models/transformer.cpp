@@ -23,7 +23,6 @@ struct Transformer::StepCache {
   std::vector<DecoderLayer::Cache> dec;
   ops::LayerNormCache enc_norm, dec_norm;
   ops::LinearCache out;
-  ops::CrossEntropyCache ce;
   Tensor logits;   // [B*T, V], reused from step to step (its gradient overwrites it in place)
 };
 
@@ -54,22 +53,13 @@ void scale_inplace(Tensor& x, float alpha) {
   for (int64_t i = 0; i < n; ++i) p[i] *= alpha;
 }
 
-// Loss sums from a cross-entropy forward; the plain NLL of row i is lse_i - x_{i, t_i}.
-// Must run before the in-place backward overwrites the logits.
-LossStats loss_stats(const ops::CrossEntropyResult& r, const ops::CrossEntropyCache& c) {
+// Loss sums from a cross-entropy forward.
+LossStats loss_stats(const ops::CrossEntropyResult& r) {
   LossStats s;
   s.loss_sum = r.sum;
+  s.nll_sum = r.nll_sum;
   s.tokens = r.count;
   s.correct = r.correct;
-  const int64_t N = c.logits.dim(0), V = c.logits.dim(1);
-  const float* x = c.logits.data();
-  const int32_t* t = c.targets.idata();
-  const float *m = c.row_max.data(), *ls = c.log_sum.data();
-  double nll = 0;
-  for (int64_t i = 0; i < N; ++i)
-    if (t[i] != c.options.ignore_index)
-      nll += static_cast<double>(m[i]) + ls[i] - x[i * V + t[i]];
-  s.nll_sum = nll;
   return s;
 }
 
@@ -307,11 +297,11 @@ LossStats Transformer::train_step(const TokenBatch& batch, Rng& dropout_rng) {
   Tensor targets;
   Tensor logits = forward_logits(batch, /*training=*/true, dropout_rng, &c, &targets);   // [B*T, V]
   const ops::CrossEntropyOptions ce_options{kPad, config_.label_smoothing};
-  const ops::CrossEntropyResult ce = ops::cross_entropy_forward(logits, targets, ce_options, &c.ce);
-  const LossStats stats = loss_stats(ce, c.ce);
+  // The loss and its gradient in one op; the gradient overwrites the logits.
+  const LossStats stats = loss_stats(ops::cross_entropy_forward_backward_inplace(logits, targets, ce_options, 1.0f));
 
-  // Backward: the forward's steps in reverse. The loss gradient overwrites the logits.
-  const Tensor dlogits = ops::cross_entropy_backward_inplace(1.0f, c.ce);
+  // Backward: the forward's steps in reverse.
+  const Tensor& dlogits = logits;
   const int64_t D = config_.d_model;
   switch (config_.arch) {
     case TransformerArch::encdec: {
@@ -332,10 +322,8 @@ LossStats Transformer::train_step(const TokenBatch& batch, Rng& dropout_rng) {
 LossStats Transformer::evaluate(const TokenBatch& batch) const {
   Tensor targets;
   const Tensor logits = forward_logits(batch, /*training=*/false, unused_rng(), nullptr, &targets);
-  ops::CrossEntropyCache cache;
   const ops::CrossEntropyOptions ce_options{kPad, config_.label_smoothing};
-  const ops::CrossEntropyResult ce = ops::cross_entropy_forward(logits, targets, ce_options, &cache);
-  return loss_stats(ce, cache);
+  return loss_stats(ops::cross_entropy_forward(logits, targets, ce_options, nullptr));
 }
 
 Tensor Transformer::logits(const TokenBatch& batch) const {

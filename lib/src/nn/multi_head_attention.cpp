@@ -4,9 +4,12 @@
 
 #include "attn/nn/init.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "attn/blas/blas.hpp"
+#include "attn/core/threading.hpp"
 
 namespace attn::nn {
 namespace {
@@ -15,10 +18,10 @@ using blas::Trans;
 
 // x [B*L, D] (rows (b, l)) + bias [D] -> heads [B, NH, L, HD]. bias may be null.
 Tensor split_heads(const float* x, const float* bias, int64_t B, int64_t L, int64_t NH, int64_t HD) {
-  Tensor out({B, NH, L, HD});
+  Tensor out = Tensor::uninitialized({B, NH, L, HD});
   float* o = out.data();
   const int64_t D = NH * HD;
-#pragma omp parallel for schedule(static) if (B * L * D >= (1 << 16))
+#pragma omp parallel for schedule(static) if (B * L * D >= kParallelMinElements)
   for (int64_t bl = 0; bl < B * L; ++bl) {
     const int64_t b = bl / L, l = bl % L;
     const float* row = x + bl * D;
@@ -37,10 +40,10 @@ Tensor split_heads(const float* x, const float* bias, int64_t B, int64_t L, int6
 // heads [B, NH, L, HD] -> [B, L, D]
 Tensor merge_heads(const Tensor& heads) {
   const int64_t B = heads.dim(0), NH = heads.dim(1), L = heads.dim(2), HD = heads.dim(3);
-  Tensor out({B, L, NH * HD});
+  Tensor out = Tensor::uninitialized({B, L, NH * HD});
   const float* x = heads.data();
   float* o = out.data();
-#pragma omp parallel for schedule(static) if (B * L * NH * HD >= (1 << 16))
+#pragma omp parallel for schedule(static) if (B * L * NH * HD >= kParallelMinElements)
   for (int64_t bl = 0; bl < B * L; ++bl) {
     const int64_t b = bl / L, l = bl % L;
     for (int64_t h = 0; h < NH; ++h) {
@@ -51,16 +54,29 @@ Tensor merge_heads(const Tensor& heads) {
   return out;
 }
 
-// out[c] += sum_r x[r, c]
+// out[c] += sum_r x[r, c]. Rows are summed in fixed blocks (each serially, then the blocks in
+// order), so the blocks can run on all threads and the result does not depend on their number.
 void add_column_sums(const float* x, int64_t rows, int64_t cols, float* out) {
-  for (int64_t r = 0; r < rows; ++r)
-    for (int64_t c = 0; c < cols; ++c) out[c] += x[r * cols + c];
+  constexpr int64_t kBlockRows = 128;
+  const int64_t blocks = (rows + kBlockRows - 1) / kBlockRows;
+  std::vector<float> partial(static_cast<size_t>(blocks * cols), 0.0f);
+#pragma omp parallel for schedule(static) if (rows * cols >= kParallelMinElements)
+  for (int64_t blk = 0; blk < blocks; ++blk) {
+    float* p = partial.data() + blk * cols;
+    for (int64_t r = blk * kBlockRows; r < std::min(rows, (blk + 1) * kBlockRows); ++r) {
+      const float* row = x + r * cols;
+#pragma omp simd
+      for (int64_t c = 0; c < cols; ++c) p[c] += row[c];
+    }
+  }
+  for (int64_t blk = 0; blk < blocks; ++blk)
+    for (int64_t c = 0; c < cols; ++c) out[c] += partial[static_cast<size_t>(blk * cols + c)];
 }
 
 // y = x W^T + b, split into heads. x: [B, L, D] -> [B, NH, L, HD]
 Tensor project(const Tensor& x, const Param& w, const Param& b, int64_t NH) {
   const int64_t B = x.dim(0), L = x.dim(1), D = x.dim(2);
-  Tensor y({B * L, D});
+  Tensor y = Tensor::uninitialized({B * L, D});
   blas::gemm(Trans::N, Trans::T, B * L, D, D, 1.0f, x.data(), D, w.value.data(), D, 0.0f, y.data(), D);
   return split_heads(y.data(), b.value.data(), B, L, NH, D / NH);
 }
@@ -81,9 +97,11 @@ void project_backward(const Tensor& dheads, const Tensor& x, Param& w, Param& b,
 // context: [B, T, D] -> [B, T, D]
 Tensor output_projection(const Tensor& context, const Param& w, const Param& b) {
   const int64_t BT = context.dim(0) * context.dim(1), D = context.dim(2);
-  Tensor out(context.shape());
+  Tensor out = Tensor::uninitialized(context.shape());
   float* o = out.data();
-  for (int64_t r = 0; r < BT; ++r) std::copy(b.value.data(), b.value.data() + D, o + r * D);
+  const float* pb = b.value.data();
+#pragma omp parallel for schedule(static) if (BT * D >= kParallelMinElements)
+  for (int64_t r = 0; r < BT; ++r) std::copy(pb, pb + D, o + r * D);
   blas::gemm(Trans::N, Trans::T, BT, D, D, 1.0f, context.data(), D, w.value.data(), D, 1.0f, o, D);
   return out;
 }
@@ -151,19 +169,19 @@ MultiHeadAttentionGrads MultiHeadAttention::backward(const Tensor& dout,
   add_column_sums(dout.data(), B * T, D, b_o.grad.data());
   blas::gemm(Trans::T, Trans::N, D, D, B * T, 1.0f, dout.data(), D, cache.context.data(), D, 1.0f,
              w_o.grad.data(), D);
-  Tensor dcontext({B * T, D});
+  Tensor dcontext = Tensor::uninitialized({B * T, D});
   blas::gemm(Trans::N, Trans::N, B * T, D, D, 1.0f, dout.data(), D, w_o.value.data(), D, 0.0f,
              dcontext.data(), D);
   const Tensor dheads = split_heads(dcontext.data(), nullptr, B, T, NH, D / NH);
   const ops::AttentionGrads g = ops::attention_backward(dheads, cache.core);
 
   MultiHeadAttentionGrads out;
-  out.dquery = zeros_like(query);
+  out.dquery = Tensor::uninitialized(query.shape());   // project_backward overwrites (beta = 0)
   project_backward(g.dq, query, w_q, b_q, out.dquery, /*accumulate=*/false);
   if (cache.key_is_query) {
     project_backward(g.dk, cache.key, w_k, b_k, out.dquery, /*accumulate=*/true);
   } else {
-    out.dkey = zeros_like(cache.key);
+    out.dkey = Tensor::uninitialized(cache.key.shape());
     project_backward(g.dk, cache.key, w_k, b_k, out.dkey, /*accumulate=*/false);
   }
   if (cache.value_is_query) {
@@ -171,7 +189,7 @@ MultiHeadAttentionGrads MultiHeadAttention::backward(const Tensor& dout,
   } else if (cache.value_is_key) {
     project_backward(g.dv, cache.value, w_v, b_v, out.dkey, /*accumulate=*/true);
   } else {
-    out.dvalue = zeros_like(cache.value);
+    out.dvalue = Tensor::uninitialized(cache.value.shape());
     project_backward(g.dv, cache.value, w_v, b_v, out.dvalue, /*accumulate=*/false);
   }
   return out;

@@ -21,7 +21,7 @@ constexpr float kGeluCubic = 0.044715f;
 template <class F>
 Tensor map1(const Tensor& x, const char* label, F f) {
   check_tensor(x, x.shape(), label);
-  Tensor y(x.shape());
+  Tensor y = Tensor::uninitialized(x.shape());
   const float* px = x.data();
   float* py = y.data();
   const int64_t n = x.numel();
@@ -34,7 +34,7 @@ Tensor map1(const Tensor& x, const char* label, F f) {
 template <class F>
 Tensor map2(const Tensor& dy, const Tensor& saved, const char* label, F f) {
   check_tensor(dy, saved.shape(), label);
-  Tensor dx(dy.shape());
+  Tensor dx = Tensor::uninitialized(dy.shape());
   const float* pd = dy.data();
   const float* ps = saved.data();
   float* px = dx.data();

@@ -10,6 +10,7 @@
 
 #include "attn/blas/blas.hpp"
 #include "attn/core/flops.hpp"
+#include "vector_clones.hpp"
 
 namespace attn::ops {
 namespace {
@@ -35,14 +36,23 @@ void hide_kept_out(float* x, const RowMask& r, int64_t lo, int64_t hi, int64_t f
     if (r.keep[j] == 0) x[j - first_key] = -kInf;
 }
 
+// max of x[0, n), -inf when n = 0. Written as this select, the only form of a float max
+// reduction GCC 12 vectorises without -ffast-math (std::max, even under the same pragma,
+// stays scalar).
+inline float row_max(const float* x, int64_t n) {
+  float mx = -kInf;
+#pragma omp simd reduction(max : mx)
+  for (int64_t j = 0; j < n; ++j) mx = mx > x[j] ? mx : x[j];
+  return mx;
+}
+
 // x[S] -> softmax over the visible keys of `r`, zeros elsewhere (all zeros if none visible).
+ATTN_VECTOR_CLONES
 void softmax_row(float* x, int64_t S, const RowMask& r) {
   std::fill(x, x + r.lo, 0.0f);
   std::fill(x + r.hi, x + S, 0.0f);
   hide_kept_out(x, r, r.lo, r.hi, 0);
-  float mx = -kInf;
-#pragma omp simd reduction(max : mx)
-  for (int64_t j = r.lo; j < r.hi; ++j) mx = std::max(mx, x[j]);
+  const float mx = row_max(x + r.lo, r.hi - r.lo);
   if (mx == -kInf) {   // no visible key (finite scores never reach -inf otherwise)
     std::fill(x + r.lo, x + r.hi, 0.0f);
     return;
@@ -58,6 +68,7 @@ void softmax_row(float* x, int64_t S, const RowMask& r) {
 }
 
 // dp[S] -> p * (dp - <p, dp>) in place.
+ATTN_VECTOR_CLONES
 void softmax_backward_row(float* dp, const float* p, int64_t S) {
   float inner = 0.0f;
   for (int64_t j = 0; j < S; ++j) inner += p[j] * dp[j];
@@ -93,12 +104,12 @@ std::pair<int64_t, int64_t> block_range(const RowMask* rows, int64_t n) {
 Tensor forward_materialised(const Tensor& q, const Tensor& k, const Tensor& v, float scale,
                             const AttentionMask& mask, const Dims& d, Tensor& P) {
   const int64_t BH = d.B * d.H;
-  P = Tensor({d.B, d.H, d.T, d.S});
+  P = Tensor::uninitialized({d.B, d.H, d.T, d.S});   // both products below run with beta = 0
   // scores[bh] = scale * q[bh] k[bh]^T : [T, S]
   blas::gemm_strided_batched(Trans::N, Trans::T, d.T, d.S, d.Dk, scale, q.data(), d.Dk, d.T * d.Dk, k.data(),
                              d.Dk, d.S * d.Dk, 0.0f, P.data(), d.S, d.T * d.S, BH);
   masked_softmax_inplace(P, mask);
-  Tensor out({d.B, d.H, d.T, d.Dv});
+  Tensor out = Tensor::uninitialized({d.B, d.H, d.T, d.Dv});
   // out[bh] = P[bh] v[bh] : [T, Dv]
   blas::gemm_strided_batched(Trans::N, Trans::N, d.T, d.Dv, d.S, 1.0f, P.data(), d.S, d.T * d.S, v.data(),
                              d.Dv, d.S * d.Dv, 0.0f, out.data(), d.Dv, d.T * d.Dv, BH);
@@ -108,8 +119,10 @@ Tensor forward_materialised(const Tensor& q, const Tensor& k, const Tensor& v, f
 AttentionGrads backward_materialised(const Tensor& dout, const AttentionCache& c, const Dims& d) {
   const int64_t BH = d.B * d.H;
   const float* P = c.weights.data();
-  AttentionGrads g{Tensor(c.q.shape()), Tensor(c.k.shape()), Tensor(c.v.shape())};
-  Tensor dS({d.B, d.H, d.T, d.S});
+  // Each written by one product with beta = 0.
+  AttentionGrads g{Tensor::uninitialized(c.q.shape()), Tensor::uninitialized(c.k.shape()),
+                   Tensor::uninitialized(c.v.shape())};
+  Tensor dS = Tensor::uninitialized({d.B, d.H, d.T, d.S});
   // dP = dout v^T : [T, S]
   blas::gemm_strided_batched(Trans::N, Trans::T, d.T, d.S, d.Dv, 1.0f, dout.data(), d.Dv, d.T * d.Dv,
                              c.v.data(), d.Dv, d.S * d.Dv, 0.0f, dS.data(), d.S, d.T * d.S, BH);
@@ -127,6 +140,53 @@ AttentionGrads backward_materialised(const Tensor& dout, const AttentionCache& c
 
 // ---- streaming path -------------------------------------------------------------------------
 
+// One online-softmax step over a score tile [nq, ns] of keys [s0, s0 + ns): per row, hides the
+// keys the row cannot see, moves the running max m to cover the tile, rescales the running
+// sum l and the output accumulator row acc [Dv] by exp(m_old - m_new) when the max moved, adds
+// the tile's exp(score - m) to l, and leaves those exps in the tile (zeros where hidden) for
+// the product with v.
+ATTN_VECTOR_CLONES
+void online_softmax_tile(float* tile, int64_t nq, int64_t ns, int64_t s0, const RowMask* rows, float* m,
+                         float* l, float* acc, int64_t Dv) {
+  for (int64_t i = 0; i < nq; ++i) {
+    float* srow = tile + i * ns;
+    const RowMask& r = rows[i];
+    const int64_t a = std::max(r.lo, s0), e = std::min(r.hi, s0 + ns);
+    if (a >= e) {   // nothing visible in this tile for this row
+      std::fill(srow, srow + ns, 0.0f);
+      continue;
+    }
+    std::fill(srow, srow + (a - s0), 0.0f);
+    std::fill(srow + (e - s0), srow + ns, 0.0f);
+    hide_kept_out(srow, r, a, e, s0);
+    float* vis = srow + (a - s0);
+    const int64_t n = e - a;
+    const float mb = row_max(vis, n);
+    if (mb == -kInf) {   // all hidden by the explicit mask
+      std::fill(vis, vis + n, 0.0f);
+      continue;
+    }
+    const float m_new = std::max(m[i], mb);
+    float sum = 0.0f;
+#pragma omp simd reduction(+ : sum)
+    for (int64_t j = 0; j < n; ++j) {
+      vis[j] = exp_approx(vis[j] - m_new);
+      sum += vis[j];
+    }
+    if (m_new != m[i]) {   // the max moved: rescale what was summed against the old one
+      if (m[i] != -kInf) {   // (nothing was, before the row's first visible tile: l, acc are 0)
+        const float corr = std::exp(m[i] - m_new);
+        l[i] *= corr;
+        float* arow = acc + i * Dv;
+#pragma omp simd
+        for (int64_t c = 0; c < Dv; ++c) arow[c] *= corr;
+      }
+      m[i] = m_new;
+    }
+    l[i] += sum;
+  }
+}
+
 // One task per (head, query block): the query block walks over the key blocks its rows can
 // see, keeping a running max m, running sum l and unnormalised output per row.
 Tensor forward_streaming(const Tensor& q, const Tensor& k, const Tensor& v, float scale,
@@ -135,8 +195,9 @@ Tensor forward_streaming(const Tensor& q, const Tensor& k, const Tensor& v, floa
   const int64_t BH = d.B * d.H, bq = opt.block_q, bk = opt.block_k;
   const int64_t nqb = (d.T + bq - 1) / bq;
   const int32_t* lengths = lengths_of(mask);
-  Tensor out({d.B, d.H, d.T, d.Dv});
-  Tensor lse({d.B, d.H, d.T});
+  // Every row of both is written by the task of its query block.
+  Tensor out = Tensor::uninitialized({d.B, d.H, d.T, d.Dv});
+  Tensor lse = Tensor::uninitialized({d.B, d.H, d.T});
   const float *qp = q.data(), *kp = k.data(), *vp = v.data();
   float *op = out.data(), *lp = lse.data();
 
@@ -162,39 +223,7 @@ Tensor forward_streaming(const Tensor& q, const Tensor& k, const Tensor& v, floa
         // tile = scale * q_blk k_blk^T : [nq, ns]
         blas::gemm(Trans::N, Trans::T, nq, ns, d.Dk, scale, qb, d.Dk, kh + s0 * d.Dk, d.Dk, 0.0f, tile.data(),
                    ns);
-        for (int64_t i = 0; i < nq; ++i) {
-          float* srow = tile.data() + i * ns;
-          const RowMask& r = rows[i];
-          const int64_t a = std::max(r.lo, s0), e = std::min(r.hi, s0 + ns);
-          if (a >= e) {   // nothing visible in this tile for this row
-            std::fill(srow, srow + ns, 0.0f);
-            continue;
-          }
-          std::fill(srow, srow + (a - s0), 0.0f);
-          std::fill(srow + (e - s0), srow + ns, 0.0f);
-          hide_kept_out(srow, r, a, e, s0);
-          float mb = -kInf;
-#pragma omp simd reduction(max : mb)
-          for (int64_t j = a - s0; j < e - s0; ++j) mb = std::max(mb, srow[j]);
-          if (mb == -kInf) {   // all hidden by the explicit mask
-            std::fill(srow + (a - s0), srow + (e - s0), 0.0f);
-            continue;
-          }
-          const float m_new = std::max(m[i], mb);
-          const float corr = std::exp(m[i] - m_new);   // 0 on the row's first visible tile
-          float sum = 0.0f;
-#pragma omp simd reduction(+ : sum)
-          for (int64_t j = a - s0; j < e - s0; ++j) {
-            srow[j] = exp_approx(srow[j] - m_new);
-            sum += srow[j];
-          }
-          l[i] = l[i] * corr + sum;
-          if (corr != 1.0f) {
-            float* arow = acc + i * d.Dv;
-            for (int64_t c = 0; c < d.Dv; ++c) arow[c] *= corr;
-          }
-          m[i] = m_new;
-        }
+        online_softmax_tile(tile.data(), nq, ns, s0, rows.data(), m.data(), l.data(), acc, d.Dv);
         // acc += tile v_blk : [nq, Dv]
         blas::gemm(Trans::N, Trans::N, nq, d.Dv, ns, 1.0f, tile.data(), ns, vh + s0 * d.Dv, d.Dv, 1.0f, acc,
                    d.Dv);
@@ -209,6 +238,34 @@ Tensor forward_streaming(const Tensor& q, const Tensor& k, const Tensor& v, floa
   }
   if (lse_out != nullptr) *lse_out = lse;
   return out;
+}
+
+// Backward, per score tile [nq, ns] of keys [s0, s0 + ns): the scores (scale q k^T) become the
+// weights P = exp(score - lse) of the forward, zeros on keys a row cannot see.
+ATTN_VECTOR_CLONES
+void recompute_probs_tile(float* P, int64_t nq, int64_t ns, int64_t s0, const RowMask* rows, const float* lse) {
+  for (int64_t i = 0; i < nq; ++i) {
+    float* prow = P + i * ns;
+    const int64_t a = std::clamp(rows[i].lo, s0, s0 + ns), e = std::clamp(rows[i].hi, a, s0 + ns);
+    std::fill(prow, prow + (a - s0), 0.0f);
+    std::fill(prow + (e - s0), prow + ns, 0.0f);
+    hide_kept_out(prow, rows[i], a, e, s0);
+    const float m = lse[i];
+#pragma omp simd
+    for (int64_t j = a - s0; j < e - s0; ++j) prow[j] = exp_approx(prow[j] - m);
+  }
+}
+
+// dP [nq, ns] -> dS = P (dP - D), D [nq] holding rowsum(dout * out) per query row.
+ATTN_VECTOR_CLONES
+void softmax_grad_tile(float* dP, const float* P, int64_t nq, int64_t ns, const float* D) {
+  for (int64_t i = 0; i < nq; ++i) {
+    float* drow = dP + i * ns;
+    const float* prow = P + i * ns;
+    const float Di = D[i];
+#pragma omp simd
+    for (int64_t j = 0; j < ns; ++j) drow[j] = prow[j] * (drow[j] - Di);
+  }
 }
 
 // One task per head (it owns that head's dq, dk, dv, so no two threads write the same row):
@@ -249,26 +306,13 @@ AttentionGrads backward_streaming(const Tensor& dout, const AttentionCache& c, c
           const float* kb = kp + (bh * d.S + s0) * d.Dk;
           const float* vb = vp + (bh * d.S + s0) * d.Dv;
           blas::gemm(Trans::N, Trans::T, nq, ns, d.Dk, c.scale, qb, d.Dk, kb, d.Dk, 0.0f, P.data(), ns);
-          for (int64_t i = 0; i < nq; ++i) {
-            float* prow = P.data() + i * ns;
-            const int64_t a = std::clamp(rows[i].lo, s0, s0 + ns), e = std::clamp(rows[i].hi, a, s0 + ns);
-            std::fill(prow, prow + (a - s0), 0.0f);
-            std::fill(prow + (e - s0), prow + ns, 0.0f);
-            hide_kept_out(prow, rows[i], a, e, s0);
-            const float lse = lb[i];
-#pragma omp simd
-            for (int64_t j = a - s0; j < e - s0; ++j) prow[j] = exp_approx(prow[j] - lse);
-          }
+          recompute_probs_tile(P.data(), nq, ns, s0, rows.data(), lb);
           // dv_blk += P^T dout_blk : [ns, Dv]
           blas::gemm(Trans::T, Trans::N, ns, d.Dv, nq, 1.0f, P.data(), ns, dob, d.Dv, 1.0f,
                      dvp + (bh * d.S + s0) * d.Dv, d.Dv);
           // dP = dout_blk v_blk^T : [nq, ns]
           blas::gemm(Trans::N, Trans::T, nq, ns, d.Dv, 1.0f, dob, d.Dv, vb, d.Dv, 0.0f, dP.data(), ns);
-          for (int64_t i = 0; i < nq; ++i)
-            for (int64_t j = 0; j < ns; ++j) {
-              const int64_t x = i * ns + j;
-              dP[x] = P[x] * (dP[x] - D[i]);
-            }
+          softmax_grad_tile(dP.data(), P.data(), nq, ns, D.data());
           // dq_blk += scale dS k_blk : [nq, Dk];   dk_blk += scale dS^T q_blk : [ns, Dk]
           blas::gemm(Trans::N, Trans::N, nq, d.Dk, ns, c.scale, dP.data(), ns, kb, d.Dk, 1.0f, dqb, d.Dk);
           blas::gemm(Trans::T, Trans::N, ns, d.Dk, nq, c.scale, dP.data(), ns, qb, d.Dk, 1.0f,

@@ -1,12 +1,14 @@
-// Convolution through im2col + one GEMM over the whole batch, and col2im for the input gradient.
+// Convolution through im2col + GEMM, chunk by chunk of each image, and col2im for the input gradient.
 #include "attn/ops/conv.hpp"
 
-#include "attn/core/threading.hpp"
-
+#include <algorithm>
 #include <string>
+#include <utility>
 
 #include "attn/blas/blas.hpp"
 #include "attn/core/flops.hpp"
+#include "attn/core/threading.hpp"
+#include "vector_clones.hpp"
 
 namespace attn::ops {
 
@@ -21,7 +23,6 @@ std::string to_string(Size2 s) {
 namespace {
 
 using blas::Trans;
-
 
 // Checks the options and fills in the output size; `op` names the public function in messages,
 // which speak of one length for conv1d (seen here as [B, C, 1, L]).
@@ -53,114 +54,229 @@ ConvGeometry make_geometry(const std::string& op, const Shape& x, const Shape& W
   return g;
 }
 
-// col[(c, p, q), b*P + i*OW + j] = x[b, c, i sh - ph + p dh, j sw - pw + q dw], or 0 in the
-// padding.   x: [B, C, IH, IW]   col: [C*KH*KW, B*P], P = OH*OW. Overwrites col.
-void im2col(const ConvGeometry& g, const float* x, float* col) {
-  const int64_t P = g.OH * g.OW, rows = g.C * g.KH * g.KW;
-#pragma omp parallel for collapse(2) schedule(static) if (rows * g.B * P >= kParallelMinElements)
-  for (int64_t row = 0; row < rows; ++row)
-    for (int64_t b = 0; b < g.B; ++b) {
-      const int64_t c = row / (g.KH * g.KW), p = row / g.KW % g.KH, q = row % g.KW;
-      const float* plane = x + (b * g.C + c) * g.IH * g.IW;
-      float* out = col + row * g.B * P + b * P;
-      for (int64_t i = 0; i < g.OH; ++i) {
-        const int64_t ih = i * g.stride.h - g.padding.h + p * g.dilation.h;
-        float* o = out + i * g.OW;
-        if (ih < 0 || ih >= g.IH) {
-          for (int64_t j = 0; j < g.OW; ++j) o[j] = 0.0f;
-          continue;
-        }
-        const float* src = plane + ih * g.IW;
-        for (int64_t j = 0; j < g.OW; ++j) {
-          const int64_t iw = j * g.stride.w - g.padding.w + q * g.dilation.w;
-          o[j] = iw >= 0 && iw < g.IW ? src[iw] : 0.0f;
-        }
-      }
-    }
+// ---- im2col in chunks ------------------------------------------------------------------------
+// The column matrix is never built for the whole batch (C*KH*KW times the input, 118 MB for an
+// ImageNet stem on 16 images): one chunk of an image's output positions at a time is unfolded
+// into a per-thread buffer that stays in cache while its GEMM reads it, and the GEMM writes its
+// [O, chunk] result straight into y[b] (row stride P), which is already y's [B, O, OH, OW]
+// layout: no permutation pass, no batch-sized scratch.
+
+// About this many floats per chunk's column matrix (512 KiB: the L2 size of current x86 cores)...
+constexpr int64_t kChunkFloats = int64_t{1} << 17;
+// ...but at least this many positions per chunk, so that every GEMM stays efficiently wide.
+constexpr int64_t kMinChunk = 256;
+// The weight gradient is summed in this many partial sums over fixed groups of images, added in
+// order at the end, so that dW is bit-identical at any thread count (images of one group run in
+// sequence on one thread).
+constexpr int64_t kGradGroups = 4;
+
+struct Chunks {
+  int64_t size = 0, count = 0;   // positions per chunk (the last may be shorter), chunks per image
+};
+
+Chunks chunks_of(const ConvGeometry& g) {
+  const int64_t P = g.OH * g.OW, CKK = g.C * g.KH * g.KW;
+  const int64_t want = std::min(P, std::max(kMinChunk, kChunkFloats / std::max<int64_t>(CKK, 1)));
+  const int64_t count = (P + want - 1) / want;
+  return {(P + count - 1) / count, count};   // equal chunks
 }
 
-// The adjoint of im2col: dx[b, c, ih, iw] += every dcol entry that im2col copied from there.
-// One thread per (b, c) plane, so no two threads write the same element.
-void col2im(const ConvGeometry& g, const float* dcol, float* dx) {
-  const int64_t P = g.OH * g.OW;
-#pragma omp parallel for collapse(2) schedule(static) \
-    if (g.C * g.KH * g.KW * g.B * P >= kParallelMinElements)
-  for (int64_t b = 0; b < g.B; ++b)
-    for (int64_t c = 0; c < g.C; ++c) {
-      float* plane = dx + (b * g.C + c) * g.IH * g.IW;
-      for (int64_t p = 0; p < g.KH; ++p)
-        for (int64_t q = 0; q < g.KW; ++q) {
-          const float* in = dcol + ((c * g.KH + p) * g.KW + q) * g.B * P + b * P;
-          for (int64_t i = 0; i < g.OH; ++i) {
-            const int64_t ih = i * g.stride.h - g.padding.h + p * g.dilation.h;
-            if (ih < 0 || ih >= g.IH) continue;
-            float* dst = plane + ih * g.IW;
-            for (int64_t j = 0; j < g.OW; ++j) {
-              const int64_t iw = j * g.stride.w - g.padding.w + q * g.dilation.w;
-              if (iw >= 0 && iw < g.IW) dst[iw] += in[i * g.OW + j];
-            }
+// For kernel column q, the output columns j whose input column iw = j sw + q dw - pw falls
+// inside [0, IW): [lo, hi). Outside it im2col writes padding zeros and col2im adds nothing.
+std::pair<int64_t, int64_t> valid_columns(const ConvGeometry& g, int64_t q) {
+  const int64_t off = q * g.dilation.w - g.padding.w, sw = g.stride.w;
+  const int64_t lo = off >= 0 ? 0 : (-off + sw - 1) / sw;
+  const int64_t hi = g.IW - off <= 0 ? 0 : std::min(g.OW, (g.IW - off + sw - 1) / sw);
+  return {std::min(lo, g.OW), std::max(hi, std::min(lo, g.OW))};
+}
+
+// dst[j] = src[j * S] (im2col) and dst[j * S] += src[j] (col2im) for j < n. Stride 1 and 2
+// (the stems of image models) get a compile-time stride so that the loops vectorise. Always
+// inlined, so that they are compiled into each clone of im2col and col2im.
+template <int64_t S>
+[[gnu::always_inline]] inline void gather(const float* src, float* dst, int64_t n, int64_t stride) {
+#pragma omp simd
+  for (int64_t j = 0; j < n; ++j) dst[j] = src[j * (S ? S : stride)];
+}
+template <int64_t S>
+[[gnu::always_inline]] inline void scatter_add(const float* src, float* dst, int64_t n, int64_t stride) {
+#pragma omp simd
+  for (int64_t j = 0; j < n; ++j) dst[j * (S ? S : stride)] += src[j];
+}
+
+// A chunk [p0, p1) of output positions walked one output row (i) at a time, for kernel
+// column q: the row's part of the chunk is the w positions from chunk offset k on, and of
+// those, [a, e) (counted from k) read inside the input, the first at input column iw.
+struct ChunkRow {
+  int64_t i, k, w, a, e, iw;
+};
+[[gnu::always_inline]] inline ChunkRow chunk_row(const ConvGeometry& g, int64_t pos, int64_t p0, int64_t p1,
+                                                 std::pair<int64_t, int64_t> valid, int64_t off) {
+  const int64_t i = pos / g.OW, j0 = pos % g.OW, j1 = std::min(g.OW, j0 + (p1 - pos));
+  const int64_t a = std::clamp(valid.first, j0, j1), e = std::clamp(valid.second, a, j1);
+  return {i, pos - p0, j1 - j0, a - j0, e - j0, a * g.stride.w + off};
+}
+
+// col[(c, p, q), k] = x_b[c, ih, iw] for position p0 + k = (i, j), ih = i sh - ph + p dh,
+// iw = j sw - pw + q dw, or 0 in the padding.   x_b: [C, IH, IW]   col: [C*KH*KW, p1 - p0].
+// Overwrites col. The border is handled by ranges, so the inner loops are plain copies.
+// im2col and col2im are cloned for AVX2 (vector_clones.hpp): at stride 2 they cost a tenth of
+// a stem convolution's time in SSE2.
+ATTN_VECTOR_CLONES
+void im2col(const ConvGeometry& g, const float* x_b, int64_t p0, int64_t p1, float* col) {
+  const int64_t n = p1 - p0, sw = g.stride.w;
+  for (int64_t c = 0; c < g.C; ++c)
+    for (int64_t p = 0; p < g.KH; ++p)
+      for (int64_t q = 0; q < g.KW; ++q) {
+        float* out = col + ((c * g.KH + p) * g.KW + q) * n;
+        const float* plane = x_b + c * g.IH * g.IW;
+        const auto valid = valid_columns(g, q);
+        const int64_t off = q * g.dilation.w - g.padding.w;
+        for (int64_t pos = p0; pos < p1;) {
+          const ChunkRow r = chunk_row(g, pos, p0, p1, valid, off);
+          pos += r.w;
+          float* dst = out + r.k;
+          const int64_t ih = r.i * g.stride.h - g.padding.h + p * g.dilation.h;
+          if (ih < 0 || ih >= g.IH) {
+            std::fill(dst, dst + r.w, 0.0f);
+            continue;
           }
+          std::fill(dst, dst + r.a, 0.0f);
+          const float* src = plane + ih * g.IW + r.iw;
+          if (sw == 1)
+            gather<1>(src, dst + r.a, r.e - r.a, sw);
+          else if (sw == 2)
+            gather<2>(src, dst + r.a, r.e - r.a, sw);
+          else
+            gather<0>(src, dst + r.a, r.e - r.a, sw);
+          std::fill(dst + r.e, dst + r.w, 0.0f);
         }
-    }
+      }
+}
+
+// The adjoint of im2col on the same chunk: dx_b[c, ih, iw] += every dcol entry that im2col
+// copied from there.
+ATTN_VECTOR_CLONES
+void col2im(const ConvGeometry& g, const float* dcol, int64_t p0, int64_t p1, float* dx_b) {
+  const int64_t n = p1 - p0, sw = g.stride.w;
+  for (int64_t c = 0; c < g.C; ++c)
+    for (int64_t p = 0; p < g.KH; ++p)
+      for (int64_t q = 0; q < g.KW; ++q) {
+        const float* in = dcol + ((c * g.KH + p) * g.KW + q) * n;
+        float* plane = dx_b + c * g.IH * g.IW;
+        const auto valid = valid_columns(g, q);
+        const int64_t off = q * g.dilation.w - g.padding.w;
+        for (int64_t pos = p0; pos < p1;) {
+          const ChunkRow r = chunk_row(g, pos, p0, p1, valid, off);
+          pos += r.w;
+          const int64_t ih = r.i * g.stride.h - g.padding.h + p * g.dilation.h;
+          if (ih < 0 || ih >= g.IH || r.e == r.a) continue;
+          const float* src = in + r.k + r.a;
+          float* dst = plane + ih * g.IW + r.iw;
+          if (sw == 1)
+            scatter_add<1>(src, dst, r.e - r.a, sw);
+          else if (sw == 2)
+            scatter_add<2>(src, dst, r.e - r.a, sw);
+          else
+            scatter_add<0>(src, dst, r.e - r.a, sw);
+        }
+      }
+}
+
+// Tasks share the threads one chunk (or one group of images) each, the GEMMs inside running on
+// their own thread; with fewer tasks than threads the tasks run in turn and each GEMM gets all
+// the threads. Either way every output element sees the same arithmetic.
+bool spread_over_threads(int64_t tasks) {
+  const int threads = num_threads();
+  return threads > 1 && tasks >= threads;
 }
 
 Tensor conv_forward(const std::string& op, const Tensor& x, const Tensor& W, const Tensor& b,
                     const ConvOptions& options, ConvCache* cache) {
   const ConvGeometry g = make_geometry(op, x.shape(), W.shape(), options);
-  const int64_t P = g.OH * g.OW, BP = g.B * P, CKK = g.C * g.KH * g.KW;
+  const int64_t P = g.OH * g.OW, CKK = g.C * g.KH * g.KW;
+  const Chunks ch = chunks_of(g);
   flops::add_sequential_steps(1);   // every output position at once
-  Tensor col({CKK, BP});
-  im2col(g, x.data(), col.data());
-  Tensor Y({g.O, BP});   // output in [O, B, P] order
-  blas::gemm(Trans::N, Trans::N, g.O, BP, CKK, 1.0f, W.data(), CKK, col.data(), BP, 0.0f,
-             Y.data(), BP);
-  Tensor y({g.B, g.O, g.OH, g.OW});
-  const float* src = Y.data();
+  Tensor y = Tensor::uninitialized({g.B, g.O, g.OH, g.OW});
+  const float* xp = x.data();
+  const float* Wp = W.data();
   const float* bias = b.defined() ? b.data() : nullptr;
-  float* dst = y.data();
-#pragma omp parallel for collapse(2) schedule(static) if (g.O * BP >= kParallelMinElements)
-  for (int64_t n = 0; n < g.B; ++n)
-    for (int64_t o = 0; o < g.O; ++o) {
-      const float add = bias ? bias[o] : 0.0f;
-      const float* s = src + o * BP + n * P;
-      float* d = dst + (n * g.O + o) * P;
-      for (int64_t p = 0; p < P; ++p) d[p] = s[p] + add;
+  float* yp = y.data();
+  const int64_t tasks = g.B * ch.count;
+#pragma omp parallel if (spread_over_threads(tasks))
+  {
+    Tensor col = Tensor::uninitialized({CKK * ch.size});
+#pragma omp for schedule(static)
+    for (int64_t task = 0; task < tasks; ++task) {
+      const int64_t n = task / ch.count, p0 = task % ch.count * ch.size, p1 = std::min(P, p0 + ch.size);
+      im2col(g, xp + n * g.C * g.IH * g.IW, p0, p1, col.data());
+      float* yb = yp + n * g.O * P + p0;
+      blas::gemm(Trans::N, Trans::N, g.O, p1 - p0, CKK, 1.0f, Wp, CKK, col.data(), p1 - p0, 0.0f, yb, P);
+      if (bias)
+        for (int64_t o = 0; o < g.O; ++o)
+          for (int64_t k = 0; k < p1 - p0; ++k) yb[o * P + k] += bias[o];
     }
+  }
   if (cache) *cache = {x, g};
   return y;
 }
 
+// Per image n (images in kGradGroups fixed groups, each group on one thread) and chunk:
+// im2col, dW_group += dy_n[:, chunk] col^T, dcol = W^T dy_n[:, chunk] (into the same buffer),
+// col2im into dx_n; db_group from the same dy rows. The group sums are added in order.
 Tensor conv_backward(const Tensor& dy, const Tensor& W, const ConvGeometry& g, const Tensor& x,
                      Tensor& dW, Tensor& db) {
-  const int64_t P = g.OH * g.OW, BP = g.B * P, CKK = g.C * g.KH * g.KW;
+  const int64_t P = g.OH * g.OW, CKK = g.C * g.KH * g.KW, plane = g.C * g.IH * g.IW;
+  const Chunks ch = chunks_of(g);
   flops::add_sequential_steps(1);
-  // dY: [O, B*P], the permutation of dy that matches the column matrix; db from the same pass.
-  Tensor dY({g.O, BP});
-  const float* src = dy.data();
-  float* dst = dY.data();
-  float* dbias = db.defined() ? db.data() : nullptr;
-#pragma omp parallel for schedule(static) if (g.O * BP >= kParallelMinElements)
-  for (int64_t o = 0; o < g.O; ++o) {
-    float sum = 0.0f;
-    for (int64_t n = 0; n < g.B; ++n) {
-      const float* s = src + (n * g.O + o) * P;
-      float* d = dst + o * BP + n * P;
-      for (int64_t p = 0; p < P; ++p) {
-        d[p] = s[p];
-        sum += s[p];
+  const int64_t groups = std::min(g.B, kGradGroups);
+  Tensor dW_parts({groups, g.O * CKK}), db_parts({groups, g.O});
+  Tensor dx = Tensor::uninitialized({g.B, g.C, g.IH, g.IW});
+  const float *xp = x.data(), *Wp = W.data(), *dyp = dy.data();
+  float *dxp = dx.data(), *dWp = dW_parts.data(), *dbp = db_parts.data();
+#pragma omp parallel if (spread_over_threads(groups))
+  {
+    Tensor col = Tensor::uninitialized({CKK * ch.size});
+#pragma omp for schedule(dynamic)
+    for (int64_t grp = 0; grp < groups; ++grp) {
+      float* dWg = dWp + grp * g.O * CKK;
+      float* dbg = dbp + grp * g.O;
+      for (int64_t n = grp * g.B / groups; n < (grp + 1) * g.B / groups; ++n) {
+        float* dxn = dxp + n * plane;
+        std::fill(dxn, dxn + plane, 0.0f);
+        for (int64_t p0 = 0; p0 < P; p0 += ch.size) {
+          const int64_t p1 = std::min(P, p0 + ch.size), m = p1 - p0;
+          const float* dyn = dyp + n * g.O * P + p0;   // [O, m] with row stride P
+          im2col(g, xp + n * plane, p0, p1, col.data());
+          blas::gemm(Trans::N, Trans::T, g.O, CKK, m, 1.0f, dyn, P, col.data(), m, 1.0f, dWg, CKK);
+          for (int64_t o = 0; o < g.O; ++o) {
+            float sum = 0.0f;
+#pragma omp simd reduction(+ : sum)
+            for (int64_t k = 0; k < m; ++k) sum += dyn[o * P + k];
+            dbg[o] += sum;
+          }
+          blas::gemm(Trans::T, Trans::N, CKK, m, g.O, 1.0f, Wp, CKK, dyn, P, 0.0f, col.data(), m);
+          col2im(g, col.data(), p0, p1, dxn);
+        }
       }
     }
-    if (dbias) dbias[o] += sum;
   }
-  Tensor col({CKK, BP});
-  im2col(g, x.data(), col.data());
-  blas::gemm(Trans::N, Trans::T, g.O, CKK, BP, 1.0f, dY.data(), BP, col.data(), BP, 1.0f,
-             dW.data(), CKK);
-  // dcol = W^T dY reuses the column buffer.
-  blas::gemm(Trans::T, Trans::N, CKK, BP, g.O, 1.0f, W.data(), CKK, dY.data(), BP, 0.0f,
-             col.data(), BP);
-  Tensor dx({g.B, g.C, g.IH, g.IW});
-  col2im(g, col.data(), dx.data());
+  float* dWo = dW.data();
+  const int64_t wsize = g.O * CKK;
+#pragma omp parallel for schedule(static) if (wsize * groups >= kParallelMinElements)
+  for (int64_t e = 0; e < wsize; ++e) {
+    float sum = 0.0f;
+    for (int64_t grp = 0; grp < groups; ++grp) sum += dWp[grp * wsize + e];
+    dWo[e] += sum;
+  }
+  if (db.defined()) {
+    float* dbo = db.data();
+    for (int64_t o = 0; o < g.O; ++o) {
+      float sum = 0.0f;
+      for (int64_t grp = 0; grp < groups; ++grp) sum += dbp[grp * g.O + o];
+      dbo[o] += sum;
+    }
+  }
   return dx;
 }
 

@@ -29,7 +29,7 @@ Tensor dropout_forward(const Tensor& x, float p, bool training, Rng& rng, Dropou
   if (cache) cache->mask = Tensor();
   if (p == 0.0f || !training) return x;
 
-  Tensor mask(x.shape()), y(x.shape());
+  Tensor mask = Tensor::uninitialized(x.shape()), y = Tensor::uninitialized(x.shape());
   rng.fill_uniform(mask.values(), 0.0f, 1.0f);
   const int64_t n = x.numel();
   const float keep_scale = 1.0f / (1.0f - p);
@@ -48,7 +48,7 @@ Tensor dropout_forward(const Tensor& x, float p, bool training, Rng& rng, Dropou
 Tensor dropout_backward(const Tensor& dy, const DropoutCache& cache) {
   if (!cache.mask.defined()) return dy;
   check_tensor(dy, cache.mask.shape(), "dropout_backward: dy");
-  Tensor dx(dy.shape());
+  Tensor dx = Tensor::uninitialized(dy.shape());
   const int64_t n = dy.numel();
   const float *dyp = dy.data(), *mp = cache.mask.data();
   float* dxp = dx.data();

@@ -72,7 +72,7 @@ Tensor broadcast_binary(const Tensor& a, const Tensor& b, const char* name, Op o
   check_tensor(a, a.shape(), label + ": a");
   check_tensor(b, b.shape(), label + ": b");
   const Shape out = broadcast_shape(a.shape(), b.shape(), label);
-  Tensor y(out);
+  Tensor y = Tensor::uninitialized(out);
   broadcast_apply(a.data(), b.data(), y.data(), broadcast_layout(a.shape(), b.shape(), out), op);
   return y;
 }
@@ -240,7 +240,7 @@ MulGrads mul_backward(const Tensor& dy, const MulCache& cache) {
 
 Tensor scale_forward(const Tensor& x, float alpha) {
   check_tensor(x, x.shape(), "scale: x");
-  Tensor y(x.shape());
+  Tensor y = Tensor::uninitialized(x.shape());
   const float* px = x.data();
   float* py = y.data();
   const int64_t n = x.numel();

@@ -49,7 +49,7 @@ Tensor embedding_forward(const Tensor& ids, const Tensor& table, EmbeddingCache*
 
   Shape y_shape = ids.shape();
   y_shape.push_back(E);
-  Tensor y(y_shape);
+  Tensor y = Tensor::uninitialized(y_shape);   // every row copied
   const int32_t* pid = ids.idata();
   const float* pt = table.data();
   float* py = y.data();

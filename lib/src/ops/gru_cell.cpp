@@ -8,6 +8,7 @@
 #include "attn/blas/blas.hpp"
 #include "attn/core/flops.hpp"
 #include "gate_math.hpp"
+#include "vector_clones.hpp"
 
 namespace attn::ops {
 namespace {
@@ -23,26 +24,29 @@ using detail::kCellParallelMin;
 // gx: [B, 3H] input projection; gates: [B, 3H] holding h W_hh^T + b_hh in, activated r, z, n
 // out (in place). Writes h_next = (1 - z) n + z h_prev and, when hn is not null, hn = the
 // incoming W_hn h + b_hn (which backward needs).
+// One batch row of pointwise_forward, cloned for AVX2 (vector_clones.hpp).
+ATTN_VECTOR_CLONES
+void forward_row(int64_t H, const float* x, float* g, const float* hp, float* hnext) {
+#pragma omp simd   // the row is contiguous: one vector lane per hidden unit
+  for (int64_t j = 0; j < H; ++j) {
+    const float r = sigmoid(x[j] + g[j]);
+    const float z = sigmoid(x[H + j] + g[H + j]);
+    const float h_n = g[2 * H + j];
+    const float n = tanh_fast(x[2 * H + j] + r * h_n);
+    g[j] = r;
+    g[H + j] = z;
+    g[2 * H + j] = n;
+    hnext[j] = (1.0f - z) * n + z * hp[j];
+  }
+}
+
 void pointwise_forward(int64_t B, int64_t H, const float* gx, float* gates, const float* h_prev,
                        float* h_next, float* hn) {
 #pragma omp parallel for schedule(static) if (B * H >= kCellParallelMin)
   for (int64_t b = 0; b < B; ++b) {
-    const float* x = gx + b * 3 * H;
     float* g = gates + b * 3 * H;
-    const float* hp = h_prev + b * H;
-    float* hnext = h_next + b * H;
     if (hn) std::copy(g + 2 * H, g + 3 * H, hn + b * H);   // before n overwrites it
-#pragma omp simd   // the row is contiguous: one vector lane per hidden unit
-    for (int64_t j = 0; j < H; ++j) {
-      const float r = sigmoid(x[j] + g[j]);
-      const float z = sigmoid(x[H + j] + g[H + j]);
-      const float h_n = g[2 * H + j];
-      const float n = tanh_fast(x[2 * H + j] + r * h_n);
-      g[j] = r;
-      g[H + j] = z;
-      g[2 * H + j] = n;
-      hnext[j] = (1.0f - z) * n + z * hp[j];
-    }
+    forward_row(H, gx + b * 3 * H, g, h_prev + b * H, h_next + b * H);
   }
 }
 

@@ -46,7 +46,8 @@ Tensor layer_norm_forward(const Tensor& x, const Tensor& gamma, const Tensor& be
   if (!(eps >= 0.0f) || std::isinf(eps))
     throw ConfigError("layer_norm: eps must be finite and >= 0, got " + str(eps));
   const int64_t rows = x.numel() / D;
-  Tensor y(x.shape()), mean({rows}), rstd({rows});
+  Tensor y = Tensor::uninitialized(x.shape());
+  Tensor mean = Tensor::uninitialized({rows}), rstd = Tensor::uninitialized({rows});
   const float *xp = x.data(), *g = gamma.data(), *b = beta.data();
   float *yp = y.data(), *mp = mean.data(), *rp = rstd.data();
   const float inv_d = 1.0f / static_cast<float>(D);
@@ -81,7 +82,7 @@ Tensor layer_norm_backward(const Tensor& dy, const Tensor& gamma, const LayerNor
   check_tensor(dgamma, {D}, "layer_norm_backward: dgamma [D]");
   check_tensor(dbeta, {D}, "layer_norm_backward: dbeta [D]");
 
-  Tensor dx(dy.shape());
+  Tensor dx = Tensor::uninitialized(dy.shape());
   const float *xp = cache.x.data(), *dyp = dy.data(), *g = gamma.data();
   const float *mp = cache.mean.data(), *rp = cache.rstd.data();
   float* dxp = dx.data();

@@ -57,10 +57,13 @@ Tensor linear_forward(const Tensor& x, const Tensor& W, const Tensor& b, LinearC
   const bool bias = !b.empty();
   if (bias) check_tensor(b, {out}, "linear: b [out]");
 
-  Tensor y(with_last(x.shape(), out));
+  Tensor y = Tensor::uninitialized(with_last(x.shape(), out));   // bias rows or beta = 0
   float* py = y.data();
-  if (bias)
-    for (int64_t i = 0; i < rows; ++i) std::memcpy(py + i * out, b.data(), out * sizeof(float));
+  if (bias) {
+    const float* pb = b.data();
+#pragma omp parallel for schedule(static) if (rows * out >= detail::kParallelElems)
+    for (int64_t i = 0; i < rows; ++i) std::memcpy(py + i * out, pb, out * sizeof(float));
+  }
   blas::gemm(Trans::N, Trans::T, rows, out, in, 1.0f, x.data(), in, W.data(), in,
              bias ? 1.0f : 0.0f, py, out);
   if (cache) cache->x = x;
@@ -79,7 +82,7 @@ Tensor linear_backward(const Tensor& dy, const Tensor& W, const LinearCache& cac
   if (!db.empty()) check_tensor(db, {out}, "linear_backward: db [out]");
   const int64_t rows = leading_rows(x);
 
-  Tensor dx(x.shape());
+  Tensor dx = Tensor::uninitialized(x.shape());   // beta = 0
   blas::gemm(Trans::N, Trans::N, rows, in, out, 1.0f, dy.data(), out, W.data(), in, 0.0f,
              dx.data(), in);                                          // dx = dy W
   blas::gemm(Trans::T, Trans::N, out, in, rows, 1.0f, dy.data(), out, x.data(), in, 1.0f,

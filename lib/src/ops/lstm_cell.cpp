@@ -8,6 +8,7 @@
 #include "attn/blas/blas.hpp"
 #include "attn/core/flops.hpp"
 #include "gate_math.hpp"
+#include "vector_clones.hpp"
 
 namespace attn::ops {
 namespace {
@@ -19,29 +20,54 @@ using detail::add_column_sums;
 using detail::data_or_null;
 using detail::kCellParallelMin;
 
-
-// gates: [B, 4H] pre-activations in, activated i, f, g, o out (in place).
-// c_prev: [B, H] -> c_next = f c_prev + i g, h_next = o tanh(c_next) (both overwritten).
-void pointwise_forward(int64_t B, int64_t H, float* gates, const float* c_prev, float* c_next,
-                       float* h_next) {
-#pragma omp parallel for schedule(static) if (B * H >= kCellParallelMin)
-  for (int64_t b = 0; b < B; ++b) {
-    float* g = gates + b * 4 * H;
-    const float* cp = c_prev + b * H;
-    float* cn = c_next + b * H;
-    float* hn = h_next + b * H;
+// One batch row of pointwise_forward below. Each row kernel is cloned for AVX2: the five
+// nonlinearities per hidden unit otherwise cost a third of a step at H = 256.
+ATTN_VECTOR_CLONES
+void forward_row(int64_t H, const float* a, float* g, const float* cp, float* cn, float* hn) {
+#pragma omp simd
+  for (int64_t j = 0; j < 4 * H; ++j) g[j] += a[j];
 #pragma omp simd   // the row is contiguous: one vector lane per hidden unit
-    for (int64_t j = 0; j < H; ++j) {
-      const float i = sigmoid(g[j]), f = sigmoid(g[H + j]);
-      const float n = tanh_fast(g[2 * H + j]), o = sigmoid(g[3 * H + j]);
-      g[j] = i;
-      g[H + j] = f;
-      g[2 * H + j] = n;
-      g[3 * H + j] = o;
-      const float c = f * cp[j] + i * n;
-      cn[j] = c;
-      hn[j] = o * tanh_fast(c);
-    }
+  for (int64_t j = 0; j < H; ++j) {
+    const float i = sigmoid(g[j]), f = sigmoid(g[H + j]);
+    const float n = tanh_fast(g[2 * H + j]), o = sigmoid(g[3 * H + j]);
+    g[j] = i;
+    g[H + j] = f;
+    g[2 * H + j] = n;
+    g[3 * H + j] = o;
+    const float c = f * cp[j] + i * n;
+    cn[j] = c;
+    hn[j] = o * tanh_fast(c);
+  }
+}
+
+// gates: [B, 4H] pre-activations in, less the rows of `add` (row b at add + b * add_stride:
+// gates_x with stride 4H, or the bias with stride 0), which are added here rather than in a
+// pass of their own; activated i, f, g, o out (in place).
+// c_prev: [B, H] -> c_next = f c_prev + i g, h_next = o tanh(c_next) (both overwritten).
+void pointwise_forward(int64_t B, int64_t H, const float* add, int64_t add_stride, float* gates,
+                       const float* c_prev, float* c_next, float* h_next) {
+#pragma omp parallel for schedule(static) if (B * H >= kCellParallelMin)
+  for (int64_t b = 0; b < B; ++b)
+    forward_row(H, add + b * add_stride, gates + b * 4 * H, c_prev + b * H, c_next + b * H, h_next + b * H);
+}
+
+// One batch row of pointwise_backward below. Absent inputs come as a row of zeros rather than
+// null: a null test inside the loop becomes masked vector loads, which on AMD cores made this
+// pass cost a third of the step's GEMMs.
+ATTN_VECTOR_CLONES
+void backward_row(int64_t H, const float* g, const float* cp, const float* cn, const float* dh_a,
+                  const float* dh_b, const float* dc_next, float* d, float* dc_prev) {
+#pragma omp simd
+  for (int64_t j = 0; j < H; ++j) {
+    const float i = g[j], f = g[H + j], n = g[2 * H + j], o = g[3 * H + j];
+    const float dh = dh_a[j] + dh_b[j];
+    const float tc = tanh_fast(cn[j]);
+    const float dc = dc_next[j] + dh * o * (1.0f - tc * tc);
+    d[j] = dc * n * i * (1.0f - i);
+    d[H + j] = dc * cp[j] * f * (1.0f - f);
+    d[2 * H + j] = dc * i * (1.0f - n * n);
+    d[3 * H + j] = dh * tc * o * (1.0f - o);
+    dc_prev[j] = dc * f;
   }
 }
 
@@ -51,22 +77,12 @@ void pointwise_forward(int64_t B, int64_t H, float* gates, const float* c_prev, 
 void pointwise_backward(int64_t B, int64_t H, const float* gates, const float* c_prev,
                         const float* c_next, const float* dh_a, const float* dh_b,
                         const float* dc_next, float* dpre, float* dc_prev) {
-#pragma omp parallel for collapse(2) schedule(static) if (B * H >= kCellParallelMin)
+  const Tensor zeros({H});
+  const auto row = [H, &zeros](const float* p, int64_t b) { return p ? p + b * H : zeros.data(); };
+#pragma omp parallel for schedule(static) if (B * H >= kCellParallelMin)
   for (int64_t b = 0; b < B; ++b)
-    for (int64_t j = 0; j < H; ++j) {
-      const int64_t k = b * H + j;
-      const float* g = gates + b * 4 * H;
-      float* d = dpre + b * 4 * H;
-      const float i = g[j], f = g[H + j], n = g[2 * H + j], o = g[3 * H + j];
-      const float dh = (dh_a ? dh_a[k] : 0.0f) + (dh_b ? dh_b[k] : 0.0f);
-      const float tc = tanh_fast(c_next[k]);
-      const float dc = (dc_next ? dc_next[k] : 0.0f) + dh * o * (1.0f - tc * tc);
-      d[j] = dc * n * i * (1.0f - i);
-      d[H + j] = dc * c_prev[k] * f * (1.0f - f);
-      d[2 * H + j] = dc * i * (1.0f - n * n);
-      d[3 * H + j] = dh * tc * o * (1.0f - o);
-      dc_prev[k] = dc * f;
-    }
+    backward_row(H, gates + b * 4 * H, c_prev + b * H, c_next + b * H, row(dh_a, b), row(dh_b, b),
+                 row(dc_next, b), dpre + b * 4 * H, dc_prev + b * H);
 }
 
 }  // namespace
@@ -80,11 +96,12 @@ LstmState lstm_cell_forward(const Tensor& gates_x, const Tensor& h, const Tensor
   check_tensor(W_hh, {4 * H, H}, "lstm_cell: W_hh [4H, H]");
 
   flops::add_sequential_steps(1);
-  Tensor gates = gates_x.clone();   // becomes the cache's activated gates
-  blas::gemm(Trans::N, Trans::T, B, 4 * H, H, 1.0f, h.data(), H, W_hh.data(), H, 1.0f,
+  // h W_hh^T, then gates_x added in the fused pass; becomes the cache's activated gates.
+  Tensor gates = Tensor::uninitialized({B, 4 * H});
+  blas::gemm(Trans::N, Trans::T, B, 4 * H, H, 1.0f, h.data(), H, W_hh.data(), H, 0.0f,
              gates.data(), 4 * H);
-  LstmState out{Tensor({B, H}), Tensor({B, H})};
-  pointwise_forward(B, H, gates.data(), c.data(), out.c.data(), out.h.data());
+  LstmState out{Tensor::uninitialized({B, H}), Tensor::uninitialized({B, H})};
+  pointwise_forward(B, H, gates_x.data(), 4 * H, gates.data(), c.data(), out.c.data(), out.h.data());
   if (cache) *cache = {h, c, gates, out.c};
   return out;
 }
@@ -98,7 +115,8 @@ LstmCellGrads lstm_cell_backward(const Tensor& dh_next, const Tensor& dc_next, c
   check_tensor(dW_hh, {4 * H, H}, "lstm_cell_backward: dW_hh [4H, H]");
 
   flops::add_sequential_steps(1);
-  LstmCellGrads g{Tensor({B, 4 * H}), Tensor({B, H}), Tensor({B, H})};
+  LstmCellGrads g{Tensor::uninitialized({B, 4 * H}), Tensor::uninitialized({B, H}),
+                  Tensor::uninitialized({B, H})};   // each written in full below
   pointwise_backward(B, H, cache.gates.data(), cache.c.data(), cache.c_next.data(),
                      data_or_null(dh_next), nullptr, data_or_null(dc_next), g.dgates_x.data(),
                      g.dc.data());
@@ -121,14 +139,14 @@ LstmLayerOutput lstm_layer_forward(const Tensor& x, const Tensor& h0, const Tens
   check_tensor(W_hh, {4 * H, H}, "lstm_layer: W_hh [4H, H]");
   check_tensor(b, {4 * H}, "lstm_layer: b [4H]");
 
-  // gates[t] = x_t W_ih^T + b for all steps at once: bias rows, then one GEMM with beta = 1.
-  Tensor gates({T, B, 4 * H});
+  // gates[t] = x_t W_ih^T for all steps in one GEMM; each step adds h W_hh^T to its slice and
+  // the bias in the fused pass.
+  Tensor gates = Tensor::uninitialized({T, B, 4 * H});
   float* G = gates.data();
-  for (int64_t r = 0; r < T * B; ++r) std::copy(b.data(), b.data() + 4 * H, G + r * 4 * H);
-  blas::gemm(Trans::N, Trans::T, T * B, 4 * H, I, 1.0f, x.data(), I, W_ih.data(), I, 1.0f, G,
+  blas::gemm(Trans::N, Trans::T, T * B, 4 * H, I, 1.0f, x.data(), I, W_ih.data(), I, 0.0f, G,
              4 * H);
 
-  Tensor hs({T + 1, B, H}), cs({T + 1, B, H});
+  Tensor hs = Tensor::uninitialized({T + 1, B, H}), cs = Tensor::uninitialized({T + 1, B, H});
   hs[0].copy_from(h0);
   cs[0].copy_from(c0);
   float* Hs = hs.data();
@@ -139,7 +157,7 @@ LstmLayerOutput lstm_layer_forward(const Tensor& x, const Tensor& h0, const Tens
     float* g = G + t * B * 4 * H;
     blas::gemm(Trans::N, Trans::T, B, 4 * H, H, 1.0f, Hs + t * step, H, W_hh.data(), H, 1.0f, g,
                4 * H);
-    pointwise_forward(B, H, g, Cs + t * step, Cs + (t + 1) * step, Hs + (t + 1) * step);
+    pointwise_forward(B, H, b.data(), 0, g, Cs + t * step, Cs + (t + 1) * step, Hs + (t + 1) * step);
   }
   if (cache) *cache = {x, hs, cs, gates};
   return {hs.rows(1, T + 1), hs[T], cs[T]};
@@ -161,12 +179,12 @@ LstmLayerGrads lstm_layer_backward(const Tensor& dy, const Tensor& dh_T, const T
   check_tensor(db, {4 * H}, "lstm_layer_backward: db [4H]");
 
   // Carried across steps: dh (gradient reaching h_t from step t+1) and dc (likewise for c_t).
-  LstmLayerGrads g{Tensor({T, B, I}), Tensor({B, H}), Tensor({B, H})};
+  LstmLayerGrads g{Tensor::uninitialized({T, B, I}), Tensor({B, H}), Tensor({B, H})};   // dx: one GEMM at the end
   Tensor& dh = g.dh0;
   Tensor& dc = g.dc0;
   if (dh_T.defined()) dh.copy_from(dh_T);
   if (dc_T.defined()) dc.copy_from(dc_T);
-  Tensor dgates({T, B, 4 * H});
+  Tensor dgates = Tensor::uninitialized({T, B, 4 * H});   // every step writes its slice in full
   float* dG = dgates.data();
   const float* G = cache.gates.data();
   const float* Cs = cache.cs.data();

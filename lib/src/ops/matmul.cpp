@@ -81,7 +81,7 @@ void products(Trans tx, Trans ty, int64_t m, int64_t n, int64_t k, const float* 
 Tensor matmul_forward(const Tensor& a, const Tensor& b, const MatmulOptions& options,
                       MatmulCache* cache) {
   const Plan p = make_plan(a, b, options);
-  Tensor y(p.y_shape);
+  Tensor y = Tensor::uninitialized(p.y_shape);   // every GEMM below runs with beta = 0 first
   const Trans ta = options.transpose_a ? Trans::T : Trans::N;
   const Trans tb = options.transpose_b ? Trans::T : Trans::N;
   if (p.shared_b && !options.transpose_a) {
@@ -102,7 +102,8 @@ MatmulGrads matmul_backward(const Tensor& dy, const MatmulCache& cache) {
   const MatmulOptions& o = cache.options;
   const Plan p = make_plan(a, b, o);
   check_tensor(dy, p.y_shape, "matmul_backward: dy [..., M, N]");
-  MatmulGrads g{Tensor(a.shape()), Tensor(b.shape())};
+  // Overwritten in full: each gradient's first GEMM runs with beta = 0.
+  MatmulGrads g{Tensor::uninitialized(a.shape()), Tensor::uninitialized(b.shape())};
 
   // Fold the batch into rows when b is shared and a is not transposed: then a, dy and da
   // are [batch*M, *] matrices and each gradient is one GEMM.

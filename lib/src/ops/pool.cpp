@@ -64,8 +64,8 @@ inline Window window(const PoolGeometry& g, int64_t i, int64_t j) {
 }
 
 Tensor max_forward(const PoolGeometry& g, const Tensor& x, MaxPoolCache* cache) {
-  Tensor y({g.B, g.C, g.OH, g.OW});
-  Tensor argmax({g.B, g.C, g.OH, g.OW}, DType::i32);
+  Tensor y = Tensor::uninitialized({g.B, g.C, g.OH, g.OW});   // both written at every output
+  Tensor argmax = Tensor::uninitialized({g.B, g.C, g.OH, g.OW}, DType::i32);
   const float* X = x.data();
   float* Y = y.data();
   int32_t* A = argmax.idata();
@@ -104,7 +104,7 @@ Tensor max_backward(const PoolGeometry& g, const Tensor& dy, const Tensor& argma
 }
 
 Tensor avg_forward(const PoolGeometry& g, const Tensor& x, AvgPoolCache* cache) {
-  Tensor y({g.B, g.C, g.OH, g.OW});
+  Tensor y = Tensor::uninitialized({g.B, g.C, g.OH, g.OW});   // written at every output
   const float* X = x.data();
   float* Y = y.data();
   const float scale = 1.0f / static_cast<float>(g.kernel.h * g.kernel.w);

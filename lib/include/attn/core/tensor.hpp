@@ -36,6 +36,11 @@ class Tensor {
   explicit Tensor(Shape shape, DType dtype = DType::f32);   // zero-filled
 
   static Tensor zeros(Shape shape, DType dtype = DType::f32) { return Tensor(std::move(shape), dtype); }
+  // Storage NOT zero-filled: for a buffer its maker overwrites in full before anything reads it
+  // (a GEMM result with beta = 0, an im2col matrix, an elementwise output). Skips a memset pass
+  // over memory about to be written anyway, which on large blocks costs as much as a cheap op.
+  // Reading an element before writing it gives garbage: when in doubt, use the constructor.
+  static Tensor uninitialized(Shape shape, DType dtype = DType::f32);
   static Tensor full(Shape shape, float value);
   static Tensor from(Shape shape, std::vector<float> values);     // values.size() == numel
   static Tensor from_ints(Shape shape, std::vector<int32_t> values);
@@ -79,6 +84,7 @@ class Tensor {
 
  private:
   struct Storage;
+  Tensor(Shape shape, DType dtype, bool zero_fill);   // checks the shape, then allocates
   std::shared_ptr<Storage> storage_;
   int64_t offset_ = 0;          // in elements
   int64_t numel_ = 0;

@@ -8,11 +8,36 @@
 // The caches share storage with the tensors passed in or returned (no copy is made), so
 // neither may be modified in place between forward and backward.
 #pragma once
+#include <algorithm>
+#include <cmath>
 #include <string>
 
 #include "attn/core/tensor.hpp"
 
 namespace attn::ops {
+
+// tanh for float as the 13/6-degree rational interpolant of Eigen
+// (Eigen/src/Core/MathFunctionsImpl.h, generic_fast_tanh_float, MPL 2.0): no exp, no branches
+// but a clamp, within 7 ulps (4e-7 absolute) of the exact value on all floats, and about 4x
+// faster than libm's tanhf because loops calling it vectorise. For the fused loops of the
+// recurrent cells and of additive attention, where tanhf would dominate.
+inline float tanh_fast(float v) {
+  // Outside [-c, c] tanh rounds to +-1 in float; c is where the interpolant reaches 1.
+  const float c = 7.90531110763549805f;
+  const float x = std::clamp(v, -c, c);
+  const float x2 = x * x;
+  float p = x2 * -2.76076847742355e-16f + 2.00018790482477e-13f;
+  p = x2 * p + -8.60467152213735e-11f;
+  p = x2 * p + 5.12229709037114e-08f;
+  p = x2 * p + 1.48572235717979e-05f;
+  p = x2 * p + 6.37261928875436e-04f;
+  p = x2 * p + 4.89352455891786e-03f;
+  float q = x2 * 1.19825839466702e-06f + 1.18534705686654e-04f;
+  q = x2 * q + 2.26843463243900e-03f;
+  q = x2 * q + 4.89352518554385e-03f;
+  // Near 0 the quotient loses relative accuracy; tanh(x) = x to float precision there.
+  return std::fabs(v) < 4e-4f ? v : x * p / q;
+}
 
 // y = tanh(x).   x: [...]   ->   y: [...]
 struct TanhCache { Tensor y; };

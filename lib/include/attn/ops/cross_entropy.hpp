@@ -3,7 +3,8 @@
 //
 // Forward makes two passes over each row of logits (max and sum of x, then the sum of
 // exponentials) and keeps only the log-normaliser of each row, as its max and log-sum;
-// backward makes one pass writing dlogits, recomputing exp(x - lse). No [N, V] probability
+// backward makes one pass writing dlogits, recomputing exp(x - lse). A training step can
+// run both as one op (cross_entropy_forward_backward_inplace), which exponentiates once. No [N, V] probability
 // tensor is ever stored, and cross_entropy_backward_inplace writes dlogits over the logits,
 // so the largest activation of a language model needs no second buffer.
 //
@@ -28,6 +29,8 @@ struct CrossEntropyResult {
   double sum = 0.0;       // sum of the counted rows' losses (in double, order-independent)
   int64_t count = 0;      // counted rows (targets != ignore_index)
   int64_t correct = 0;    // counted rows whose target attains the row maximum (ties count)
+  double nll_sum = 0.0;   // sum of the counted rows' plain -log p_{i,t_i} (= sum without
+                          // label smoothing; for perplexity)
   Tensor losses;          // [N] each row's loss, 0 for ignored rows (per-sequence metrics)
 };
 
@@ -56,5 +59,13 @@ Tensor cross_entropy_backward(float dloss, const CrossEntropyCache& cache);
 // The same, written over cache.logits (which the caller's logits tensor shares) and returned:
 // no allocation, for when the logits are not needed after the backward pass.
 Tensor cross_entropy_backward_inplace(float dloss, CrossEntropyCache& cache);
+
+// Forward and backward in one call, for a training step that needs the logits no further:
+// returns what cross_entropy_forward returns and overwrites `logits` with dlogits (as
+// cross_entropy_backward_inplace with dloss would). Each row's exponentials are computed once
+// and kept in the row between the two passes, instead of once in each direction; dlogits
+// agree with the two-call form to rounding (exp(x - m) / s instead of exp(x - m - log s)).
+CrossEntropyResult cross_entropy_forward_backward_inplace(Tensor& logits, const Tensor& targets,
+                                                          const CrossEntropyOptions& options, float dloss);
 
 }  // namespace attn::ops
