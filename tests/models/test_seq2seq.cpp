@@ -289,6 +289,29 @@ TEST_CASE("seq2seq: beam search with beam 1 equals greedy search", "[unit][seq2s
     }
 }
 
+TEST_CASE("seq2seq: greedy and beam search never emit PAD or BOS, however the model favours them",
+          "[unit][seq2seq]") {
+  models::Seq2SeqConfig c = tiny_config(Seq2SeqScore::general, LocalAttention::global, AttentionStyle::luong,
+                                        RnnCell::gru, true, false);
+  c.tgt_vocab = 9;
+  Rng rng(13);
+  models::Seq2Seq model(c, rng);
+  int found = 0;
+  for (Param* p : model.params())
+    if (p->name == "output/b") p->value.at(models::kPad) = p->value.at(models::kBos) = 50.0f, ++found;
+  REQUIRE(found == 1);
+  const models::TokenBatch batch = tiny_batch();
+  for (int64_t beam : {1, 3}) {
+    const models::Seq2SeqDecodeResult r = model.beam_search(batch.src, batch.src_len, {7, beam, 0.0f});
+    const models::Seq2SeqDecodeResult g = model.greedy(batch.src, batch.src_len, {7, 1, 1.0f});
+    for (const auto* result : {&r, &g})
+      for (const auto& sentence : result->tokens) {
+        CHECK(!sentence.empty());
+        for (int32_t t : sentence) CHECK((t != models::kPad && t != models::kBos));
+      }
+  }
+}
+
 TEST_CASE("seq2seq: teacher forcing below 1 feeds the model's own predictions", "[unit][seq2seq]") {
   models::Seq2SeqConfig c = tiny_config(Seq2SeqScore::general, LocalAttention::global, AttentionStyle::luong,
                                         RnnCell::gru, true, false);

@@ -139,6 +139,36 @@ TEST_CASE("beam search with beam 1 equals greedy, a wider beam scores at least a
   for (size_t n = 0; n < 3; ++n) CHECK(b4.scores[n] >= g.scores[n] - 1e-5f);
 }
 
+TEST_CASE("greedy, beam search and sampling never emit PAD or BOS, however the model favours them",
+          "[unit][decode]") {
+  Rng rng(47);
+  TransformerConfig c = small_config(TransformerArch::encdec);
+  c.tie_output = false;
+  Transformer model(c, rng);
+  for (Param* p : model.params())
+    if (p->name == "output/b") p->value.at(models::kPad) = p->value.at(models::kBos) = 50.0f;
+  const std::vector<int32_t> len{5, 3};
+  const Tensor src = random_src(2, 5, len, c.src_vocab, rng);
+  const Tensor src_len = Tensor::from_ints({2}, len);
+  decode::DecodeOptions o;
+  o.max_len = 8;
+  auto reserved_free = [](const decode::DecodeResult& r) {
+    for (const auto& sentence : r.tokens)
+      for (int32_t t : sentence)
+        if (t == models::kPad || t == models::kBos) return false;
+    return true;
+  };
+  const decode::DecodeResult g = decode::greedy(model, src, src_len, o);
+  CHECK(reserved_free(g));
+  CHECK(!g.tokens[0].empty());   // the model still decodes: the next-best tokens
+  o.beam = 3;
+  CHECK(reserved_free(decode::beam_search(model, src, src_len, o)));
+  decode::SampleOptions so;
+  so.max_len = 8;
+  so.temperature = 1.0f;
+  CHECK(reserved_free(decode::sample(model, src, src_len, so, rng)));
+}
+
 TEST_CASE("want_attention returns every layer's weights, rows summing to 1", "[unit][decode]") {
   Rng rng(44);
   TransformerConfig c = small_config(TransformerArch::encdec);

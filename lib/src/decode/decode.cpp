@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "attn/core/threading.hpp"
+#include "attn/data/vocab.hpp"
 #include "attn/ops/softmax.hpp"
 
 namespace attn::decode {
@@ -68,6 +69,7 @@ Tensor next_logits(const Transformer& model, Rows& rows, const std::vector<int32
     for (int64_t r = 0; r < R; ++r) std::copy_n(h.data() + (r * T + T - 1) * D, D, last.data() + r * D);
     logits = model.output_logits(last);
   }
+  data::forbid_unproducible(logits.data(), R, V);
   return logits;
 }
 
@@ -336,6 +338,7 @@ DecodeResult beam_search(const Transformer& model, const Tensor& src, const Tens
         const float* row = lp.data() + r * V;
         const double base = score[static_cast<size_t>(r)];
         for (int64_t v = 0; v < V; ++v) {
+          if (row[v] == -std::numeric_limits<float>::infinity()) continue;   // PAD and BOS
           const double c = base + row[v];
           if (heap.size() < M) {
             heap.push({c, r, static_cast<int32_t>(v)});

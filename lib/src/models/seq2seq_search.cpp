@@ -13,6 +13,7 @@
 #include <limits>
 
 #include "attn/blas/blas.hpp"
+#include "attn/data/vocab.hpp"
 #include "attn/models/seq2seq.hpp"
 #include "seq2seq_impl.hpp"
 
@@ -82,6 +83,7 @@ struct Seq2SeqStepper {
     const float* b = m.output_.b.value.data();
     for (int64_t r = 0; r < R; ++r)
       for (int64_t v = 0; v < V; ++v) logp.at(r * V + v) += b[v];
+    data::forbid_unproducible(logp.data(), R, V);
     log_softmax_rows(logp);
     return w;
   }
@@ -207,7 +209,8 @@ Seq2SeqDecodeResult Seq2Seq::beam_search(const Tensor& src, const Tensor& src_le
         const float sk = score[n * K + k];
         if (sk == kNegInf) continue;
         const float* row = stepper.logp.data() + (n * K + k) * V;
-        for (int64_t v = 0; v < V; ++v) cands.push_back({sk + row[v], k * V + v});
+        for (int64_t v = 0; v < V; ++v)
+          if (row[v] != kNegInf) cands.push_back({sk + row[v], k * V + v});   // PAD and BOS are -inf
       }
       const size_t take = std::min<size_t>(cands.size(), static_cast<size_t>(2 * K));
       auto better = [](const Cand& a, const Cand& b) { return a.s > b.s || (a.s == b.s && a.index < b.index); };

@@ -9,6 +9,7 @@
 // position i holds the token of id i.
 #pragma once
 #include <cstdint>
+#include <limits>
 #include <span>
 #include <string>
 #include <string_view>
@@ -22,6 +23,15 @@ namespace attn::data {
 inline constexpr int32_t kPad = 0, kBos = 1, kEos = 2, kUnk = 3;
 inline constexpr int32_t kNumReserved = 4;
 inline constexpr const char* kReservedTokens[kNumReserved] = {"<pad>", "<s>", "</s>", "<unk>"};
+
+// PAD and BOS are never training targets, so a decoder must never emit them; an undertrained
+// model can still give them the top logit. Sets their logits to -inf in each of `rows` rows of
+// [rows, V] logits, so that greedy search, beam search and sampling all pass them over.
+inline void forbid_unproducible(float* logits, int64_t rows, int64_t V) {
+  for (int64_t r = 0; r < rows; ++r)
+    for (int32_t id : {kPad, kBos})
+      if (id < V) logits[r * V + id] = -std::numeric_limits<float>::infinity();
+}
 
 // Hashing std::string and std::string_view alike, so lookups need no temporary string.
 struct StringHash {
