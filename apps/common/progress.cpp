@@ -39,10 +39,11 @@ Progress::~Progress() {
 
 double Progress::now() const { return opts_.clock(); }
 
-void Progress::update(int64_t step, double loss, int64_t units) {
+void Progress::update(int64_t step, double loss, int64_t units, double rate) {
   step_ = step;
   loss_ = loss;
   units_ = units;
+  rate_ = rate;
   if (opts_.quiet) return;
   const double t = now();
   const double interval = redraw_ ? opts_.redraw_interval : opts_.line_interval;
@@ -71,7 +72,8 @@ std::string Progress::line() const {
   const double elapsed = now() - start_;
   if (elapsed > 0 && step_ > 0) {
     const bool in_units = !opts_.unit.empty();
-    const double rate = (in_units ? static_cast<double>(units_) : static_cast<double>(step_)) / elapsed;
+    const double rate = !std::isnan(rate_) ? rate_
+                        : (in_units ? static_cast<double>(units_) : static_cast<double>(step_)) / elapsed;
     char buf[32];
     std::snprintf(buf, sizeof buf, rate >= 100 ? "%.0f" : "%.3g", rate);
     os << "  " << buf << " " << (in_units ? opts_.unit : opts_.label) << "/s";

@@ -39,8 +39,13 @@ class Progress {
   Progress& operator=(const Progress&) = delete;
 
   // Step `step` (1-based) is done. loss: NaN when there is none. units: the cumulative count
-  // of work units so far (tokens, examples) when the rate is in units, else ignored.
-  void update(int64_t step, double loss = std::numeric_limits<double>::quiet_NaN(), int64_t units = 0);
+  // of work units so far (tokens, examples) when the rate is in units, else ignored. rate: when
+  // given, the rate shown instead of units (or steps) over the time since construction; the
+  // trainer's own tokens/s, for one, leaves out the time spent on validation.
+  void update(int64_t step, double loss = std::numeric_limits<double>::quiet_NaN(), int64_t units = 0,
+              double rate = std::numeric_limits<double>::quiet_NaN());
+  // The number of steps, once known (a Progress made before the work starts may learn it late).
+  void set_total(int64_t total) { total_ = total; }
   // The library's progress-callback form.
   void operator()(int64_t step, double loss) { update(step, loss); }
   // Shows the latest state now (whatever the interval) and ends the line.
@@ -60,6 +65,7 @@ class Progress {
   double start_, last_draw_ = -1e300;
   int64_t step_ = 0, units_ = 0, drawn_step_ = -1;
   double loss_ = std::numeric_limits<double>::quiet_NaN();
+  double rate_ = std::numeric_limits<double>::quiet_NaN();
   size_t last_len_ = 0;
   bool open_line_ = false;   // a redrawn line is on screen without its newline
 };

@@ -89,16 +89,13 @@ void describe_task(const Options& opts, train::TrainTask& task) {
 
 train::TrainResult run_training(const Options& opts, const train::TrainTask& task, const train::TrainConfig& config) {
   const char* tool = opts.tool().c_str();
-  std::optional<Progress> progress;
+  // Made before training starts, so that the ETA counts from the first step's start; the rate
+  // shown is the trainer's tokens per second of training steps (validation left out).
+  std::optional<Progress> progress(std::in_place, 0, ProgressOptions{.unit = "tok", .quiet = opts.quiet()});
   train::TrainCallbacks callbacks;
   callbacks.on_step = [&](const train::StepReport& r) {
-    if (!progress) {
-      ProgressOptions po;
-      po.unit = "tok";
-      po.quiet = opts.quiet();
-      progress.emplace(r.total_steps, po);
-    }
-    progress->update(r.step, r.epoch_loss, r.tokens);
+    progress->set_total(r.total_steps);
+    progress->update(r.step, r.epoch_loss, r.tokens, r.tokens_per_second);
   };
   callbacks.on_epoch = [&](const train::EpochReport& r) {
     if (opts.quiet()) return;

@@ -18,6 +18,8 @@
 #   DROPOUT [0.3]  MAX_TOKENS [2048]  WINDOW (local-p's D) [10]
 #   MAX_LEN    drop training pairs longer than this (0: keep all) [0]; for quick trials
 #   SENTENCE   the test sentence of the alignment picture [1]
+#   REUSE      1: a variant that already has its result (<variant>/row.md) is not trained again,
+#              so that a run stopped half-way, or one that adds variants, completes the table [0]
 #   ATTN_DATA_DIR  the shared data folder (../shared/data); the files are in its multi30k/
 # Results: results/seq2seq-multi30k/ — data.h5, table.md, alignment.png, valid_loss.png, and per
 # variant <variant>/: model.h5 (last epoch, with its loss curves), best.h5, train.log,
@@ -41,6 +43,7 @@ MAX_TOKENS=${MAX_TOKENS:-2048}
 WINDOW=${WINDOW:-10}
 MAX_LEN=${MAX_LEN:-0}
 SENTENCE=${SENTENCE:-1}
+REUSE=${REUSE:-0}
 DATA_DIR=${ATTN_DATA_DIR:-$ROOT/../shared/data}/multi30k
 OUT=$ROOT/results/seq2seq-multi30k
 DATA=$OUT/data.h5
@@ -127,6 +130,10 @@ train_variant() {
 
 echo "== train: $VARIANTS; $EPOCHS epochs, $PARALLEL at a time, $THREADS threads each"
 for v in $VARIANTS; do
+  if [ "$REUSE" = 1 ] && [ -f "$OUT/$v/row.md" ]; then
+    echo "$v: reusing the result in $OUT/$v (REUSE=1)"
+    continue
+  fi
   if [ "$PARALLEL" -gt 1 ]; then
     while [ "$(jobs -rp | wc -l)" -ge "$PARALLEL" ]; do wait -n || true; done
     train_variant "$v" 2>&1 | sed -u "s/^/[$v] /" &

@@ -281,6 +281,17 @@ TEST_CASE("progress: redraws in place on a terminal, units per second, quiet is 
   CHECK(os.str() == "\rstep 10  2500 tok/s  0:02 elapsed"
                     "\rstep 20  loss 1.5000  2500 tok/s  0:04 elapsed\n");
 
+  // A rate given by the caller (the trainer's, without validation time) and a total learnt late.
+  std::ostringstream given_os;
+  opts.out = &given_os;
+  {
+    cli::Progress progress(0, opts);
+    now = 10.0;
+    progress.set_total(40);
+    progress.update(20, 1.5, 10000, 3100.0);
+  }
+  CHECK(given_os.str() == "\rstep 20/40 (50%)  loss 1.5000  3100 tok/s  ETA 0:06\n");
+
   std::ostringstream quiet_os;
   opts.quiet = true;
   opts.out = &quiet_os;
