@@ -14,26 +14,6 @@ namespace {
 
 using namespace attn;
 
-constexpr int32_t kEos = 2;
-
-// The same formula as experiments/perf/seq2seq/torch_seq2seq.py (there time-major).
-models::TokenBatch make_batch(int64_t B, int64_t L, int64_t V) {
-  models::TokenBatch batch;
-  batch.src = Tensor({B, L}, DType::i32);
-  batch.tgt = Tensor({B, L}, DType::i32);
-  batch.src_len = Tensor({B}, DType::i32);
-  batch.tgt_len = Tensor({B}, DType::i32);
-  for (int64_t b = 0; b < B; ++b) {
-    for (int64_t t = 0; t < L; ++t) {
-      batch.src.idata()[b * L + t] = static_cast<int32_t>(4 + (b * 31 + t * 17) % (V - 4));
-      batch.tgt.idata()[b * L + t] = static_cast<int32_t>(t == L - 1 ? kEos : 4 + (b * 13 + t * 29 + 7) % (V - 4));
-    }
-    batch.src_len.idata()[b] = static_cast<int32_t>(L);
-    batch.tgt_len.idata()[b] = static_cast<int32_t>(L);
-  }
-  return batch;
-}
-
 // A recurrent layer over T steps of B rows, input I, hidden H, G gate rows: the input
 // projection of all steps, then per step h W_hh^T forward and dg W_hh backward, and dW_hh once
 // over all T*B rows. (A decoder's input projection is listed by the caller.)
@@ -94,7 +74,7 @@ int main(int argc, char** argv) {
   c.label_smoothing = 0.0f;
   Rng init(1);
   models::Seq2Seq model(c, init);
-  const models::TokenBatch batch = make_batch(B, L, c.tgt_vocab);
+  const models::TokenBatch batch = perf::make_batch(B, L, c.tgt_vocab);
   const ParamList plist = model.params();
   int64_t params = 0;
   for (const Param* p : plist) params += p->value.numel();

@@ -18,27 +18,6 @@ namespace {
 
 using namespace attn;
 
-constexpr int32_t kEos = 2;
-
-// Deterministic regular tokens (ids >= 4), all sentences full length, targets ending in EOS:
-// the same formula as experiments/perf/transformer/torch_transformer.py.
-models::TokenBatch make_batch(int64_t B, int64_t L, int64_t V) {
-  models::TokenBatch batch;
-  batch.src = Tensor({B, L}, DType::i32);
-  batch.tgt = Tensor({B, L}, DType::i32);
-  batch.src_len = Tensor({B}, DType::i32);
-  batch.tgt_len = Tensor({B}, DType::i32);
-  for (int64_t b = 0; b < B; ++b) {
-    for (int64_t t = 0; t < L; ++t) {
-      batch.src.idata()[b * L + t] = static_cast<int32_t>(4 + (b * 31 + t * 17) % (V - 4));
-      batch.tgt.idata()[b * L + t] = static_cast<int32_t>(t == L - 1 ? kEos : 4 + (b * 13 + t * 29 + 7) % (V - 4));
-    }
-    batch.src_len.idata()[b] = static_cast<int32_t>(L);
-    batch.tgt_len.idata()[b] = static_cast<int32_t>(L);
-  }
-  return batch;
-}
-
 // The model's matrix products (perf_util.hpp) for one training step or one greedy decoding.
 bench::GemmList model_gemms(const models::TransformerConfig& c, int64_t B, int64_t L, int64_t new_tokens,
                             bool train) {
@@ -111,7 +90,7 @@ int main(int argc, char** argv) {
   c.label_smoothing = 0.1f;
   Rng init(1);
   models::Transformer model(c, init);
-  const models::TokenBatch batch = make_batch(B, L, c.tgt_vocab);
+  const models::TokenBatch batch = perf::make_batch(B, L, c.tgt_vocab);
   const int64_t params = count_params(model);
 
   if (mode == "train") {

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "attn/models/token_batch.hpp"
 #include "bench_util.hpp"
 
 namespace attn::perf {
@@ -43,6 +44,27 @@ class Args {
  private:
   std::map<std::string, std::string> values_;
 };
+
+// B pairs of source and target length L over a vocabulary of V: deterministic regular tokens
+// (ids >= 4), every sentence full length, targets ending in EOS. The PyTorch scripts
+// (experiments/perf/*/torch_*.py) build the same batch with the same formula.
+inline models::TokenBatch make_batch(int64_t B, int64_t L, int64_t V) {
+  models::TokenBatch batch;
+  batch.src = Tensor({B, L}, DType::i32);
+  batch.tgt = Tensor({B, L}, DType::i32);
+  batch.src_len = Tensor({B}, DType::i32);
+  batch.tgt_len = Tensor({B}, DType::i32);
+  for (int64_t b = 0; b < B; ++b) {
+    for (int64_t t = 0; t < L; ++t) {
+      batch.src.idata()[b * L + t] = static_cast<int32_t>(4 + (b * 31 + t * 17) % (V - 4));
+      batch.tgt.idata()[b * L + t] =
+          static_cast<int32_t>(t == L - 1 ? models::kEos : 4 + (b * 13 + t * 29 + 7) % (V - 4));
+    }
+    batch.src_len.idata()[b] = static_cast<int32_t>(L);
+    batch.tgt_len.idata()[b] = static_cast<int32_t>(L);
+  }
+  return batch;
+}
 
 // Seconds per call of `reps` timed calls of run() after `warmup` untimed ones, each sorted:
 // elapsed time, and the process's CPU time (all threads). On a machine shared with other work

@@ -1,11 +1,19 @@
 # Shared by experiments/perf/*/run.sh (sourced, not run).
 #
-# Environment: NOMMAP     1 (default): also run PyTorch as "torch-nommap", with glibc's malloc
+# Environment: PYTHON     interpreter with torch (default /usr/bin/python3)
+#              ROUNDS     repetitions of the whole comparison (default 3; tables show the median)
+#              STEPS      timed repetitions per measurement, median taken (default 5)
+#              THREADS    thread counts (default "1 2")
+#              NOMMAP     1 (default): also run PyTorch as "torch-nommap", with glibc's malloc
 #                         told never to hand large blocks back to the system (see
 #                         transformer/README.md); 0 skips it
 #              WAIT_IDLE  seconds to wait at most, before each measurement, for the machine to
 #                         be idle (other processes below 10% of the CPUs over 3 s); default 0
 
+PYTHON=${PYTHON:-/usr/bin/python3}
+ROUNDS=${ROUNDS:-3}
+STEPS=${STEPS:-5}
+THREADS=${THREADS:-1 2}
 NOMMAP=${NOMMAP:-1}
 WAIT_IDLE=${WAIT_IDLE:-0}
 NOMMAP_TUNABLES=glibc.malloc.mmap_threshold=2147483647:glibc.malloc.trim_threshold=4294967295
@@ -37,3 +45,27 @@ wait_idle() {
 
 # The load average, for the record.
 load() { cut -d' ' -f1-3 /proc/loadavg; }
+
+# perf_start NAME EXE: checks that the benchmark program EXE and PyTorch are there, makes
+# results/perf/NAME/ and starts its raw.txt with the date, machine, load and settings. Sets OUT,
+# raw and start_load.
+perf_start() {
+  local name=$1 exe=$2
+  if [ ! -x "$exe" ]; then
+    echo "perf/$name: $exe not found; build with benchmarks (make -f Makefile.scripts build)" >&2
+    exit 1
+  fi
+  if ! "$PYTHON" -c 'import torch' 2>/dev/null; then
+    echo "perf/$name: $PYTHON cannot import torch (make -f Makefile.scripts perf-deps)" >&2
+    exit 1
+  fi
+  OUT=results/perf/$name
+  mkdir -p "$OUT"
+  raw=$OUT/raw.txt
+  start_load=$(load)
+  {
+    echo "# $(date -u +%FT%TZ) $(uname -n), load average at start: $start_load"
+    echo "# rounds $ROUNDS, steps $STEPS, threads $THREADS"
+  } >"$raw"
+  echo "perf/$name: $ROUNDS round(s), load average $start_load" >&2
+}

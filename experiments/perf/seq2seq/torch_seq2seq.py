@@ -24,14 +24,15 @@ median_s, min_s, max_s (seconds per repetition), cpu_tokens_per_s (over the proc
 time), params, tokens.
 """
 import argparse
-import statistics
-import time
+import os
+import sys
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-BOS, EOS, PAD = 1, 2, 0
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from torch_perf import BOS, PAD, make_batch, measure  # noqa: E402 (experiments/perf/torch_perf.py)
 
 
 class Seq2Seq(nn.Module):
@@ -82,16 +83,6 @@ class Seq2Seq(nn.Module):
         return torch.stack(logits).flatten(0, 1)
 
 
-def make_batch(B, L, vocab):
-    """Deterministic regular tokens (ids >= 4); targets end with EOS, all full length. [L, B]."""
-    b = torch.arange(B).unsqueeze(0)
-    t = torch.arange(L).unsqueeze(1)
-    src = 4 + (b * 31 + t * 17) % (vocab - 4)
-    tgt = 4 + (b * 13 + t * 29 + 7) % (vocab - 4)
-    tgt[-1] = EOS
-    return src, tgt
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--impl", choices=["torch", "torch-tutor"], default="torch")
@@ -111,7 +102,7 @@ def main():
     torch.manual_seed(1)
     model = Seq2Seq(a.vocab, a.embed, a.hidden, a.attention_dim, a.hidden)
     params = sum(p.numel() for p in model.parameters())
-    src, tgt = make_batch(a.batch, a.length, a.vocab)
+    src, tgt = (x.t().contiguous() for x in make_batch(a.batch, a.length, a.vocab))   # time-major [L, B]
     dec_in = torch.cat([torch.full((1, a.batch), BOS, dtype=torch.long), tgt[:-1]], dim=0)
     opt = torch.optim.Adam(model.parameters(), lr=1e-4)
     forward = model.forward_batched if a.impl == "torch" else model.forward_tutorial
@@ -124,17 +115,8 @@ def main():
         loss.backward()
         opt.step()
 
-    for _ in range(a.warmup):
-        run()
-    times, cpu = [], []
-    for _ in range(a.steps):
-        t0, c0 = time.perf_counter(), time.process_time()
-        run()
-        cpu.append(time.process_time() - c0)
-        times.append(time.perf_counter() - t0)
-    med = statistics.median(times)
-    print(f"impl={a.label or a.impl} mode=train threads={a.threads} tokens_per_s={tokens / med:.1f} median_s={med:.4f} "
-          f"min_s={min(times):.4f} max_s={max(times):.4f} cpu_tokens_per_s={tokens / statistics.median(cpu):.1f} params={params} tokens={tokens}", flush=True)
+    measure(run, impl=a.label or a.impl, mode="train", threads=a.threads, warmup=a.warmup, steps=a.steps,
+            tokens=tokens, params=params)
 
 
 if __name__ == "__main__":

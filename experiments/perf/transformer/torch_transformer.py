@@ -24,14 +24,15 @@ time), params, tokens.
 """
 import argparse
 import math
-import statistics
-import time
+import os
+import sys
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-BOS, EOS, PAD = 1, 2, 0
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from torch_perf import BOS, PAD, make_batch, measure  # noqa: E402 (experiments/perf/torch_perf.py)
 
 
 class Layer(nn.Module):
@@ -133,16 +134,6 @@ class Transformer(nn.Module):
         return self.logits(self.decode(dec_in, self.encode(src)))
 
 
-def make_batch(B, L, vocab):
-    """Deterministic regular tokens (ids >= 4); targets end with EOS, all full length."""
-    b = torch.arange(B).unsqueeze(1)
-    t = torch.arange(L).unsqueeze(0)
-    src = 4 + (b * 31 + t * 17) % (vocab - 4)
-    tgt = 4 + (b * 13 + t * 29 + 7) % (vocab - 4)
-    tgt[:, -1] = EOS
-    return src, tgt
-
-
 def greedy_cached(model, src, new_tokens):
     B = src.shape[0]
     memory = model.encode(src)
@@ -219,19 +210,9 @@ def main():
                 out = search(model, src, a.new_tokens)
             assert out.shape == (a.batch, a.new_tokens)
 
-    for _ in range(a.warmup):
-        run()
-    times, cpu = [], []
-    for _ in range(a.steps):
-        t0, c0 = time.perf_counter(), time.process_time()
-        run()
-        cpu.append(time.process_time() - c0)
-        times.append(time.perf_counter() - t0)
-    med = statistics.median(times)
-    impl = a.label or ("torch" if a.mode != "decode-rerun" else "torch-rerun")
-    mode = "train" if a.mode == "train" else "decode"
-    print(f"impl={impl} mode={mode} threads={a.threads} tokens_per_s={tokens / med:.1f} median_s={med:.4f} "
-          f"min_s={min(times):.4f} max_s={max(times):.4f} cpu_tokens_per_s={tokens / statistics.median(cpu):.1f} params={params} tokens={tokens}", flush=True)
+    measure(run, impl=a.label or ("torch" if a.mode != "decode-rerun" else "torch-rerun"),
+            mode="train" if a.mode == "train" else "decode", threads=a.threads, warmup=a.warmup, steps=a.steps,
+            tokens=tokens, params=params)
 
 
 if __name__ == "__main__":

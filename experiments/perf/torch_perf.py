@@ -1,0 +1,38 @@
+"""Shared by the PyTorch sides of experiments/perf/*/ (torch_*.py): the benchmark batch and the
+timed repetitions with their one line of key=value pairs, as bench/perf_util.hpp has them for
+the attnlab side."""
+import statistics
+import time
+
+import torch
+
+BOS, EOS, PAD = 1, 2, 0
+
+
+def make_batch(B, L, vocab):
+    """Deterministic regular tokens (ids >= 4), all sentences full length, targets ending in
+    EOS: src, tgt [B, L], the formula of make_batch in bench/perf_util.hpp."""
+    b = torch.arange(B).unsqueeze(1)
+    t = torch.arange(L).unsqueeze(0)
+    src = 4 + (b * 31 + t * 17) % (vocab - 4)
+    tgt = 4 + (b * 13 + t * 29 + 7) % (vocab - 4)
+    tgt[:, -1] = EOS
+    return src, tgt
+
+
+def measure(run, *, impl, mode, threads, warmup, steps, tokens, params):
+    """Calls run() `warmup` times, then times `steps` calls and prints impl, mode, threads,
+    tokens_per_s (over the median time), median_s, min_s, max_s (seconds per call),
+    cpu_tokens_per_s (over the process's median CPU time), params and tokens."""
+    for _ in range(warmup):
+        run()
+    times, cpu = [], []
+    for _ in range(steps):
+        t0, c0 = time.perf_counter(), time.process_time()
+        run()
+        cpu.append(time.process_time() - c0)
+        times.append(time.perf_counter() - t0)
+    med = statistics.median(times)
+    print(f"impl={impl} mode={mode} threads={threads} tokens_per_s={tokens / med:.1f} median_s={med:.4f} "
+          f"min_s={min(times):.4f} max_s={max(times):.4f} cpu_tokens_per_s={tokens / statistics.median(cpu):.1f} "
+          f"params={params} tokens={tokens}", flush=True)
