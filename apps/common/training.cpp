@@ -91,7 +91,10 @@ train::TrainResult run_training(const Options& opts, const train::TrainTask& tas
   const char* tool = opts.tool().c_str();
   // Made before training starts, so that the ETA counts from the first step's start; the rate
   // shown is the trainer's tokens per second of training steps (validation left out).
-  std::optional<Progress> progress(std::in_place, 0, ProgressOptions{.unit = "tok", .quiet = opts.quiet()});
+  ProgressOptions shown;
+  shown.unit = "tok";
+  shown.quiet = opts.quiet();
+  std::optional<Progress> progress(std::in_place, 0, shown);
   train::TrainCallbacks callbacks;
   callbacks.on_step = [&](const train::StepReport& r) {
     progress->set_total(r.total_steps);
