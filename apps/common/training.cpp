@@ -6,7 +6,6 @@
 #include <cstdio>
 #include <cstring>
 #include <iostream>
-#include <optional>
 
 #include "attn/train/checkpoints.hpp"
 #include "common/cli.hpp"
@@ -89,40 +88,42 @@ void describe_task(const Options& opts, train::TrainTask& task) {
 
 train::TrainResult run_training(const Options& opts, const train::TrainTask& task, const train::TrainConfig& config) {
   const char* tool = opts.tool().c_str();
-  // Made before training starts, so that the ETA counts from the first step's start; the rate
-  // shown is the trainer's tokens per second of training steps (validation left out).
-  ProgressOptions shown;
-  shown.unit = "tok";
-  shown.quiet = opts.quiet();
-  std::optional<Progress> progress(std::in_place, 0, shown);
-  train::TrainCallbacks callbacks;
-  callbacks.on_step = [&](const train::StepReport& r) {
-    progress->set_total(r.total_steps);
-    progress->update(r.step, r.epoch_loss, r.tokens, r.tokens_per_second);
-  };
-  callbacks.on_epoch = [&](const train::EpochReport& r) {
-    if (opts.quiet()) return;
-    if (progress) progress->finish();
-    char line[256];
-    std::snprintf(line, sizeof line, "%s train: epoch %lld%s (step %lld): train loss %.4f", tool,
-                  static_cast<long long>(r.epoch + 1), r.partial ? " (partial)" : "",
-                  static_cast<long long>(r.step), r.train.loss());
-    std::cerr << line;
-    if (r.valid.tokens > 0) {
-      std::snprintf(line, sizeof line, ", valid loss %.4f, perplexity %.3f, token accuracy %.4f", r.valid.loss(),
-                    r.valid.perplexity(), r.valid.accuracy());
-      std::cerr << line;
-    }
-    std::cerr << "\n";
-  };
-
   train::TrainResult result;
-  try {
-    result = train::fit(task, config, callbacks);
-  } catch (const IoError& e) {   // the inputs were read before: a failure now is in writing
-    throw OutputError(e.what());
+  {
+    // Made before training starts, so that the ETA counts from the first step's start; the rate
+    // shown is the trainer's tokens per second of training steps (validation left out). The
+    // scope ends it (and closes a redrawn line) before the summary below.
+    ProgressOptions shown;
+    shown.unit = "tok";
+    shown.quiet = opts.quiet();
+    Progress progress(0, shown);
+    train::TrainCallbacks callbacks;
+    callbacks.on_step = [&](const train::StepReport& r) {
+      progress.set_total(r.total_steps);
+      progress.update(r.step, r.epoch_loss, r.tokens, r.tokens_per_second);
+    };
+    callbacks.on_epoch = [&](const train::EpochReport& r) {
+      if (opts.quiet()) return;
+      progress.finish();
+      char line[256];
+      std::snprintf(line, sizeof line, "%s train: epoch %lld%s (step %lld): train loss %.4f", tool,
+                    static_cast<long long>(r.epoch + 1), r.partial ? " (partial)" : "",
+                    static_cast<long long>(r.step), r.train.loss());
+      std::cerr << line;
+      if (r.valid.tokens > 0) {
+        std::snprintf(line, sizeof line, ", valid loss %.4f, perplexity %.3f, token accuracy %.4f", r.valid.loss(),
+                      r.valid.perplexity(), r.valid.accuracy());
+        std::cerr << line;
+      }
+      std::cerr << "\n";
+    };
+
+    try {
+      result = train::fit(task, config, callbacks);
+    } catch (const IoError& e) {   // the inputs were read before: a failure now is in writing
+      throw OutputError(e.what());
+    }
   }
-  progress.reset();
 
   const std::string& model_path = config.model_path;
   char summary[512];

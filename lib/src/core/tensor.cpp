@@ -120,7 +120,7 @@ Tensor::Tensor(Shape shape, DType dtype, bool zero_fill) : shape_(std::move(shap
   storage_ = std::make_shared<Storage>(static_cast<size_t>(numel_) * 4, zero_fill);
 }
 
-Tensor Tensor::uninitialized(Shape shape, DType dtype) { return Tensor(std::move(shape), dtype, false); }
+Tensor Tensor::uninitialized(Shape shape, DType dtype) { return Tensor(std::move(shape), dtype, /*zero_fill=*/false); }
 
 Tensor Tensor::full(Shape shape, float value) {
   Tensor t = uninitialized(std::move(shape));

@@ -20,11 +20,7 @@ using detail::add_column_sums;
 using detail::data_or_null;
 using detail::kCellParallelMin;
 
-
-// gx: [B, 3H] input projection; gates: [B, 3H] holding h W_hh^T + b_hh in, activated r, z, n
-// out (in place). Writes h_next = (1 - z) n + z h_prev and, when hn is not null, hn = the
-// incoming W_hn h + b_hn (which backward needs).
-// One batch row of pointwise_forward, cloned for AVX2 (vector_clones.hpp).
+// One batch row of pointwise_forward below, cloned for AVX2 (vector_clones.hpp).
 ATTN_VECTOR_CLONES
 void forward_row(int64_t H, const float* x, float* g, const float* hp, float* hnext) {
 #pragma omp simd   // the row is contiguous: one vector lane per hidden unit
@@ -40,6 +36,9 @@ void forward_row(int64_t H, const float* x, float* g, const float* hp, float* hn
   }
 }
 
+// gx: [B, 3H] input projection; gates: [B, 3H] holding h W_hh^T + b_hh in, activated r, z, n
+// out (in place). Writes h_next = (1 - z) n + z h_prev and, when hn is not null, hn = the
+// incoming W_hn h + b_hn (which backward needs).
 void pointwise_forward(int64_t B, int64_t H, const float* gx, float* gates, const float* h_prev,
                        float* h_next, float* hn) {
 #pragma omp parallel for schedule(static) if (B * H >= kCellParallelMin)
