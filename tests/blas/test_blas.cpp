@@ -1,6 +1,7 @@
 #include "attn/blas/blas.hpp"
 
 #include "attn/core/flops.hpp"
+#include "attn/core/threading.hpp"
 #include "test_support.hpp"
 
 using namespace attn;
@@ -27,6 +28,37 @@ TEST_CASE("blas: gemm and batched gemm match the naive loops for every transpose
                                            ldb, K * N, 0.25f, R.data(), N, M * N, batch);
       CHECK_THAT(C, test::close_to(R, 1e-5));
     }
+}
+
+// Products of 2^19 multiply-adds and more are split into one block of C per thread (by rows,
+// or by columns when C has few rows), and large batches of them spread one matrix per thread or
+// run one split product at a time; every way must give the naive loops' numbers, also when the
+// operands are views with row strides wider than their rows.
+TEST_CASE("blas: products split over threads match the naive loops", "[unit][blas]") {
+  const int before = num_threads();
+  set_num_threads(2);
+  Rng rng(5);
+  struct Shape { int64_t M, N, K, batch; };
+  for (const Shape& s : {Shape{96, 80, 80, 1}, Shape{20, 300, 100, 1}, Shape{130, 70, 70, 3},
+                         Shape{300, 120, 120, 3}})
+    for (Trans ta : {Trans::N, Trans::T})
+      for (Trans tb : {Trans::N, Trans::T}) {
+        CAPTURE(s.M, s.N, s.K, s.batch, ta == Trans::T, tb == Trans::T);
+        const int64_t lda = (ta == Trans::T ? s.M : s.K) + 3, ldb = (tb == Trans::T ? s.K : s.N) + 5;
+        const int64_t ldc = s.N + 2;
+        const int64_t sa = lda * (ta == Trans::T ? s.K : s.M), sb = ldb * (tb == Trans::T ? s.N : s.K);
+        const int64_t sc = ldc * s.M;
+        Tensor A = randn({s.batch, sa}, rng), B = randn({s.batch, sb}, rng);
+        Tensor C = randn({s.batch, sc}, rng), R = C.clone();
+        flops::reset();
+        blas::gemm_strided_batched(ta, tb, s.M, s.N, s.K, 0.5f, A.data(), lda, sa, B.data(), ldb, sb,
+                                   0.25f, C.data(), ldc, sc, s.batch);
+        CHECK(flops::count() == s.batch * s.M * s.N * s.K);
+        blas::gemm_strided_batched_reference(ta, tb, s.M, s.N, s.K, 0.5f, A.data(), lda, sa,
+                                             B.data(), ldb, sb, 0.25f, R.data(), ldc, sc, s.batch);
+        CHECK_THAT(C, test::close_to(R, 1e-4));
+      }
+  set_num_threads(before);
 }
 
 TEST_CASE("blas: every product feeds the multiply-add counter", "[unit][blas]") {

@@ -4,6 +4,9 @@
 #include <cblas.h>
 #include <omp.h>
 
+#include <algorithm>
+#include <utility>
+
 #include "attn/core/flops.hpp"
 
 namespace attn::blas {
@@ -11,15 +14,37 @@ namespace {
 
 CBLAS_TRANSPOSE cblas_trans(Trans t) { return t == Trans::T ? CblasTrans : CblasNoTrans; }
 
-// Below this many multiply-adds per matrix, a batch runs one matrix per thread (each GEMM
-// single-threaded) instead of handing every small GEMM to all BLAS threads. OpenBLAS itself
-// runs any GEMM of at most 2^18 multiply-adds on one thread (GEMM_MULTITHREAD_THRESHOLD), so
-// a cutoff at or below that left a batch of 64 x 64 x 64 products (attention heads at T = 64)
-// on one core; up to about 100^3, one matrix per thread beats threading each one.
-constexpr int64_t kSmallGemm = 1 << 20;
-// ...but a whole batch below this many multiply-adds runs on the calling thread: waking the
-// team would cost more than the arithmetic.
-constexpr int64_t kMinSpread = 1 << 15;
+// OpenBLAS 0.3.21 (Debian 12) threads a GEMM poorly below a few million multiply-adds, and
+// worse than one thread between 2^18 and 2^22 (two threads on 128 x 128 x 64: 28 GFLOP/s,
+// one thread: 96). Splitting C into one block of rows (or columns) per thread, each block a
+// single-threaded sgemm, measured faster at every size from 2^19 up, large ones included
+// (2 threads, GFLOP/s, OpenBLAS's threads -> split: 1536 x 256 x 256: 164 -> 210;
+// 1536 x 1024 x 256: 187 -> 210; 1024^3: 198 -> 209). Below kMinSplit one thread is fastest.
+constexpr int64_t kMinSplit = int64_t{1} << 19;
+// A batch of matrices runs one matrix per thread when that balances (every item below
+// kSpreadAny, or the items divide among the threads with at most 1/8 idle); a whole batch
+// below kMinSpread runs on the calling thread: waking the team costs more than the arithmetic.
+constexpr int64_t kSpreadAny = int64_t{1} << 22;
+constexpr int64_t kMinSpread = int64_t{1} << 15;
+// Split points fall on multiples of the sgemm kernels' register block.
+constexpr int64_t kSplitAlign = 16;
+
+void sgemm(Trans ta, Trans tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
+           int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
+  cblas_sgemm(CblasRowMajor, cblas_trans(ta), cblas_trans(tb), static_cast<blasint>(M),
+              static_cast<blasint>(N), static_cast<blasint>(K), alpha, A, static_cast<blasint>(lda),
+              B, static_cast<blasint>(ldb), beta, C, static_cast<blasint>(ldc));
+}
+
+// Threads available to a call made here: 1 inside a parallel region, where OpenBLAS also runs
+// on the calling thread only.
+int free_threads() { return omp_in_parallel() ? 1 : omp_get_max_threads(); }
+
+// [begin, end) of part `part` of `n` split into `parts` aligned pieces (some may be empty).
+std::pair<int64_t, int64_t> piece(int64_t n, int part, int parts) {
+  const int64_t step = (n / parts + kSplitAlign - 1) / kSplitAlign * kSplitAlign;
+  return {std::min(n, part * step), part + 1 == parts ? n : std::min(n, (part + 1) * step)};
+}
 
 }  // namespace
 
@@ -27,9 +52,28 @@ void gemm(Trans ta, Trans tb, int64_t M, int64_t N, int64_t K, float alpha, cons
           int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
   if (M == 0 || N == 0) return;
   flops::add(M * N * K);
-  cblas_sgemm(CblasRowMajor, cblas_trans(ta), cblas_trans(tb), static_cast<blasint>(M),
-              static_cast<blasint>(N), static_cast<blasint>(K), alpha, A, static_cast<blasint>(lda),
-              B, static_cast<blasint>(ldb), beta, C, static_cast<blasint>(ldc));
+  const int threads = free_threads();
+  if (threads == 1 || M * N * K < kMinSplit) {
+    sgemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    return;
+  }
+  // Rows of C (of op(A)) while each thread gets a full register block of them, else columns.
+  const bool by_rows = M >= 2 * kSplitAlign * threads || M >= N;
+#pragma omp parallel num_threads(threads)
+  {
+    const int t = omp_get_thread_num();
+    if (by_rows) {
+      const auto [m0, m1] = piece(M, t, threads);
+      if (m1 > m0)
+        sgemm(ta, tb, m1 - m0, N, K, alpha, ta == Trans::T ? A + m0 : A + m0 * lda, lda, B, ldb,
+              beta, C + m0 * ldc, ldc);
+    } else {
+      const auto [n0, n1] = piece(N, t, threads);
+      if (n1 > n0)
+        sgemm(ta, tb, M, n1 - n0, K, alpha, A, lda, tb == Trans::T ? B + n0 * ldb : B + n0, ldb,
+              beta, C + n0, ldc);
+    }
+  }
 }
 
 void gemm_strided_batched(Trans ta, Trans tb, int64_t M, int64_t N, int64_t K, float alpha,
@@ -37,16 +81,22 @@ void gemm_strided_batched(Trans ta, Trans tb, int64_t M, int64_t N, int64_t K, f
                           int64_t ldb, int64_t strideB, float beta, float* C, int64_t ldc,
                           int64_t strideC, int64_t batch) {
   if (M == 0 || N == 0 || batch == 0) return;
-  flops::add(batch * M * N * K);
-  const bool spread = M * N * K < kSmallGemm && batch * M * N * K >= kMinSpread && batch > 1 &&
-                      omp_get_max_threads() > 1;
-  // Inside an OpenMP parallel region OpenBLAS runs each call on the calling thread only.
-#pragma omp parallel for schedule(static) if (spread)
+  const int64_t item = M * N * K;
+  const int threads = free_threads();
+  const int64_t rounds = (batch + threads - 1) / threads;
+  const bool spread = threads > 1 && batch > 1 && batch * item >= kMinSpread &&
+                      (item < kSpreadAny || 8 * rounds * threads <= 9 * batch);
+  if (!spread) {   // each product on its own, split over the threads when it is large enough
+    for (int64_t b = 0; b < batch; ++b)
+      gemm(ta, tb, M, N, K, alpha, A + b * strideA, lda, B + b * strideB, ldb, beta, C + b * strideC,
+           ldc);
+    return;
+  }
+  flops::add(batch * item);
+#pragma omp parallel for schedule(static) num_threads(threads)
   for (int64_t b = 0; b < batch; ++b)
-    cblas_sgemm(CblasRowMajor, cblas_trans(ta), cblas_trans(tb), static_cast<blasint>(M),
-                static_cast<blasint>(N), static_cast<blasint>(K), alpha, A + b * strideA,
-                static_cast<blasint>(lda), B + b * strideB, static_cast<blasint>(ldb), beta,
-                C + b * strideC, static_cast<blasint>(ldc));
+    sgemm(ta, tb, M, N, K, alpha, A + b * strideA, lda, B + b * strideB, ldb, beta, C + b * strideC,
+          ldc);
 }
 
 void gemv(Trans ta, int64_t rows, int64_t cols, float alpha, const float* A, int64_t lda,

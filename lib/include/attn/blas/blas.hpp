@@ -11,11 +11,13 @@ namespace attn::blas {
 enum class Trans : bool { N = false, T = true };
 
 // C[M, N] = alpha * op(A)[M, K] * op(B)[K, N] + beta * C.   lda/ldb/ldc are row strides.
+// Outside a parallel region, a product of 2^19 multiply-adds or more is split into one block of
+// C per thread, each a single-threaded sgemm; inside one, it runs on the calling thread.
 void gemm(Trans ta, Trans tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
           int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc);
 
 // `batch` independent GEMMs; matrix b of each operand starts at X + b * strideX.
-// Small products are spread over threads one matrix per thread; large ones use BLAS threads.
+// Spread over the threads one matrix each when that balances; else one product at a time.
 void gemm_strided_batched(Trans ta, Trans tb, int64_t M, int64_t N, int64_t K, float alpha,
                           const float* A, int64_t lda, int64_t strideA, const float* B,
                           int64_t ldb, int64_t strideB, float beta, float* C, int64_t ldc,
