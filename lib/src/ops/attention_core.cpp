@@ -10,6 +10,7 @@
 
 #include "attn/blas/blas.hpp"
 #include "attn/core/flops.hpp"
+#include "attn/core/threading.hpp"
 #include "vector_clones.hpp"
 
 namespace attn::ops {
@@ -101,18 +102,37 @@ std::pair<int64_t, int64_t> block_range(const RowMask* rows, int64_t n) {
 
 // ---- materialised path ----------------------------------------------------------------------
 
+// One task per head (scores, their softmax, the weighted sum), so a head's weights are still in
+// cache when the second product reads them and the threads meet once, not three times.
+// With fewer heads than threads, each step runs on all threads in turn instead.
 Tensor forward_materialised(const Tensor& q, const Tensor& k, const Tensor& v, float scale,
                             const AttentionMask& mask, const Dims& d, Tensor& P) {
   const int64_t BH = d.B * d.H;
   P = Tensor::uninitialized({d.B, d.H, d.T, d.S});   // both products below run with beta = 0
-  // scores[bh] = scale * q[bh] k[bh]^T : [T, S]
-  blas::gemm_strided_batched(Trans::N, Trans::T, d.T, d.S, d.Dk, scale, q.data(), d.Dk, d.T * d.Dk, k.data(),
-                             d.Dk, d.S * d.Dk, 0.0f, P.data(), d.S, d.T * d.S, BH);
-  masked_softmax_inplace(P, mask);
   Tensor out = Tensor::uninitialized({d.B, d.H, d.T, d.Dv});
-  // out[bh] = P[bh] v[bh] : [T, Dv]
-  blas::gemm_strided_batched(Trans::N, Trans::N, d.T, d.Dv, d.S, 1.0f, P.data(), d.S, d.T * d.S, v.data(),
-                             d.Dv, d.S * d.Dv, 0.0f, out.data(), d.Dv, d.T * d.Dv, BH);
+  if (BH < 2 * num_threads()) {
+    // scores[bh] = scale * q[bh] k[bh]^T : [T, S]
+    blas::gemm_strided_batched(Trans::N, Trans::T, d.T, d.S, d.Dk, scale, q.data(), d.Dk, d.T * d.Dk,
+                               k.data(), d.Dk, d.S * d.Dk, 0.0f, P.data(), d.S, d.T * d.S, BH);
+    masked_softmax_inplace(P, mask);
+    // out[bh] = P[bh] v[bh] : [T, Dv]
+    blas::gemm_strided_batched(Trans::N, Trans::N, d.T, d.Dv, d.S, 1.0f, P.data(), d.S, d.T * d.S,
+                               v.data(), d.Dv, d.S * d.Dv, 0.0f, out.data(), d.Dv, d.T * d.Dv, BH);
+    return out;
+  }
+  const int32_t* lengths = lengths_of(mask);
+  const float *qp = q.data(), *kp = k.data(), *vp = v.data();
+  float *pp = P.data(), *op = out.data();
+#pragma omp parallel for schedule(static) if (BH * d.T * d.S * (d.Dk + d.Dv) >= kParallelWork)
+  for (int64_t bh = 0; bh < BH; ++bh) {
+    float* ph = pp + bh * d.T * d.S;
+    blas::gemm(Trans::N, Trans::T, d.T, d.S, d.Dk, scale, qp + bh * d.T * d.Dk, d.Dk, kp + bh * d.S * d.Dk,
+               d.Dk, 0.0f, ph, d.S);
+    for (int64_t t = 0; t < d.T; ++t)
+      softmax_row(ph + t * d.S, d.S, row_mask(mask, lengths, bh / d.H, t, d.T, d.S));
+    blas::gemm(Trans::N, Trans::N, d.T, d.Dv, d.S, 1.0f, ph, d.S, vp + bh * d.S * d.Dv, d.Dv, 0.0f,
+               op + bh * d.T * d.Dv, d.Dv);
+  }
   return out;
 }
 
