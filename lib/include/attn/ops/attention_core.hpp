@@ -3,8 +3,8 @@
 // over a batch of B * H independent heads, plus the masked row softmax it is built on.
 //
 // Two paths compute the same numbers:
-//  * materialised: the scores are one batched GEMM [T, S] per head, softmaxed in place, and the
-//    weighted sum a second batched GEMM. It keeps the weights P [B, H, T, S] for backward and
+//  * materialised: per head, the scores are one GEMM [T, S], softmaxed in place, and the
+//    weighted sum a second GEMM (one task per head). It keeps the weights P [B, H, T, S] for backward and
 //    hands them out on request. It computes all T x S scores whatever the mask. Best for short
 //    sequences (S <= kStreamMinKeys), and the only path that returns weights.
 //  * streaming (Dao et al. 2022; FlashAttention-2's loop order, Dao 2023): query blocks of
