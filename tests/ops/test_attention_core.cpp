@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "attn/core/flops.hpp"
+#include "attn/core/threading.hpp"
 #include "test_support.hpp"
 
 using namespace attn;
@@ -149,6 +150,31 @@ TEST_CASE("attention: the streaming path equals the materialised path", "[unit][
       CHECK_THAT(gs.dk, test::close_to(gm.dk, 1e-5));
       CHECK_THAT(gs.dv, test::close_to(gm.dv, 1e-5));
     }
+}
+
+// The materialised path runs one task per head when the heads divide among the threads, and
+// otherwise two batched products around a row-parallel softmax: both must give the one-thread
+// numbers (B H = 2 and 6 heads on 2 and 3 threads covers both ways).
+TEST_CASE("attention: the materialised path gives the same numbers on any number of threads",
+          "[unit][attention]") {
+  const int before = num_threads();
+  Rng rng(8);
+  const int64_t B = 2, T = 9, S = 10, Dk = 6, Dv = 5;
+  for (const MaskCase& mc : mask_cases(T, S, rng))
+    for (int64_t H : {1, 3}) {
+      const Tensor q = randn({B, H, T, Dk}, rng), k = randn({B, H, S, Dk}, rng), v = randn({B, H, S, Dv}, rng);
+      set_num_threads(1);
+      Tensor w1, w;
+      const Tensor o1 = ops::attention_forward(q, k, v, 0.6f, mc.mask, nullptr, &w1, materialised_opts());
+      for (int threads : {2, 3}) {
+        INFO("mask " << mc.name << ", H " << H << ", threads " << threads);
+        set_num_threads(threads);
+        const Tensor o = ops::attention_forward(q, k, v, 0.6f, mc.mask, nullptr, &w, materialised_opts());
+        CHECK_THAT(o, test::close_to(o1, 1e-6));
+        CHECK_THAT(w, test::close_to(w1, 1e-6));
+      }
+    }
+  set_num_threads(before);
 }
 
 TEST_CASE("attention: the automatic path streams long keys and materialises when weights are asked",
