@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "attn/core/flops.hpp"
+#include "attn/core/threading.hpp"
 
 namespace attn::blas {
 namespace {
@@ -22,7 +23,7 @@ CBLAS_TRANSPOSE cblas_trans(Trans t) { return t == Trans::T ? CblasTrans : Cblas
 // 1536 x 1024 x 256: 187 -> 210; 1024^3: 198 -> 209). Below kMinSplit one thread is fastest.
 constexpr int64_t kMinSplit = int64_t{1} << 19;
 // A batch of matrices runs one matrix per thread when that balances (every item below
-// kSpreadAny, or the items divide among the threads with at most 1/8 idle); a whole batch
+// kSpreadAny, or the items balance over the threads: tasks_balance); a whole batch
 // below kMinSpread runs on the calling thread: waking the team costs more than the arithmetic.
 constexpr int64_t kSpreadAny = int64_t{1} << 22;
 constexpr int64_t kMinSpread = int64_t{1} << 15;
@@ -83,9 +84,8 @@ void gemm_strided_batched(Trans ta, Trans tb, int64_t M, int64_t N, int64_t K, f
   if (M == 0 || N == 0 || batch == 0) return;
   const int64_t item = M * N * K;
   const int threads = free_threads();
-  const int64_t rounds = (batch + threads - 1) / threads;
   const bool spread = threads > 1 && batch > 1 && batch * item >= kMinSpread &&
-                      (item < kSpreadAny || 8 * rounds * threads <= 9 * batch);
+                      (item < kSpreadAny || tasks_balance(batch, threads));
   if (!spread) {   // each product on its own, split over the threads when it is large enough
     for (int64_t b = 0; b < batch; ++b)
       gemm(ta, tb, M, N, K, alpha, A + b * strideA, lda, B + b * strideB, ldb, beta, C + b * strideC,

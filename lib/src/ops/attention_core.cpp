@@ -104,14 +104,13 @@ std::pair<int64_t, int64_t> block_range(const RowMask* rows, int64_t n) {
 
 // One task per head (scores, their softmax, the weighted sum), so a head's weights are still in
 // cache when the second product reads them and the threads meet once, not three times.
-// When the heads do not divide among the threads (at most 1/8 idle), each step runs on all
-// threads in turn instead.
+// When the heads do not balance over the threads, each step runs on all threads in turn instead.
 Tensor forward_materialised(const Tensor& q, const Tensor& k, const Tensor& v, float scale,
                             const AttentionMask& mask, const Dims& d, Tensor& P) {
-  const int64_t BH = d.B * d.H, threads = num_threads(), rounds = (BH + threads - 1) / threads;
+  const int64_t BH = d.B * d.H;
   P = Tensor::uninitialized({d.B, d.H, d.T, d.S});   // both products below run with beta = 0
   Tensor out = Tensor::uninitialized({d.B, d.H, d.T, d.Dv});
-  if (8 * rounds * threads > 9 * BH) {
+  if (!tasks_balance(BH, num_threads())) {
     // scores[bh] = scale * q[bh] k[bh]^T : [T, S]
     blas::gemm_strided_batched(Trans::N, Trans::T, d.T, d.S, d.Dk, scale, q.data(), d.Dk, d.T * d.Dk,
                                k.data(), d.Dk, d.S * d.Dk, 0.0f, P.data(), d.S, d.T * d.S, BH);

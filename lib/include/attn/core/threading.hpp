@@ -13,4 +13,12 @@ inline constexpr int64_t kParallelMinElements = int64_t{1} << 15;
 void set_num_threads(int n);
 int num_threads();
 
+// Whether `tasks` equal tasks, one per thread at a time, keep `threads` threads busy at least
+// 8/9 of the time: when they do not, splitting each task over all the threads balances better
+// than one task per thread.
+inline bool tasks_balance(int64_t tasks, int64_t threads) {
+  const int64_t rounds = (tasks + threads - 1) / threads;
+  return 8 * rounds * threads <= 9 * tasks;
+}
+
 }  // namespace attn

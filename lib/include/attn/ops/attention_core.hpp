@@ -4,8 +4,8 @@
 //
 // Two paths compute the same numbers:
 //  * materialised: per head, the scores are one GEMM [T, S], softmaxed in place, and the
-//    weighted sum a second GEMM (one task per head). It keeps the weights P [B, H, T, S] for backward and
-//    hands them out on request. It computes all T x S scores whatever the mask. Best for short
+//    weighted sum a second GEMM (one task per head). It keeps the weights P [B, H, T, S] for
+//    backward and hands them out on request. It computes all T x S scores whatever the mask. Best for short
 //    sequences (S <= kStreamMinKeys), and the only path that returns weights.
 //  * streaming (Dao et al. 2022; FlashAttention-2's loop order, Dao 2023): query blocks of
 //    `block_q` rows walk over key blocks of `block_k` keys with a running (online) softmax, so
