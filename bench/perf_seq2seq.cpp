@@ -63,7 +63,7 @@ int main(int argc, char** argv) {
   models::Seq2SeqConfig c;
   c.src_vocab = c.tgt_vocab = args.integer("vocab");
   c.embed_dim = args.integer("embed");
-  c.cell = models::RnnCell::gru;
+  c.cell = nn::RnnCell::gru;
   c.enc_hidden = c.dec_hidden = args.integer("hidden");
   c.enc_layers = 1;
   c.bidirectional = true;

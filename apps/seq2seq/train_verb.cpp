@@ -70,7 +70,7 @@ models::Seq2SeqConfig config_from_options(const cli::Options& opts, const train:
   c.src_vocab = vocabs.src.size();
   c.tgt_vocab = vocabs.tgt.size();
   c.embed_dim = opts.get<int64_t>("embed-dim");
-  c.cell = models::parse_rnn_cell(opts.get<std::string>("cell"));
+  c.cell = nn::parse_rnn_cell(opts.get<std::string>("cell"));
   c.enc_hidden = opts.get<int64_t>("hidden");
   c.enc_layers = opts.get<int64_t>("layers");
   c.bidirectional = opts.get<bool>("bidirectional");

@@ -15,7 +15,7 @@
 using namespace attn;
 using models::AttentionStyle;
 using models::LocalAttention;
-using models::RnnCell;
+using nn::RnnCell;
 using models::Seq2SeqScore;
 
 namespace {
@@ -54,7 +54,7 @@ models::TokenBatch tiny_batch() {
 
 std::string describe(const models::Seq2SeqConfig& c) {
   return std::string(models::seq2seq_score_name(c.attention)) + "/" + models::local_attention_name(c.local) + "/" +
-         models::attention_style_name(c.style) + "/" + models::rnn_cell_name(c.cell) +
+         models::attention_style_name(c.style) + "/" + nn::rnn_cell_name(c.cell) +
          (c.bidirectional ? "/bi" : "/uni") + (c.encoder_self_attention ? "/self-attn" : "");
 }
 

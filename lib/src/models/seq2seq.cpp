@@ -49,7 +49,7 @@ void copy_rows(const float* x, int64_t ldx, float* y, int64_t ldy, int64_t rows,
 // Without self-attention, the layer op (one input GEMM for all steps). With it, the simplified
 // LSTMN of seq2seq.hpp: the input projection of x is still one GEMM; per step the attention over
 // h_0..h_{t-1} with query h_{t-1} and the projection of its context h~_t.
-Tensor run_direction(const Rnn& rnn, const nn::Attention* self_attn, const Tensor& x, Impl::DirCache* dc) {
+Tensor run_direction(const nn::Rnn& rnn, const nn::Attention* self_attn, const Tensor& x, Impl::DirCache* dc) {
   if (self_attn == nullptr) return rnn.layer(x, dc ? &dc->layer : nullptr);
   const int64_t S = x.dim(0), B = x.dim(1), I = x.dim(2), H = rnn.hidden(), G = rnn.gates();
   Tensor gx({S * B, G});
@@ -63,7 +63,7 @@ Tensor run_direction(const Rnn& rnn, const nn::Attention* self_attn, const Tenso
     dc->steps.assign(S, {});
     dc->attn.assign(S, {});
   }
-  RnnState st = rnn.zero_state(B);
+  nn::RnnState st = rnn.zero_state(B);
   for (int64_t t = 0; t < S; ++t) {
     Tensor gxt = gx.rows(t * B, (t + 1) * B);
     if (t > 0) {   // h~_t = attention(h_{t-1}; h_0 .. h_{t-1}), causal at position t - 1
@@ -81,12 +81,12 @@ Tensor run_direction(const Rnn& rnn, const nn::Attention* self_attn, const Tenso
 }
 
 // dy: [S, B, H] -> dx: [S, B, I]; adds into the direction's params.
-Tensor backward_direction(Rnn& rnn, nn::Attention* self_attn, const Tensor& dy, Impl::DirCache& dc) {
+Tensor backward_direction(nn::Rnn& rnn, nn::Attention* self_attn, const Tensor& dy, Impl::DirCache& dc) {
   if (self_attn == nullptr) return rnn.layer_backward(dy, dc.layer);
   const int64_t S = dy.dim(0), B = dy.dim(1), H = dy.dim(2), I = dc.x.dim(2), G = rnn.gates();
   nn::AttentionMemoryGrad grad = self_attn->begin_backward(dc.memory);
   Tensor dgx({S * B, G});
-  RnnState dnext = rnn.zero_state(B);
+  nn::RnnState dnext = rnn.zero_state(B);
   for (int64_t t = S - 1; t >= 0; --t) {
     // dh_t = dy_t + (from step t+1: cell and attention query) + (as a key of steps > t)
     Tensor dh({B, H});
@@ -97,7 +97,7 @@ Tensor backward_direction(Rnn& rnn, nn::Attention* self_attn, const Tensor& dy, 
     for (int64_t b = 0; b < B; ++b)
       for (int64_t i = 0; i < H; ++i)
         dhp[b * H + i] = dyp[b * H + i] + dn[b * H + i] + dk[(b * S + t) * H + i];
-    RnnState dprev;
+    nn::RnnState dprev;
     const Tensor dg = rnn.step_backward({dh, dnext.c}, dc.steps[t], dprev);
     std::memcpy(dgx.data() + t * B * G, dg.data(), static_cast<size_t>(B * G) * sizeof(float));
     if (t > 0) {
@@ -248,7 +248,7 @@ Seq2Seq::Seq2Seq(const Seq2SeqConfig& config, Rng& rng) : config_(config) {
     for (int64_t d = 0; d < dirs; ++d) {
       const std::string name = "encoder/layer" + std::to_string(l) + (d == 0 ? "/fwd" : "/bwd");
       const int64_t I = (l == 0 ? E : Dv) + (c.encoder_self_attention ? H : 0);
-      EncoderRnn er{Rnn(c.cell, I, H, name, rng), nullptr};
+      EncoderRnn er{nn::Rnn(c.cell, I, H, name, rng), nullptr};
       if (c.encoder_self_attention)
         er.self_attn = std::make_unique<nn::Attention>(nn::AttentionConfig{nn::ScoreKind::general, H, H, 0, 0},
                                                        name + "/self_attn", rng);
@@ -257,7 +257,7 @@ Seq2Seq::Seq2Seq(const Seq2SeqConfig& config, Rng& rng) : config_(config) {
   bridge_ = nn::Linear(Dv, Dd, "bridge", rng);
   tgt_embed_ = nn::Embedding(c.tgt_vocab, E, "decoder/embedding", rng, 1.0f, kPad);
   const int64_t extra = c.style == AttentionStyle::bahdanau ? Dc : Dd;   // [e; c] or [e; h~]
-  decoder_ = Rnn(c.cell, E + extra, Dd, "decoder/rnn", rng);
+  decoder_ = nn::Rnn(c.cell, E + extra, Dd, "decoder/rnn", rng);
   if (c.attention != Seq2SeqScore::none)
     attention_ = std::make_unique<nn::Attention>(
         nn::AttentionConfig{score_kind(c.attention), Dd, Dv, c.attention_dim, c.max_src_len}, "decoder/attention",
@@ -398,7 +398,7 @@ Tensor Seq2SeqImpl::decoder_step(const Seq2Seq& m, int64_t t, const float* gx_e,
   const int64_t B = st.s.h.dim(0), E = c.embed_dim, Dd = c.dec_hidden, Dv = c.context_dim();
   const int64_t Do = c.output_input_dim(), G = m.decoder_.gates();
   std::memcpy(st.gx.data(), gx_e, static_cast<size_t>(B * G) * sizeof(float));
-  RnnStepCache* rc = cache ? &cache->rnn : nullptr;
+  nn::RnnStepCache* rc = cache ? &cache->rnn : nullptr;
   Tensor ctx, weights;
   auto attend_with = [&](const Tensor& q) {
     attend(c, *m.attention_, m.local_W_, m.local_v_, t, q, enc, cache, ctx, weights);
@@ -434,7 +434,7 @@ namespace {
 
 // The teacher-forced forward (scheduled sampling when training with teacher_forcing < 1):
 // fills run.enc, run.O and run.logits; with caches, everything backward needs.
-void run_forward(const Seq2Seq& m, const Seq2SeqConfig& c, const nn::Embedding& tgt_embed, const Rnn& decoder,
+void run_forward(const Seq2Seq& m, const Seq2SeqConfig& c, const nn::Embedding& tgt_embed, const nn::Rnn& decoder,
                  const nn::Linear& output, const TokenBatch& batch, bool training, bool keep_caches, Rng& rng,
                  Impl::Run& run, float* alignment) {
   Impl::check_source(m, batch.src, batch.src_len, "seq2seq");
@@ -538,14 +538,14 @@ LossStats Seq2Seq::train_step(const TokenBatch& batch, Rng& dropout_rng) {
   const bool luong = c.style == AttentionStyle::luong;
   if (!luong) copy_rows(dO.data() + Dd + Dv, Do, dEmb.data(), E, T * B, E);   // o_t's e_t part
   else dPRE = Tensor({T * B, Dd});
-  RnnState dstate = decoder_.zero_state(B);   // dL/ds_t from the steps after t
+  nn::RnnState dstate = decoder_.zero_state(B);   // dL/ds_t from the steps after t
   Tensor dfeed = luong ? Tensor({B, Dd}) : Tensor();
   const float* W_ih = decoder_.W_ih.value.data();
   for (int64_t t = T - 1; t >= 0; --t) {
     Impl::StepCache& sc = run.steps[t];
     const float* do_t = dO.data() + t * B * Do;
     Tensor dh({B, Dd});
-    RnnState dprev;
+    nn::RnnState dprev;
     if (!luong) {
       copy_rows(do_t, Do, dh.data(), Dd, B, Dd);
       add_into(dh.data(), dstate.h.data(), B * Dd);

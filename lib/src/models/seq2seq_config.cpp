@@ -24,13 +24,6 @@ std::string num(double v) {
 
 }  // namespace
 
-RnnCell parse_rnn_cell(const std::string& name) {
-  if (name == "gru") return RnnCell::gru;
-  if (name == "lstm") return RnnCell::lstm;
-  bad_name("cell", name, "gru or lstm");
-}
-const char* rnn_cell_name(RnnCell cell) { return cell == RnnCell::gru ? "gru" : "lstm"; }
-
 Seq2SeqScore parse_seq2seq_score(const std::string& name) {
   if (name == "none") return Seq2SeqScore::none;
   if (name == "dot") return Seq2SeqScore::dot;
@@ -110,7 +103,7 @@ std::map<std::string, io::AttrValue> Seq2SeqConfig::to_attrs() const {
   return {{"src_vocab", src_vocab},
           {"tgt_vocab", tgt_vocab},
           {"embed_dim", embed_dim},
-          {"cell", std::string(rnn_cell_name(cell))},
+          {"cell", std::string(nn::rnn_cell_name(cell))},
           {"enc_hidden", enc_hidden},
           {"enc_layers", enc_layers},
           {"bidirectional", int64_t{bidirectional}},
@@ -164,7 +157,7 @@ Seq2SeqConfig Seq2SeqConfig::from_attrs(const std::map<std::string, io::AttrValu
   int_of("src_vocab", c.src_vocab);
   int_of("tgt_vocab", c.tgt_vocab);
   int_of("embed_dim", c.embed_dim);
-  string_of("cell", parse_rnn_cell, c.cell);
+  string_of("cell", nn::parse_rnn_cell, c.cell);
   int_of("enc_hidden", c.enc_hidden);
   int_of("enc_layers", c.enc_layers);
   bool_of("bidirectional", c.bidirectional);

@@ -13,12 +13,12 @@ struct Seq2SeqImpl {
   // ---- encoder -------------------------------------------------------------------------------
   // One direction of one layer, its input already in processing order (reversed for bwd).
   struct DirCache {
-    RnnLayerCache layer;                      // plain RNN: the layer op's cache
+    nn::RnnLayerCache layer;                      // plain RNN: the layer op's cache
     Tensor x;                                 // self-attention: [S, B, I] the input
     Tensor ctx;                               // [S, B, H] h~_t (row 0 zeros)
     Tensor keys;                              // [B, S, H] h_t, batch-major (the attention memory)
     nn::AttentionMemory memory;
-    std::vector<RnnStepCache> steps;
+    std::vector<nn::RnnStepCache> steps;
     std::vector<nn::AttentionStepCache> attn;
   };
   struct LayerCache {
@@ -45,13 +45,13 @@ struct Seq2SeqImpl {
 
   // ---- decoder -------------------------------------------------------------------------------
   struct DecoderState {
-    RnnState s;                               // s_t
+    nn::RnnState s;                               // s_t
     Tensor feed;                              // luong: h~_t [B, Dd] (input feeding)
     Tensor gx;                                // scratch [B, G]: the step's input projection
     Tensor cs;                                // luong scratch [B, Dv + Dd] when not training
   };
   struct StepCache {
-    RnnStepCache rnn;
+    nn::RnnStepCache rnn;
     nn::AttentionStepCache attn;
     Tensor zp;                                // local_p: tanh(W_p q) [B, A]
     Tensor sig;                               // local_p: sigmoid(v_p . zp) [B]

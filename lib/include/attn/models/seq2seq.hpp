@@ -50,11 +50,11 @@
 #include "attn/core/rng.hpp"
 #include "attn/core/tensor.hpp"
 #include "attn/io/hdf5_file.hpp"
-#include "attn/models/seq2seq_rnn.hpp"
 #include "attn/models/token_batch.hpp"
 #include "attn/nn/attention.hpp"
 #include "attn/nn/layers.hpp"
 #include "attn/nn/param.hpp"
+#include "attn/nn/rnn.hpp"
 
 namespace attn::models {
 
@@ -65,8 +65,6 @@ enum class LocalAttention : uint8_t { global, local_m, local_p };
 
 // Parsers accept the names printed by the *_name functions (and "scaled-dot", "additive",
 // "local-m", "local-p"); anything else throws ConfigError listing the valid names.
-RnnCell parse_rnn_cell(const std::string& name);                 // gru, lstm
-const char* rnn_cell_name(RnnCell cell);
 Seq2SeqScore parse_seq2seq_score(const std::string& name);       // none, dot, general, concat, ...
 const char* seq2seq_score_name(Seq2SeqScore score);
 AttentionStyle parse_attention_style(const std::string& name);   // bahdanau, luong
@@ -77,7 +75,7 @@ const char* local_attention_name(LocalAttention local);
 struct Seq2SeqConfig {
   int64_t src_vocab = 0, tgt_vocab = 0;   // V_src, V (ids 0..3 are PAD, BOS, EOS, UNK)
   int64_t embed_dim = 256;                // E (source and target)
-  RnnCell cell = RnnCell::gru;
+  nn::RnnCell cell = nn::RnnCell::gru;
   int64_t enc_hidden = 256;               // H per direction
   int64_t enc_layers = 1;
   bool bidirectional = true;              // memory width Dv = 2H (else H)
@@ -150,7 +148,7 @@ class Seq2Seq {
   friend struct Seq2SeqStepper;   // the searches (seq2seq_search.cpp)
 
   struct EncoderRnn {
-    Rnn rnn;
+    nn::Rnn rnn;
     std::unique_ptr<nn::Attention> self_attn;   // encoder_self_attention only
   };
 
@@ -158,7 +156,7 @@ class Seq2Seq {
   nn::Embedding src_embed_, tgt_embed_;
   std::vector<EncoderRnn> encoder_;        // [layer * dirs + dir]
   nn::Linear bridge_;
-  Rnn decoder_;
+  nn::Rnn decoder_;
   std::unique_ptr<nn::Attention> attention_;
   Param local_W_, local_v_;                // local_p: W_p [A, Dd], v_p [A]
   nn::Linear combine_;                     // luong: W_c [Dd, Dv + Dd], no bias

@@ -1,14 +1,21 @@
-// models::Rnn: a GRU or LSTM chosen at run time, over the cell and layer ops.
-#include "attn/models/seq2seq_rnn.hpp"
+// nn::Rnn: a GRU or LSTM chosen at run time, over the cell and layer ops.
+#include "attn/nn/rnn.hpp"
 
 #include <algorithm>
 #include <cmath>
 
 #include "attn/blas/blas.hpp"
 
-namespace attn::models {
+namespace attn::nn {
 
 using blas::Trans;
+
+RnnCell parse_rnn_cell(const std::string& name) {
+  if (name == "gru") return RnnCell::gru;
+  if (name == "lstm") return RnnCell::lstm;
+  throw ConfigError("unknown cell '" + name + "' (expected gru or lstm)");
+}
+const char* rnn_cell_name(RnnCell cell) { return cell == RnnCell::gru ? "gru" : "lstm"; }
 
 Rnn::Rnn(RnnCell cell, int64_t input, int64_t hidden, const std::string& name, Rng& rng) : cell_(cell) {
   const int64_t G = (cell == RnnCell::gru ? 3 : 4) * hidden;
@@ -101,4 +108,4 @@ Tensor Rnn::layer_backward(const Tensor& dy, const RnnLayerCache& cache) {
       .dx;
 }
 
-}  // namespace attn::models
+}  // namespace attn::nn

@@ -1,5 +1,8 @@
-// The recurrent building block of the RNN encoder-decoder: one GRU or LSTM, chosen at run
-// time, over the cell and layer ops of ops/gru_cell.hpp and ops/lstm_cell.hpp.
+// nn::Rnn: a recurrent layer with its parameters, one GRU or LSTM chosen at run time, over the
+// cell and layer ops of ops/gru_cell.hpp and ops/lstm_cell.hpp. The RNN encoder-decoder, the
+// NTM's controller and the captioner's decoder are built from it: a whole sequence at once
+// (`layer`) when the input of every step is known in advance, one `step` at a time when it
+// depends on the previous step (attention contexts, memory reads).
 //
 // The input projection W_ih may be wider than the part the caller precomputes: a decoder whose
 // input is [e_t; c_t] precomputes e W_ih[:, :E]^T + b for all steps in ONE GEMM and adds the
@@ -15,9 +18,12 @@
 #include "attn/ops/gru_cell.hpp"
 #include "attn/ops/lstm_cell.hpp"
 
-namespace attn::models {
+namespace attn::nn {
 
 enum class RnnCell : uint8_t { gru, lstm };
+// "gru", "lstm"; parsing anything else throws ConfigError listing both.
+RnnCell parse_rnn_cell(const std::string& name);
+const char* rnn_cell_name(RnnCell cell);
 
 // The recurrent state: h [B, H], and c [B, H] for an LSTM (undefined for a GRU).
 struct RnnState {
@@ -76,4 +82,4 @@ class Rnn {
   RnnCell cell_ = RnnCell::gru;
 };
 
-}  // namespace attn::models
+}  // namespace attn::nn
