@@ -46,9 +46,9 @@ void run_eval(const Options& opts, const ModelReads& reads,
   const train::TokenSplit s = read_split(opts, reads);
   const train::EvalResult r = evaluate(s, opts.get<int64_t>("max-tokens"));
   std::string line = opts.tool() + " eval: " + s.name + ": loss " + fixed(r.stats.loss(), 4) + ", perplexity " +
-                     fixed(r.stats.perplexity(), 3) + ", token accuracy " + fixed(r.stats.accuracy(), 4);
+                     fixed(train::perplexity(r.stats), 3) + ", token accuracy " + fixed(train::token_accuracy(r.stats), 4);
   if (r.accuracy.sequences > 0) line += ", sequence accuracy " + fixed(r.accuracy.sequence_accuracy(), 4);
-  print_summary(opts, line + " (" + std::to_string(s.size()) + " sentences, " + std::to_string(r.stats.tokens) +
+  print_summary(opts, line + " (" + std::to_string(s.size()) + " sentences, " + std::to_string(r.stats.units) +
                           " tokens)");
 }
 

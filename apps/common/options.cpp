@@ -20,6 +20,9 @@ namespace attn::cli {
 namespace {
 
 constexpr unsigned kHelpWidth = 100;
+// Descriptions get at least this many columns: a long option (an enumeration's choices) then has
+// its description on the next line instead of pushing every description to the right.
+constexpr unsigned kHelpDescription = 64;
 constexpr const char* kStray = "stray-word";   // hidden: catches positional words to reject them
 
 // Options that say how to run, not what was made: never echoed nor stored.
@@ -37,7 +40,7 @@ std::string shortest(F value) {   // the shortest text that reads back as the sa
 // The typed value and text of one stored option; std::logic_error for a type we do not know.
 ConfigEntry entry_of(const std::string& name, const po::variable_value& v) {
   const boost::any& a = v.value();
-  ConfigEntry e{name, int64_t{0}, "", v.defaulted()};
+  ConfigEntry e{name, int64_t{0}, "", v.defaulted(), OptionGroup::own};
   auto integer = [&](int64_t x) { e.value = x; e.text = std::to_string(x); };
   if (const auto* p = boost::any_cast<bool>(&a)) {
     integer(*p ? 1 : 0);
@@ -100,6 +103,14 @@ std::function<void(const std::string&)> one_of(const std::string& flag,
   };
 }
 
+po::typed_value<std::string>* choice(const std::string& flag, const std::string& default_value,
+                                     std::vector<std::string> allowed) {
+  std::string names;
+  for (const std::string& a : allowed) names += (names.empty() ? "" : "|") + a;
+  return po::value<std::string>()->value_name(names)->default_value(default_value)->notifier(
+      one_of(flag, std::move(allowed)));
+}
+
 void require_at_least(const Options& opts, const std::string& flag, const std::string& other_flag) {
   const int64_t v = opts.get<int64_t>(flag), bound = opts.get<int64_t>(other_flag);
   if (v < bound)
@@ -127,7 +138,9 @@ std::vector<int64_t> parse_int_list(const std::string& flag, const std::string& 
 
 Options::Options(std::string tool, std::string synopsis, std::string about)
     : tool_(std::move(tool)), synopsis_(std::move(synopsis)), about_(std::move(about)),
-      own_("Options", kHelpWidth), general_("General options", kHelpWidth) {
+      own_("Options", kHelpWidth, kHelpDescription), model_("Model options", kHelpWidth, kHelpDescription),
+      optimizer_("Optimizer options", kHelpWidth, kHelpDescription),
+      general_("General options", kHelpWidth, kHelpDescription) {
   general_.add_options()
       ("config", po::value<std::string>()->value_name("FILE"),
        "read options from an INI file of `name = value` lines (the command line wins)")
@@ -137,6 +150,8 @@ Options::Options(std::string tool, std::string synopsis, std::string about)
 }
 
 po::options_description_easy_init Options::add() { return own_.add_options(); }
+po::options_description_easy_init Options::add_model() { return model_.add_options(); }
+po::options_description_easy_init Options::add_optimizer() { return optimizer_.add_options(); }
 
 Options& Options::data(const std::string& help, bool required) {
   auto* v = po::value<std::string>()->value_name("FILE");
@@ -159,10 +174,7 @@ Options& Options::out(const std::string& help) {
 }
 
 Options& Options::split(const std::string& default_split) {
-  own_.add_options()("split", po::value<std::string>()->value_name("NAME")
-                                  ->default_value(default_split)
-                                  ->notifier(one_of("split", {"train", "valid", "test"})),
-                     "which split of --data: train, valid or test");
+  own_.add_options()("split", choice("split", default_split, {"train", "valid", "test"}), "which split of --data");
   return *this;
 }
 
@@ -214,8 +226,11 @@ bool Options::parse(int argc, char** argv) {
   command_ = shell_quote(tool_);
   for (int i = 0; i < argc; ++i) command_ += " " + shell_quote(argv[i]);
 
-  po::options_description visible(kHelpWidth);
-  visible.add(own_).add(general_);
+  po::options_description visible(kHelpWidth, kHelpDescription);
+  visible.add(own_);
+  if (!model_.options().empty()) visible.add(model_);
+  if (!optimizer_.options().empty()) visible.add(optimizer_);
+  visible.add(general_);
   po::options_description all(visible);
   all.add_options()(kStray, po::value<std::vector<std::string>>());
   po::positional_options_description positional;
@@ -269,11 +284,14 @@ bool Options::parse(int argc, char** argv) {
 
 std::vector<ConfigEntry> Options::config() const {
   std::vector<ConfigEntry> entries;
-  for (const auto& opt : own_.options()) {
-    const std::string& name = opt->long_name();
-    if (is_meta(name) || !has(name)) continue;
-    entries.push_back(entry_of(name, vm_[name]));
-  }
+  for (const auto& [group, description] : {std::pair{OptionGroup::own, &own_}, std::pair{OptionGroup::model, &model_},
+                                           std::pair{OptionGroup::optimizer, &optimizer_}})
+    for (const auto& opt : description->options()) {
+      const std::string& name = opt->long_name();
+      if (is_meta(name) || !has(name)) continue;
+      entries.push_back(entry_of(name, vm_[name]));
+      entries.back().group = group;
+    }
   return entries;
 }
 

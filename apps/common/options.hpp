@@ -37,12 +37,18 @@ namespace attn::cli {
 
 namespace po = boost::program_options;
 
+// Which --help section an option is listed in. A train verb stores the model's options through
+// the model's own configuration and the optimizer's as resolved (common/training.hpp), the
+// others as given.
+enum class OptionGroup : uint8_t { own, model, optimizer };
+
 // One entry of the effective configuration.
 struct ConfigEntry {
   std::string name;                                   // the long flag name: "min-len"
   io::AttrValue value;                                // bool as 0/1, float as its shortest decimal
   std::string text;                                   // as echoed: "20", "0.001", "m30k.h5"
   bool defaulted = false;                             // the default, not given by the user
+  OptionGroup group = OptionGroup::own;
 };
 
 class Options {
@@ -53,6 +59,10 @@ class Options {
 
   // The verb's own options, Boost.ProgramOptions style: opts.add()("n", po::value<...>, "...").
   po::options_description_easy_init add();
+  // The same for the options that define a model ("Model options" in --help) and the
+  // optimizer's ("Optimizer options").
+  po::options_description_easy_init add_model();
+  po::options_description_easy_init add_optimizer();
 
   // The shared flags. Each returns *this so that they chain.
   Options& data(const std::string& help, bool required = true);    // --data FILE ("-": stdin)
@@ -95,7 +105,7 @@ class Options {
 
  private:
   std::string tool_, synopsis_, about_, verb_, command_;
-  po::options_description own_, general_;
+  po::options_description own_, model_, optimizer_, general_;
   po::variables_map vm_;
   bool quiet_ = false;
   bool echo_ = true;
@@ -165,6 +175,10 @@ std::function<void(const T&)> in_range(const std::string& flag, T lo, T hi) {
 // The string must be one of `allowed`: "--split must be one of train, valid, test, got 'dev'".
 std::function<void(const std::string&)> one_of(const std::string& flag,
                                                 std::vector<std::string> allowed);
+// An enumerated string option with a default: --help shows `--cell gru|lstm (=gru)`, and any
+// other value is a usage error listing the choices (one_of).
+po::typed_value<std::string>* choice(const std::string& flag, const std::string& default_value,
+                                     std::vector<std::string> allowed);
 
 // "10,15,20" (or "10, 15, 20") -> {10, 15, 20}; ConfigError "--<flag> must be integers separated
 // by commas, got '<text>'" for anything else (an empty item, a lone sign, trailing text).

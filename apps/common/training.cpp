@@ -1,71 +1,210 @@
-// The train verbs' shared options, configuration, progress and summary (training.hpp).
+// Every tool's train verb: shared options, optimizer resolution, the stored configuration,
+// progress and summary lines (training.hpp).
 #include "common/training.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
-#include <cstring>
 #include <iostream>
 
+#include "attn/io/checkpoint.hpp"
 #include "attn/train/checkpoints.hpp"
 #include "common/cli.hpp"
 #include "common/progress.hpp"
 
 namespace attn::cli {
+namespace {
 
-void add_batch_options(Options& opts, int64_t default_max_tokens, int64_t default_epochs) {
-  opts.add()("max-tokens", int_value(default_max_tokens)->notifier(positive<int64_t>("max-tokens")),
-             "tokens per batch (B x longest length, padding included)");
-  opts.epochs(default_epochs);
-  opts.add()("steps", int_value(0)->notifier(at_least<int64_t>("steps", 0)),
-             "stop after this many optimizer steps (0: no limit); alone, it replaces --epochs");
+using optim::OptimizerKind;
+
+// The end of every train verb's --help text: what the model file holds.
+constexpr const char* kTrainFilesAbout =
+    "The model file holds /config, /params, /optimizer, /state and /metrics (learning curves), and\n"
+    "--resume continues from it to the same bits as an uninterrupted run.";
+
+// A float constant as the decimal it was written as (0.98f -> 0.98, not 0.9800000190734863).
+double decimal(float v) {
+  char buf[32];
+  const auto res = std::to_chars(buf, buf + sizeof buf, v);
+  return std::stod(std::string(buf, res.ptr));
 }
 
-void add_run_options(Options& opts, double default_clip) {
+std::string kind_names(std::initializer_list<OptimizerKind> kinds) {
+  std::string out;
+  for (OptimizerKind k : kinds) out += (out.empty() ? "" : " or ") + std::string(optim::optimizer_kind_name(k));
+  return out;
+}
+
+void add_optimizer_options(Options& opts, const OptimizerDefaults& d) {
+  auto real = [](const std::string& flag, double dflt) {
+    return po::value<double>()->value_name("X")->default_value(dflt, format_number(dflt))->notifier(
+        at_least<double>(flag, 0.0));
+  };
+  auto per_kind = [](const char* what, double adam, double rmsprop, double sgd) {
+    std::string h = what;
+    h += " (default: ";
+    bool first = true;
+    for (const auto& [name, v] : {std::pair{"adam", adam}, std::pair{"rmsprop", rmsprop}, std::pair{"sgd", sgd}})
+      if (!std::isnan(v)) h += (first ? "" : ", ") + std::string(name) + " " + format_number(v), first = false;
+    return h + ")";
+  };
+  const char* kind = optim::optimizer_kind_name(d.kind);
+  opts.add_optimizer()
+      ("optimizer", choice("optimizer", kind, {"sgd", "rmsprop", "adam", "adamw"}),
+       "sgd (momentum, Nesterov), rmsprop (Graves 2013's centred form), adam, adamw")
+      ("lr", real("lr", d.lr), "learning rate; with inverse-sqrt its peak (0: (model width * warmup)^-0.5)")
+      ("lr-schedule", choice("lr-schedule", d.schedule, {"constant", "inverse-sqrt", "step"}),
+       "constant; inverse-sqrt: linear warm-up, then 1/sqrt(step) (Vaswani et al. eq. 3); step: multiplied "
+       "by --lr-decay after every --lr-decay-every epochs")
+      ("warmup", int_value(d.warmup)->notifier(positive<int64_t>("warmup")), "warm-up steps of inverse-sqrt")
+      ("lr-decay", po::value<double>()->value_name("X")->default_value(d.lr_decay, format_number(d.lr_decay))
+                       ->notifier(in_range<double>("lr-decay", 1e-9, 1.0)),
+       "factor of the step schedule")
+      ("lr-decay-every", int_value(d.lr_decay_every)->notifier(positive<int64_t>("lr-decay-every")),
+       "epochs between the step schedule's decays")
+      ("beta1", po::value<double>()->value_name("X")->notifier(in_range<double>("beta1", 0.0, 0.999999)),
+       per_kind("Adam's beta1", d.adam.beta1, NAN, NAN).c_str())
+      ("beta2", po::value<double>()->value_name("X")->notifier(in_range<double>("beta2", 0.0, 0.999999)),
+       per_kind("Adam's beta2", d.adam.beta2, NAN, NAN).c_str())
+      ("eps", po::value<double>()->value_name("X")->notifier(positive<double>("eps")),
+       per_kind("epsilon", d.adam.eps, d.rmsprop.eps, NAN).c_str())
+      ("rho", po::value<double>()->value_name("X")->notifier(in_range<double>("rho", 0.0, 0.999999)),
+       per_kind("RMSProp's decay of its running averages", NAN, d.rmsprop.rho, NAN).c_str())
+      ("centered", po::value<bool>()->value_name("0|1"),
+       per_kind("RMSProp divides by the running standard deviation", NAN, d.rmsprop.centered, NAN).c_str())
+      ("momentum", po::value<double>()->value_name("X")->notifier(in_range<double>("momentum", 0.0, 0.999999)),
+       per_kind("momentum", NAN, d.rmsprop.momentum, d.sgd.momentum).c_str())
+      ("nesterov", po::value<bool>()->value_name("0|1"),
+       per_kind("Nesterov momentum", NAN, NAN, d.sgd.nesterov).c_str())
+      ("weight-decay", po::value<double>()->value_name("X")->notifier(at_least<double>("weight-decay", 0.0)),
+       per_kind("L2 weight decay (adamw: decoupled)", d.adam.weight_decay, d.rmsprop.weight_decay,
+                d.sgd.weight_decay).c_str());
+}
+
+// The optimizer the options describe, and its settings as /config stores them (`stored`).
+optim::OptimizerConfig optimizer_config(const Options& opts, const OptimizerDefaults& d, int64_t batches_per_epoch,
+                                        int64_t model_width, std::map<std::string, io::AttrValue>& stored) {
+  optim::OptimizerConfig c;
+  c.kind = optim::parse_optimizer_kind(opts.get<std::string>("optimizer"));
+  c.sgd = d.sgd;
+  c.rmsprop = d.rmsprop;
+  c.adam = d.adam;
+  const bool adam = c.kind == OptimizerKind::adam || c.kind == OptimizerKind::adamw;
+  const bool rmsprop = c.kind == OptimizerKind::rmsprop, sgd = c.kind == OptimizerKind::sgd;
+  // Whether the flag was given; a flag of another optimizer is a usage error.
+  auto given_for = [&](const char* flag, bool applies, const std::string& kinds) {
+    if (!opts.has(flag)) return false;
+    if (!applies)
+      throw ConfigError(std::string("--") + flag + " applies to --optimizer " + kinds + ", not " +
+                        optim::optimizer_kind_name(c.kind));
+    return true;
+  };
+  auto real = [&](const char* flag) { return static_cast<float>(opts.get<double>(flag)); };
+  const std::string adams = kind_names({OptimizerKind::adam, OptimizerKind::adamw});
+  if (given_for("beta1", adam, adams)) c.adam.beta1 = real("beta1");
+  if (given_for("beta2", adam, adams)) c.adam.beta2 = real("beta2");
+  if (given_for("eps", adam || rmsprop, adams + " or rmsprop")) (adam ? c.adam.eps : c.rmsprop.eps) = real("eps");
+  if (given_for("rho", rmsprop, "rmsprop")) c.rmsprop.rho = real("rho");
+  if (given_for("centered", rmsprop, "rmsprop")) c.rmsprop.centered = opts.get<bool>("centered");
+  if (given_for("momentum", sgd || rmsprop, "sgd or rmsprop"))
+    (sgd ? c.sgd.momentum : c.rmsprop.momentum) = real("momentum");
+  if (given_for("nesterov", sgd, "sgd")) c.sgd.nesterov = opts.get<bool>("nesterov");
+  if (opts.has("weight-decay")) c.adam.weight_decay = c.sgd.weight_decay = c.rmsprop.weight_decay = real("weight-decay");
+
+  const std::string schedule = opts.get<std::string>("lr-schedule");
+  const double lr = opts.get<double>("lr");
+  for (const auto& [flag, wanted] : {std::pair{"warmup", "inverse-sqrt"}, std::pair{"lr-decay", "step"},
+                                     std::pair{"lr-decay-every", "step"}})
+    if (given(opts, flag) && schedule != wanted)
+      throw ConfigError(std::string("--") + flag + " applies to --lr-schedule " + wanted + ", not " + schedule);
+  stored["optimizer"] = opts.get<std::string>("optimizer");
+  stored["lr"] = lr;
+  stored["lr_schedule"] = schedule;
+  if (schedule == "inverse-sqrt") {
+    const int64_t warmup = opts.get<int64_t>("warmup");
+    if (lr > 0)
+      c.schedule = optim::WarmupInverseSqrt::with_peak(std::max<int64_t>(model_width, 1), warmup, lr);
+    else if (model_width > 0)
+      c.schedule = optim::WarmupInverseSqrt(model_width, warmup);
+    else
+      throw ConfigError("--lr-schedule inverse-sqrt needs --lr > 0 (its peak) for this model");
+    stored["warmup"] = warmup;
+  } else {
+    if (!(lr > 0)) throw ConfigError("--lr must be > 0 with --lr-schedule " + schedule + ", got " + format_number(lr));
+    if (schedule == "step") {
+      const int64_t every = opts.get<int64_t>("lr-decay-every");
+      c.schedule = optim::StepDecay(static_cast<float>(lr), static_cast<float>(opts.get<double>("lr-decay")),
+                                    every * std::max<int64_t>(batches_per_epoch, 1));
+      stored["lr_decay"] = opts.get<double>("lr-decay");
+      stored["lr_decay_every"] = every;
+    } else {
+      c.schedule = optim::ConstantLr(static_cast<float>(lr));
+    }
+  }
+  switch (c.kind) {
+    case OptimizerKind::sgd:
+      stored["momentum"] = decimal(c.sgd.momentum);
+      stored["nesterov"] = int64_t{c.sgd.nesterov};
+      stored["weight_decay"] = decimal(c.sgd.weight_decay);
+      break;
+    case OptimizerKind::rmsprop:
+      stored["rho"] = decimal(c.rmsprop.rho);
+      stored["eps"] = decimal(c.rmsprop.eps);
+      stored["momentum"] = decimal(c.rmsprop.momentum);
+      stored["centered"] = int64_t{c.rmsprop.centered};
+      stored["weight_decay"] = decimal(c.rmsprop.weight_decay);
+      break;
+    case OptimizerKind::adam:
+    case OptimizerKind::adamw:
+      stored["beta1"] = decimal(c.adam.beta1);
+      stored["beta2"] = decimal(c.adam.beta2);
+      stored["eps"] = decimal(c.adam.eps);
+      stored["weight_decay"] = decimal(c.adam.weight_decay);
+      break;
+  }
+  optim::make_optimizer(c);   // the constants' range checks, before any data is read further
+  return c;
+}
+
+void add_training_options(Options& opts, const TrainVerb& verb) {
+  const BatchingDefaults& b = verb.batching;
+  if (b.max_tokens > 0)
+    opts.add()("max-tokens", int_value(b.max_tokens)->notifier(positive<int64_t>("max-tokens")),
+               "tokens per batch (B x longest length, padding included)");
+  else
+    opts.batch_size(b.batch_size);
+  opts.epochs(verb.epochs);
   opts.add()
-      ("clip", po::value<double>()->value_name("X")->default_value(default_clip, format_number(default_clip))
+      ("steps", int_value(0)->notifier(at_least<int64_t>("steps", 0)),
+       "stop after this many optimizer steps (0: no limit); alone, it replaces --epochs")
+      ("clip", po::value<double>()->value_name("X")->default_value(verb.clip_norm, format_number(verb.clip_norm))
                    ->notifier(at_least<double>("clip", 0.0)),
        "clip the gradients' global norm to this (0: no clipping)")
+      ("clip-value", po::value<double>()->value_name("X")
+                         ->default_value(verb.clip_value, format_number(verb.clip_value))
+                         ->notifier(at_least<double>("clip-value", 0.0)),
+       "clamp every gradient element to [-X, X] before the norm is clipped (0: no clamping)")
       ("checkpoint-every", int_value(0)->notifier(at_least<int64_t>("checkpoint-every", 0)),
        "write a checkpoint every N steps (0: only the final model)")
       ("keep-checkpoints", int_value(5)->notifier(positive<int64_t>("keep-checkpoints")),
        "periodic checkpoints kept, the newest")
       ("resume", po::value<std::string>()->value_name("FILE")->implicit_value(""),
        "continue a run from FILE, or alone from the newest checkpoint of --model; the model's "
-       "options (architecture, dropout, ...) come from the file, the trainer's (batches, steps, "
-       "rate, clipping, seed) from this command line (give the same ones to continue bit for bit)");
+       "options come from the file, the trainer's (batches, steps, optimizer, clipping, seed) from this "
+       "command line (give the same ones to continue bit for bit)");
   opts.seed(1).threads();
-}
-
-bool given(const Options& opts, const std::string& name) {
-  for (const ConfigEntry& e : opts.config())
-    if (e.name == name) return !e.defaulted;
-  return false;
-}
-
-std::string resume_path(const Options& opts) {
-  if (!opts.has("resume")) return "";
-  const std::string resume = opts.get<std::string>("resume");
-  return resume.empty() ? train::latest_checkpoint(opts.get<std::string>("model")) : resume;
-}
-
-std::map<std::string, io::AttrValue> TrainInputs::resumed_config(const std::string& kind) const {
-  return train::resumed_config(resume, kind, data, vocabs);
-}
-
-TrainInputs open_train_inputs(const Options& opts) {
-  io::File data = io::File::open_read(opts.get<std::string>("data"));
-  train::Vocabs vocabs = train::read_data_vocabs(data);
-  return {std::move(data), std::move(vocabs), resume_path(opts)};
 }
 
 train::TrainConfig train_config(const Options& opts, const std::string& resume) {
   train::TrainConfig tc;
   tc.max_steps = opts.get<int64_t>("steps");
   tc.epochs = (tc.max_steps > 0 && !given(opts, "epochs")) ? 0 : opts.get<int64_t>("epochs");
-  tc.max_tokens = opts.get<int64_t>("max-tokens");
+  if (opts.has("max-tokens")) tc.max_tokens = opts.get<int64_t>("max-tokens");
+  else tc.batch_size = opts.get<int64_t>("batch-size");
   tc.seed = static_cast<uint64_t>(opts.get<int64_t>("seed"));
   tc.clip_norm = opts.get<double>("clip");
+  tc.clip_value = opts.get<double>("clip-value");
   tc.model_path = opts.get<std::string>("model");
   tc.checkpoint_every = opts.get<int64_t>("checkpoint-every");
   tc.keep_checkpoints = opts.get<int64_t>("keep-checkpoints");
@@ -73,51 +212,65 @@ train::TrainConfig train_config(const Options& opts, const std::string& resume) 
   return tc;
 }
 
-void describe_task(const Options& opts, train::TrainTask& task) {
-  std::map<std::string, io::AttrValue> stored;   // the options, then the model's own fields
+// /config: the verb's own options as given, the optimizer as resolved, the model's fields.
+void describe_task(const Options& opts, const std::map<std::string, io::AttrValue>& optimizer,
+                   train::TrainTask& task) {
+  std::map<std::string, io::AttrValue> stored;
   for (const ConfigEntry& e : opts.config()) {
+    if (e.group != OptionGroup::own) continue;
     std::string key = e.name;
     std::replace(key.begin(), key.end(), '-', '_');
     stored[key] = e.value;
   }
-  for (auto& [key, value] : task.config) stored[key] = value;
+  for (const auto& [key, value] : optimizer) stored[key] = value;
+  for (const auto& [key, value] : task.config) stored[key] = value;
   task.config = std::move(stored);
   task.created_by = opts.tool() + " " + version();
   task.command = opts.command();
 }
 
-train::TrainResult run_training(const Options& opts, const train::TrainTask& task, const train::TrainConfig& config) {
-  const char* tool = opts.tool().c_str();
+std::string number(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.4f", v);
+  return buf;
+}
+
+// ", valid loss 0.1234, perplexity 1.2345, token accuracy 0.9876" (valid) or the train metrics.
+std::string metrics_text(const train::TrainTask& task, const train::EpochReport& r) {
+  const bool valid = r.valid.count > 0;
+  std::string out = valid ? ", valid loss " + number(r.valid.loss()) : "";
+  for (const train::Metric& m : task.metrics) out += ", " + m.label + " " + number(m.of(valid ? r.valid : r.train));
+  for (const auto& [name, value] : r.values)
+    for (const train::EpochMetric& m : task.epoch_metrics)
+      if (name == "valid_" + m.name) out += ", " + m.label + " " + number(value);
+  return out;
+}
+
+// train::fit with a progress line and one line per epoch on stderr (none with --quiet), then
+// the one-line summary on stdout (stderr when the model goes to stdout). A failure to write a
+// model or checkpoint throws OutputError (the inputs were read before).
+void run_training(const Options& opts, const train::TrainTask& task, const train::TrainConfig& config) {
+  const std::string tool = opts.tool();
   train::TrainResult result;
   {
     // Made before training starts, so that the ETA counts from the first step's start; the rate
-    // shown is the trainer's tokens per second of training steps (validation left out). The
-    // scope ends it (and closes a redrawn line) before the summary below.
+    // shown is the trainer's own (validation left out). The scope ends it (and closes a redrawn
+    // line) before the summary below.
     ProgressOptions shown;
-    shown.unit = "tok";
+    shown.unit = task.unit.rate;
     shown.quiet = opts.quiet();
     Progress progress(0, shown);
     train::TrainCallbacks callbacks;
     callbacks.on_step = [&](const train::StepReport& r) {
       progress.set_total(r.total_steps);
-      progress.update(r.step, r.epoch_loss, r.tokens, r.tokens_per_second);
+      progress.update(r.step, r.epoch_loss, r.units, r.units_per_second);
     };
     callbacks.on_epoch = [&](const train::EpochReport& r) {
       if (opts.quiet()) return;
       progress.finish();
-      char line[256];
-      std::snprintf(line, sizeof line, "%s train: epoch %lld%s (step %lld): train loss %.4f", tool,
-                    static_cast<long long>(r.epoch + 1), r.partial ? " (partial)" : "",
-                    static_cast<long long>(r.step), r.train.loss());
-      std::cerr << line;
-      if (r.valid.tokens > 0) {
-        std::snprintf(line, sizeof line, ", valid loss %.4f, perplexity %.3f, token accuracy %.4f", r.valid.loss(),
-                      r.valid.perplexity(), r.valid.accuracy());
-        std::cerr << line;
-      }
-      std::cerr << "\n";
+      std::cerr << tool << " train: epoch " << r.epoch + 1 << (r.partial ? " (partial)" : "") << " (step " << r.step
+                << "): train loss " << number(r.train.loss()) << metrics_text(task, r) << "\n";
     };
-
     try {
       result = train::fit(task, config, callbacks);
     } catch (const IoError& e) {   // the inputs were read before: a failure now is in writing
@@ -125,28 +278,59 @@ train::TrainResult run_training(const Options& opts, const train::TrainTask& tas
     }
   }
 
-  const std::string& model_path = config.model_path;
-  char summary[512];
-  if (result.last_valid.tokens > 0)
-    std::snprintf(summary, sizeof summary,
-                  "%s train: %lld steps, %lld epochs; valid loss %.4f, perplexity %.3f, token accuracy %.4f -> %s",
-                  tool, static_cast<long long>(result.step), static_cast<long long>(result.epoch),
-                  result.last_valid.loss(), result.last_valid.perplexity(), result.last_valid.accuracy(),
-                  model_path.c_str());
+  std::string summary = tool + " train: " + std::to_string(result.step) + " steps, " + std::to_string(result.epoch) +
+                        " epochs; ";
+  if (result.last.valid.count > 0 || result.last.values.empty())
+    summary += metrics_text(task, result.last).substr(2);
   else
-    std::snprintf(summary, sizeof summary, "%s train: %lld steps, %lld epochs; train loss %.4f -> %s", tool,
-                  static_cast<long long>(result.step), static_cast<long long>(result.epoch),
-                  result.train_loss.empty() ? NAN : double(result.train_loss.back()), model_path.c_str());
-  const double rate = result.train_seconds > 0 ? double(result.train_tokens) / result.train_seconds : 0.0;
-  const size_t used = std::strlen(summary);
-  std::snprintf(summary + used, sizeof summary - used, " (%lld target tokens in %.1f s of training, %.0f tokens/s)",
-                static_cast<long long>(result.train_tokens), result.train_seconds, rate);
-  if (model_path == "-") {
+    summary += "train loss " + number(result.last.train.loss()) + metrics_text(task, result.last);
+  char rate[160];
+  std::snprintf(rate, sizeof rate, " (%lld %s in %.1f s of training, %.0f %s/s)",
+                static_cast<long long>(result.train_units), task.unit.plural.c_str(), result.train_seconds,
+                result.train_seconds > 0 ? double(result.train_units) / result.train_seconds : 0.0,
+                task.unit.plural.c_str());
+  summary += " -> " + config.model_path + rate;
+  if (config.model_path == "-") {
     if (!opts.quiet()) std::cerr << summary << std::endl;
   } else {
     std::cout << summary << std::endl;
   }
-  return result;
+}
+
+}  // namespace
+
+bool given(const Options& opts, const std::string& name) {
+  for (const ConfigEntry& e : opts.config())
+    if (e.name == name) return !e.defaulted;
+  return false;
+}
+
+std::map<std::string, io::AttrValue> TrainInputs::resumed_config(const std::string& kind) const {
+  return io::load_checkpoint(resume, kind).config;
+}
+
+int run_train_verb(const char* tool, int argc, char** argv, const TrainVerb& verb) {
+  Options opts(tool, verb.synopsis, verb.about + "\n" + kTrainFilesAbout);
+  opts.data(verb.data_help).model("the trained model to write (HDF5); checkpoints go next to it as NAME.stepN.h5");
+  if (verb.add_options) verb.add_options(opts);
+  add_training_options(opts, verb);
+  add_optimizer_options(opts, verb.optimizer);
+  if (!opts.parse(argc, argv)) return 0;
+
+  TrainInputs in{io::File::open_read(opts.get<std::string>("data")), "",
+                 Rng(static_cast<uint64_t>(opts.get<int64_t>("seed"))).fork(/*label=*/1)};
+  if (opts.has("resume")) {
+    const std::string resume = opts.get<std::string>("resume");
+    in.resume = resume.empty() ? train::latest_checkpoint(opts.get<std::string>("model")) : resume;
+  }
+  const std::unique_ptr<TrainRun> run = verb.prepare(opts, in);
+  train::TrainConfig tc = train_config(opts, in.resume);
+  std::map<std::string, io::AttrValue> optimizer;
+  tc.optimizer = optimizer_config(opts, verb.optimizer, train::batches_per_epoch(run->task, tc), run->model_width,
+                                  optimizer);
+  describe_task(opts, optimizer, run->task);
+  run_training(opts, run->task, tc);
+  return 0;
 }
 
 }  // namespace attn::cli

@@ -1,70 +1,98 @@
-// What the `train` verbs of the sequence-model tools (attn-transformer, attn-seq2seq) share:
-// the trainer's options, the train::TrainConfig they give, the configuration stored with the
-// model, progress and epoch lines on stderr, and the summary line. A verb adds its model's
-// options and its learning-rate options around them:
+// Every tool's `train` verb, written once: the options every model family shares (--data,
+// --model, batching, --epochs/--steps, the optimizer and its schedule, clipping, checkpoints,
+// --resume, --seed, --threads), opening the data set, building the model through the tool's
+// hook, train::fit with progress and epoch lines, the configuration stored with the model, and
+// the summary line. A tool describes its verb and adds only its model's options:
 //
-//   add_batch_options(opts, 4096, 10);            // --max-tokens --epochs --steps
-//   opts.add()("lr", ...);                         // the tool's own schedule
-//   add_run_options(opts, /*default_clip=*/0);    // --clip --checkpoint-every --keep-checkpoints
-//                                                  // --resume --seed --threads
-//   if (!opts.parse(argc, argv)) return 0;
-//   const TrainInputs in = open_train_inputs(opts);    // the data set, resumed or not
-//   ... the model's config from the options or in.resumed_config(kind), the model, its task ...
-//   train::TrainConfig tc = train_config(opts, in.resume);   // then tc.schedule, tc.adam
-//   describe_task(opts, task);
-//   run_training(opts, task, tc);
+//   int cmd_train(int argc, char** argv) {
+//     cli::TrainVerb verb;
+//     verb.about = "Trains ...";
+//     verb.data_help = "NTM task data set, HDF5 (attn-data copy, ...)";
+//     verb.batching = {.batch_size = 1};
+//     verb.optimizer = cli::OptimizerDefaults::rmsprop_graves();
+//     verb.add_options = add_model_options;          // opts.add_model()("memory", ...)
+//     verb.prepare = [](const cli::Options& opts, cli::TrainInputs& in) -> std::unique_ptr<cli::TrainRun> {
+//       ... the model's config from the options, or from in.resumed_config("ntm") ...
+//       return std::make_unique<NtmRun>(...);         // owns model and data; fills run->task
+//     };
+//     return cli::run_train_verb(kTool, argc, argv, verb);
+//   }
+//
+// The model file's /config holds, one attribute per field: the verb's own options as given (with
+// their defaults), the optimizer's settings as resolved (only those of its kind and schedule),
+// and the model's own configuration (the task's config, its to_attrs()). Model options are not
+// stored as typed: a --layers that sets enc_layers and dec_layers is stored as those two.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <map>
+#include <memory>
 #include <string>
 
+#include "attn/core/rng.hpp"
 #include "attn/io/hdf5_file.hpp"
-#include "attn/train/token_run.hpp"
+#include "attn/optim/config.hpp"
 #include "attn/train/trainer.hpp"
 #include "common/options.hpp"
 
 namespace attn::cli {
 
-// The end of every train verb's --help text: what the model file holds.
-inline constexpr const char* kTrainFilesAbout =
-    "The model file holds /config, /params, /optimizer, /state, /metrics (loss curves) and\n"
-    "/vocab, and --resume continues from it to the same bits as an uninterrupted run.";
+// What a train verb has read before it builds its model.
+struct TrainInputs {
+  io::File data;        // --data, open
+  std::string resume;   // the checkpoint to continue from: --resume FILE, or --resume alone the
+                        // newest checkpoint of --model; "" for a fresh run
+  Rng init_rng;         // initialises a fresh model: Rng(--seed).fork(1)
+  // The /config of the checkpoint resumed, which must be a model of `kind` (FormatError naming
+  // the file otherwise).
+  std::map<std::string, io::AttrValue> resumed_config(const std::string& kind) const;
+};
 
-// --max-tokens, --epochs, --steps.
-void add_batch_options(Options& opts, int64_t default_max_tokens, int64_t default_epochs);
-// --clip, --checkpoint-every, --keep-checkpoints, --resume, --seed, --threads.
-void add_run_options(Options& opts, double default_clip);
+// What a tool's prepare hook returns: its model, data and TrainTask, alive for the whole run.
+// Tools derive from it to own the model and the data the task refers to.
+struct TrainRun {
+  virtual ~TrainRun() = default;
+  train::TrainTask task;     // task.config: the model's own configuration (to_attrs)
+  int64_t model_width = 0;   // d_model, for --lr-schedule inverse-sqrt's default peak (--lr 0)
+};
+
+// A tool's defaults for the optimizer options. Each kind keeps its own constants, so that
+// `--optimizer adam` on a tool whose default is RMSProp gets Adam's usual ones.
+struct OptimizerDefaults {
+  optim::OptimizerKind kind = optim::OptimizerKind::adam;
+  std::string schedule = "constant";   // constant | inverse-sqrt | step
+  double lr = 1e-3;                    // inverse-sqrt: the peak, 0 = (width * warmup)^-0.5
+  optim::SgdConfig sgd;
+  optim::RmsPropConfig rmsprop = optim::RmsPropConfig::graves2013();
+  optim::AdamConfig adam;
+  int64_t warmup = 4000;               // inverse-sqrt
+  double lr_decay = 0.5;               // step: the factor...
+  int64_t lr_decay_every = 25;         // ...applied after every this many epochs
+};
+
+// Batching: exactly one of the two is > 0 (and is the default of its option).
+struct BatchingDefaults {
+  int64_t max_tokens = 0;   // --max-tokens: length-bucketed batches of B x Lmax tokens
+  int64_t batch_size = 0;   // --batch-size: batches of this many examples in random order
+};
+
+struct TrainVerb {
+  std::string synopsis = "--data FILE --model FILE [options]";
+  std::string about;                    // the --help paragraph
+  std::string data_help;                // --data's help: which data sets it reads
+  BatchingDefaults batching;
+  int64_t epochs = 10;
+  OptimizerDefaults optimizer;
+  double clip_norm = 0;                 // --clip (global norm; 0: off)
+  double clip_value = 0;                // --clip-value (0: off)
+  std::function<void(Options&)> add_options;   // the model's (add_model) and the tool's own
+  std::function<std::unique_ptr<TrainRun>(const Options&, TrainInputs&)> prepare;
+};
+
+// Parses the options, prepares the run, trains and prints the summary; the verb's exit code.
+int run_train_verb(const char* tool, int argc, char** argv, const TrainVerb& verb);
 
 // Whether the user gave the option (command line or --config) rather than taking its default.
 bool given(const Options& opts, const std::string& name);
-
-// The file to continue from: --resume FILE, or --resume alone the newest checkpoint of --model
-// (IoError when there is none); "" without --resume.
-std::string resume_path(const Options& opts);
-
-// What a train verb reads before it builds its model: --data, its vocabularies, and the
-// checkpoint to continue from (resume_path; "" for a fresh run).
-struct TrainInputs {
-  io::File data;
-  train::Vocabs vocabs;
-  std::string resume;
-  // The /config of the checkpoint resumed, a model of `kind` whose vocabulary sizes must be the
-  // data set's (train::resumed_config).
-  std::map<std::string, io::AttrValue> resumed_config(const std::string& kind) const;
-};
-TrainInputs open_train_inputs(const Options& opts);
-
-// The trainer's configuration from the options above and --model: --steps alone replaces
-// --epochs. The caller sets the schedule and the Adam constants.
-train::TrainConfig train_config(const Options& opts, const std::string& resume);
-
-// task.config becomes the effective options (named with '_' for '-') overlaid by the model's
-// own hyper-parameters already in it; created_by and command name the tool and its command line.
-void describe_task(const Options& opts, train::TrainTask& task);
-
-// train::fit with a progress line and one line per epoch on stderr (none with --quiet), then
-// the one-line summary on stdout (stderr when the model goes to stdout). A failure to write a
-// model or checkpoint throws OutputError (the inputs were read before).
-train::TrainResult run_training(const Options& opts, const train::TrainTask& task, const train::TrainConfig& config);
 
 }  // namespace attn::cli

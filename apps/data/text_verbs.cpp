@@ -70,10 +70,8 @@ int cmd_multi30k(int argc, char** argv) {
                     "train. Layout: datasets/README.md.");
   opts.out("output HDF5 file; - writes to stdout");
   opts.add()
-      ("src", po::value<std::string>()->default_value("de")->notifier(cli::one_of("src", {"de", "en", "fr", "cs"})),
-       "source language: de, en, fr or cs")
-      ("tgt", po::value<std::string>()->default_value("en")->notifier(cli::one_of("tgt", {"de", "en", "fr", "cs"})),
-       "target language: de, en, fr or cs")
+      ("src", cli::choice("src", "de", {"de", "en", "fr", "cs"}), "source language")
+      ("tgt", cli::choice("tgt", "en", {"de", "en", "fr", "cs"}), "target language")
       ("data-dir", po::value<std::string>()->required()->value_name("DIR"),
        "folder of the Multi30k .gz files (e.g. ../shared/data/multi30k)");
   add_text_options(opts);

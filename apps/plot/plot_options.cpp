@@ -36,8 +36,8 @@ void add_picture_options(cli::Options& opts) {
   opts.add()
       ("out", po::value<std::string>()->value_name("PICTURE")->required(),
        "picture to write, .png, .svg or .pdf (written atomically); - writes to stdout (give --format)")
-      ("format", po::value<std::string>()->value_name("NAME")->notifier(cli::one_of("format", {"png", "svg", "pdf"})),
-       "png, svg or pdf (default: from the --out extension)")
+      ("format", po::value<std::string>()->value_name("png|svg|pdf")->notifier(cli::one_of("format", {"png", "svg", "pdf"})),
+       "picture format (default: from the --out extension)")
       ("scale", po::value<double>()->value_name("X")->default_value(1.0, "1")->notifier(cli::in_range<double>("scale", 0.1, 16)),
        "PNG pixels per unit (2 for a high-resolution PNG of the same layout)")
       ("title", po::value<std::string>()->value_name("TEXT")->default_value(""), "title above the figure");
@@ -88,11 +88,7 @@ plot::Selection selection(const cli::Options& opts) {
 int64_t example_row(const plot::Selection& sel) { return sel.index.empty() ? -1 : sel.index.front(); }
 
 void add_colormap_option(cli::Options& opts, const std::string& default_map) {
-  std::string names;
-  for (const auto& n : plot::colormap_names()) names += (names.empty() ? "" : ", ") + n;
-  opts.add()("colormap", po::value<std::string>()->value_name("NAME")->default_value(default_map)
-                             ->notifier(cli::one_of("colormap", plot::colormap_names())),
-             ("colour map: " + names).c_str());
+  opts.add()("colormap", cli::choice("colormap", default_map, plot::colormap_names()), "colour map");
 }
 
 std::string text(const cli::Options& opts, const std::string& name) {

@@ -1,6 +1,8 @@
 // attn-seq2seq train: options -> models::Seq2SeqConfig and train::TrainConfig, then train::fit
 // over the token data set (lib/train/trainer.hpp, seq2seq_run.hpp).
 #include <algorithm>
+#include <memory>
+#include <optional>
 
 #include "attn/train/seq2seq_run.hpp"
 #include "common/options.hpp"
@@ -14,11 +16,9 @@ namespace po = boost::program_options;
 using cli::int_value;
 using models::Seq2SeqScore;
 
-void add_options(cli::Options& opts) {
-  opts.data("token data set, HDF5 (attn-data reverse, sort, multi30k, parallel)")
-      .model("the trained model to write (HDF5); checkpoints go next to it as NAME.stepN.h5");
-  opts.add()
-      ("cell", po::value<std::string>()->default_value("gru")->notifier(cli::one_of("cell", {"gru", "lstm"})),
+void add_model_options(cli::Options& opts) {
+  opts.add_model()
+      ("cell", cli::choice("cell", "gru", {"gru", "lstm"}),
        "recurrent cell of the encoder and the decoder")
       ("embed-dim", int_value(128)->notifier(cli::positive<int64_t>("embed-dim")),
        "embedding width E (source and target)")
@@ -30,21 +30,17 @@ void add_options(cli::Options& opts) {
       ("bidirectional", po::bool_switch(), "bidirectional encoder: h_i = [h->_i; h<-_i] (Bahdanau et al.)")
       ("encoder-self-attention", po::bool_switch(),
        "intra-attention over the encoder's own earlier states at every step (LSTMN, Cheng et al. 2016)")
-      ("attention", po::value<std::string>()->default_value("concat")
-                        ->notifier(cli::one_of("attention", {"none", "dot", "general", "concat", "scaled-dot",
-                                                             "location"})),
+      ("attention", cli::choice("attention", "concat", {"none", "dot", "general", "concat", "scaled-dot", "location"}),
        "alignment score (Luong et al. names; concat is Bahdanau's additive v^T tanh(W s + U h)); none: "
        "no attention, the decoder sees the final encoder state only (Cho, Sutskever)")
-      ("attention-style", po::value<std::string>()->default_value("bahdanau")
-                              ->notifier(cli::one_of("attention-style", {"bahdanau", "luong"})),
+      ("attention-style", cli::choice("attention-style", "bahdanau", {"bahdanau", "luong"}),
        "bahdanau: attend with s_{t-1}, context into the RNN input; luong: attend with s_t, "
        "attentional state tanh(W_c [c; s_t]) fed to the next step")
       ("attention-dim", int_value(0)->notifier(cli::at_least<int64_t>("attention-dim", 0)),
        "width of the concat score and of local-p's position network (0: the decoder width)")
       ("attention-window", int_value(0)->notifier(cli::at_least<int64_t>("attention-window", 0)),
        "local attention over [p_t - D, p_t + D] (Luong et al. sec. 3.2); 0: global attention")
-      ("local", po::value<std::string>()->default_value("predictive")
-                    ->notifier(cli::one_of("local", {"monotonic", "predictive"})),
+      ("local", cli::choice("local", "predictive", {"monotonic", "predictive"}),
        "with --attention-window: monotonic (local-m, p_t = t) or predictive (local-p, learnt p_t and "
        "a Gaussian of sigma D/2)")
       ("max-src-len", int_value(0)->notifier(cli::at_least<int64_t>("max-src-len", 0)),
@@ -58,11 +54,6 @@ void add_options(cli::Options& opts) {
       ("label-smoothing", po::value<double>()->value_name("EPS")->default_value(0.0, "0")
                               ->notifier(cli::in_range<double>("label-smoothing", 0.0, 0.99)),
        "label smoothing of the loss");
-  cli::add_batch_options(opts, /*default_max_tokens=*/2048, /*default_epochs=*/10);
-  opts.add()("lr", po::value<double>()->value_name("X")->default_value(1e-3, "0.001")
-                       ->notifier(cli::positive<double>("lr")),
-             "learning rate of Adam (beta 0.9, 0.999, eps 1e-8), constant");
-  cli::add_run_options(opts, /*default_clip=*/1.0);
 }
 
 models::Seq2SeqConfig config_from_options(const cli::Options& opts, const train::Vocabs& vocabs) {
@@ -95,38 +86,46 @@ models::Seq2SeqConfig config_from_options(const cli::Options& opts, const train:
   return c;
 }
 
+// What a training run keeps alive: the data, the model and its task.
+struct Seq2SeqRun : cli::TrainRun {
+  train::Vocabs vocabs;
+  train::TrainingData splits;
+  std::optional<models::Seq2Seq> model;
+};
+
+std::unique_ptr<cli::TrainRun> prepare(const cli::Options& opts, cli::TrainInputs& in) {
+  auto run = std::make_unique<Seq2SeqRun>();
+  run->vocabs = train::read_data_vocabs(in.data);
+  models::Seq2SeqConfig config =
+      in.resume.empty()
+          ? config_from_options(opts, run->vocabs)
+          : models::Seq2SeqConfig::from_attrs(train::resumed_config(in.resume, "seq2seq", in.data, run->vocabs));
+  run->splits = train::read_training_data(in.data, train::seq2seq_request(config));
+  if (in.resume.empty()) {
+    const int64_t max_src = opts.get<int64_t>("max-src-len");
+    config.max_src_len = max_src > 0 ? max_src : std::max<int64_t>(256, train::longest_source(run->splits));
+  }
+  run->model.emplace(config, in.init_rng);
+  run->task = train::seq2seq_task(*run->model, run->splits.train, run->splits.valid_or_null(), run->vocabs.src,
+                                  run->vocabs.tgt);
+  return run;
+}
+
 }  // namespace
 
 int cmd_train(int argc, char** argv) {
-  cli::Options opts(kTool, "--data FILE --model FILE [options]",
-                    "Trains an RNN encoder-decoder with attention with Adam at a constant rate and gradient\n"
-                    "clipping, in batches of about --max-tokens tokens of similar lengths, teacher-forced\n"
-                    "with probability --teacher-forcing; validates every epoch on /valid when present.\n" +
-                        std::string(cli::kTrainFilesAbout));
-  add_options(opts);
-  if (!opts.parse(argc, argv)) return 0;
-
-  // The data set and, when resuming, the architecture stored with the run.
-  const cli::TrainInputs in = cli::open_train_inputs(opts);
-  models::Seq2SeqConfig config = in.resume.empty()
-                                     ? config_from_options(opts, in.vocabs)
-                                     : models::Seq2SeqConfig::from_attrs(in.resumed_config("seq2seq"));
-  const train::TrainingData splits = train::read_training_data(in.data, train::seq2seq_request(config));
-  if (in.resume.empty()) {
-    const int64_t max_src = opts.get<int64_t>("max-src-len");
-    config.max_src_len = max_src > 0 ? max_src : std::max<int64_t>(256, train::longest_source(splits));
-  }
-
-  train::TrainConfig tc = cli::train_config(opts, in.resume);
-  Rng init_rng = Rng(tc.seed).fork(/*label=*/1);
-  models::Seq2Seq model(config, init_rng);
-  train::TrainTask task =
-      train::seq2seq_task(model, splits.train, splits.valid_or_null(), in.vocabs.src, in.vocabs.tgt);
-  cli::describe_task(opts, task);
-  tc.adam = {.lr = 0.0f, .beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-8f, .weight_decay = 0.0f};
-  tc.schedule = optim::ConstantLr(static_cast<float>(opts.get<double>("lr")));
-  cli::run_training(opts, task, tc);
-  return 0;
+  cli::TrainVerb verb;
+  verb.about =
+      "Trains an RNN encoder-decoder with attention with Adam at a constant rate and gradient clipping,\n"
+      "in batches of about --max-tokens tokens of similar lengths, teacher-forced with probability\n"
+      "--teacher-forcing; validates every epoch on /valid when present.";
+  verb.data_help = "token data set, HDF5 (attn-data reverse, sort, multi30k, parallel)";
+  verb.batching = {.max_tokens = 2048};
+  verb.optimizer.adam = {.lr = 0.0f, .beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-8f, .weight_decay = 0.0f};
+  verb.clip_norm = 1.0;
+  verb.add_options = add_model_options;
+  verb.prepare = prepare;
+  return cli::run_train_verb(kTool, argc, argv, verb);
 }
 
 }  // namespace attn::seq2seq_tool

@@ -1,7 +1,7 @@
 // attn-transformer train: options -> models::TransformerConfig and train::TrainConfig, then
 // train::fit over the token data set (lib/train/trainer.hpp, transformer_run.hpp).
-#include <algorithm>
-#include <cmath>
+#include <memory>
+#include <optional>
 
 #include "attn/train/transformer_run.hpp"
 #include "common/options.hpp"
@@ -15,12 +15,9 @@ namespace po = boost::program_options;
 using cli::int_value;
 using models::TransformerArch;
 
-void add_options(cli::Options& opts) {
-  opts.data("token data set, HDF5 (attn-data reverse, sort, multi30k, parallel)")
-      .model("the trained model to write (HDF5); checkpoints go next to it as NAME.stepN.h5");
-  opts.add()
-      ("arch", po::value<std::string>()->default_value("encdec")
-                   ->notifier(cli::one_of("arch", {"encdec", "lm", "mlm"})),
+void add_model_options(cli::Options& opts) {
+  opts.add_model()
+      ("arch", cli::choice("arch", "encdec", {"encdec", "lm", "mlm"}),
        "encdec (translation), lm (decoder-only on the targets), mlm (masked LM on the sources)")
       ("d-model", int_value(128)->notifier(cli::positive<int64_t>("d-model")), "model width D")
       ("heads", int_value(4)->notifier(cli::positive<int64_t>("heads")), "attention heads (divide D)")
@@ -32,13 +29,10 @@ void add_options(cli::Options& opts) {
        "decoder layers (default: --layers)")
       ("dropout", po::value<double>()->value_name("P")->default_value(0.1, "0.1")
                       ->notifier(cli::in_range<double>("dropout", 0.0, 0.99)), "dropout probability")
-      ("pos-encoding", po::value<std::string>()->default_value("sinusoidal")
-                           ->notifier(cli::one_of("pos-encoding", {"sinusoidal", "learned"})),
-       "positional encoding")
-      ("norm", po::value<std::string>()->default_value("post")->notifier(cli::one_of("norm", {"post", "pre"})),
+      ("pos-encoding", cli::choice("pos-encoding", "sinusoidal", {"sinusoidal", "learned"}), "positional encoding")
+      ("norm", cli::choice("norm", "post", {"post", "pre"}),
        "post: LayerNorm(x + sublayer(x)) as in the paper; pre: x + sublayer(LayerNorm(x))")
-      ("tie-embeddings", po::value<std::string>()->default_value("output")
-                             ->notifier(cli::one_of("tie-embeddings", {"none", "output", "all"})),
+      ("tie-embeddings", cli::choice("tie-embeddings", "output", {"none", "output", "all"}),
        "none; output: the output projection is the target embedding; all: also one table for "
        "source and target (needs one vocabulary, paper sec. 3.4)")
       ("attn-window", int_value(-1)->notifier(cli::at_least<int64_t>("attn-window", -1)),
@@ -46,13 +40,6 @@ void add_options(cli::Options& opts) {
       ("label-smoothing", po::value<double>()->value_name("EPS")->default_value(0.1, "0.1")
                               ->notifier(cli::in_range<double>("label-smoothing", 0.0, 0.99)),
        "label smoothing of the loss (paper sec. 5.4)");
-  cli::add_batch_options(opts, /*default_max_tokens=*/4096, /*default_epochs=*/10);
-  opts.add()
-      ("lr", po::value<double>()->value_name("X")->default_value(0.0, "0")->notifier(cli::at_least<double>("lr", 0.0)),
-       "peak learning rate, reached at step --warmup (0: the paper's (d_model * warmup)^-0.5)")
-      ("warmup", int_value(4000)->notifier(cli::positive<int64_t>("warmup")),
-       "warm-up steps of the inverse-square-root schedule (paper eq. 3)");
-  cli::add_run_options(opts, /*default_clip=*/0.0);
 }
 
 models::TransformerConfig config_from_options(const cli::Options& opts, const train::Vocabs& vocabs) {
@@ -80,47 +67,45 @@ models::TransformerConfig config_from_options(const cli::Options& opts, const tr
   return c;
 }
 
-// The longest example of a split, in positions (BOS or EOS included).
-int64_t longest(const train::TokenSplit& s) {
-  int64_t m = 0;
-  for (const Tensor* t : {&s.src, &s.tgt})
-    if (!t->empty()) m = std::max(m, t->dim(1));
-  return m;
+// What a training run keeps alive: the data, the model and its task.
+struct TransformerRun : cli::TrainRun {
+  train::Vocabs vocabs;
+  train::TrainingData splits;
+  std::optional<models::Transformer> model;
+};
+
+std::unique_ptr<cli::TrainRun> prepare(const cli::Options& opts, cli::TrainInputs& in) {
+  auto run = std::make_unique<TransformerRun>();
+  run->vocabs = train::read_data_vocabs(in.data);
+  models::TransformerConfig config =
+      in.resume.empty()
+          ? config_from_options(opts, run->vocabs)
+          : models::TransformerConfig::from_attrs(train::resumed_config(in.resume, "transformer", in.data, run->vocabs));
+  run->splits = train::read_training_data(in.data, train::transformer_request(config));
+  if (in.resume.empty()) config.max_len = train::transformer_max_len(run->splits);
+  run->model.emplace(config, in.init_rng);
+  run->task = train::transformer_task(*run->model, run->splits.train, run->splits.valid_or_null(), run->vocabs.src,
+                                      run->vocabs.tgt);
+  run->model_width = config.d_model;
+  return run;
 }
 
 }  // namespace
 
 int cmd_train(int argc, char** argv) {
-  cli::Options opts(kTool, "--data FILE --model FILE [options]",
-                    "Trains a Transformer with Adam (beta 0.9, 0.98, eps 1e-9), the warm-up and inverse-\n"
-                    "square-root schedule and label smoothing of Vaswani et al. 2017, in batches of about\n"
-                    "--max-tokens tokens of similar lengths; validates every epoch on /valid when present.\n" +
-                        std::string(cli::kTrainFilesAbout));
-  add_options(opts);
-  if (!opts.parse(argc, argv)) return 0;
-
-  // The data set and, when resuming, the architecture stored with the run.
-  const cli::TrainInputs in = cli::open_train_inputs(opts);
-  models::TransformerConfig config = in.resume.empty()
-                                         ? config_from_options(opts, in.vocabs)
-                                         : models::TransformerConfig::from_attrs(in.resumed_config("transformer"));
-  const train::TrainingData splits = train::read_training_data(in.data, train::transformer_request(config));
-  if (in.resume.empty())
-    config.max_len =
-        std::max<int64_t>(256, std::max(longest(splits.train), splits.valid ? longest(*splits.valid) : 0) + 2);
-
-  train::TrainConfig tc = cli::train_config(opts, in.resume);
-  Rng init_rng = Rng(tc.seed).fork(/*label=*/1);
-  models::Transformer model(config, init_rng);
-  train::TrainTask task =
-      train::transformer_task(model, splits.train, splits.valid_or_null(), in.vocabs.src, in.vocabs.tgt);
-  cli::describe_task(opts, task);
-  const int64_t warmup = opts.get<int64_t>("warmup");
-  const double lr = opts.get<double>("lr");   // peak = scale * (d_model * warmup)^-0.5
-  tc.schedule = optim::WarmupInverseSqrt(config.d_model, warmup,
-                                         lr > 0 ? lr * std::sqrt(double(config.d_model) * double(warmup)) : 1.0);
-  cli::run_training(opts, task, tc);
-  return 0;
+  cli::TrainVerb verb;
+  verb.about =
+      "Trains a Transformer with Adam (beta 0.9, 0.98, eps 1e-9), the warm-up and inverse-square-root\n"
+      "schedule and label smoothing of Vaswani et al. 2017, in batches of about --max-tokens tokens of\n"
+      "similar lengths; validates every epoch on /valid when present.";
+  verb.data_help = "token data set, HDF5 (attn-data reverse, sort, multi30k, parallel)";
+  verb.batching = {.max_tokens = 4096};
+  verb.optimizer.schedule = "inverse-sqrt";
+  verb.optimizer.lr = 0.0;   // the paper's peak, (d_model * warmup)^-0.5
+  verb.optimizer.adam = {.lr = 0.0f, .beta1 = 0.9f, .beta2 = 0.98f, .eps = 1e-9f, .weight_decay = 0.0f};
+  verb.add_options = add_model_options;
+  verb.prepare = prepare;
+  return cli::run_train_verb(kTool, argc, argv, verb);
 }
 
 }  // namespace attn::transformer_tool

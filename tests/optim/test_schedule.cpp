@@ -20,14 +20,19 @@ TEST_CASE("schedule: warm-up + inverse square root (Vaswani et al. 2017 eq. 3)",
   CHECK(s(16000) == Approx(s(4000) / 2).epsilon(1e-6));
   const optim::WarmupInverseSqrt doubled(512, 4000, /*scale=*/2.0);
   CHECK(doubled(4000) == Approx(2 * s(4000)).epsilon(1e-6));
+  // with_peak: the same curve through a chosen peak.
+  const auto peaked = optim::WarmupInverseSqrt::with_peak(512, 4000, /*peak=*/1e-3);
+  CHECK(peaked(4000) == Approx(1e-3).epsilon(1e-6));
+  CHECK(peaked(16000) == Approx(0.5e-3).epsilon(1e-6));
 }
 
 TEST_CASE("schedule: step decay and constant", "[unit][schedule]") {
   const optim::StepDecay s(/*lr0=*/0.1f, /*gamma=*/0.5f, /*step_size=*/10);
-  // lr0 * 0.5^floor(t / 10)
+  // lr0 * 0.5^floor((t - 1) / 10): steps 1..10 at 0.1, 11..20 at 0.05, ...
   CHECK(s(1) == 0.1f);
-  CHECK(s(9) == 0.1f);
-  CHECK(s(10) == Approx(0.05));
+  CHECK(s(10) == 0.1f);
+  CHECK(s(11) == Approx(0.05));
+  CHECK(s(20) == Approx(0.05));
   CHECK(s(25) == Approx(0.025));
   CHECK(optim::ConstantLr(0.3f)(12345) == 0.3f);
   const optim::Schedule any = s;

@@ -68,9 +68,10 @@ TEST_CASE("attn-seq2seq --help lists the verbs, each verb's --help its options a
   for (const char* verb : {"train", "eval", "translate"}) CHECK_THAT(help.out, Contains(std::string("  ") + verb + " "));
   const Result train_help = run(dir, "{s2s} train --help");
   CHECK(train_help.code == 0);
-  for (const char* flag : {"--cell arg (=gru)", "--layers N (=1)", "--bidirectional", "--encoder-self-attention",
-                           "--attention arg (=concat)", "--attention-style arg (=bahdanau)", "--attention-window N (=0)",
-                           "--local arg (=predictive)", "--embed-dim N (=128)", "--hidden N (=128)", "--dec-hidden",
+  for (const char* flag : {"--cell gru|lstm (=gru)", "--layers N (=1)", "--bidirectional", "--encoder-self-attention",
+                           "--attention none|dot|general|concat|scaled-dot|location (=concat)",
+                           "--attention-style bahdanau|luong (=bahdanau)", "--attention-window N (=0)",
+                           "--local monotonic|predictive (=predictive)", "--embed-dim N (=128)", "--hidden N (=128)", "--dec-hidden",
                            "--dropout P (=0)", "--teacher-forcing RATIO (=1)", "--max-tokens N (=2048)",
                            "--epochs N (=10)", "--steps N (=0)", "--lr X (=0.001)", "--clip X (=1)",
                            "--checkpoint-every N (=0)", "--keep-checkpoints N (=5)", "--resume", "--seed N (=1)",
@@ -175,6 +176,45 @@ TEST_CASE("attn-seq2seq train --resume continues to the same bits as an uninterr
   INFO(from_ckpt.err);
   REQUIRE(from_ckpt.code == 0);
   CHECK(test::same_params(dir.file("full.h5"), dir.file("again.h5")));
+}
+
+TEST_CASE("attn-seq2seq train --optimizer: each kind trains, resumes to the same bits, and is stored as resolved",
+          "[cli][attn-seq2seq]") {
+  test::TempDir dir;
+  REQUIRE(run(dir, std::string(kData) + " --out d.h5").code == 0);
+  for (const std::string optimizer : {"--optimizer rmsprop --lr 0.003", "--optimizer sgd --lr 0.1 --momentum 0.9 "
+                                      "--lr-schedule step --lr-decay 0.5 --lr-decay-every 1"}) {
+    INFO(optimizer);
+    const std::string opts = "--embed-dim 8 --hidden 8 --max-tokens 128 --seed 2 --threads 1 --quiet " + optimizer;
+    REQUIRE(run(dir, "{s2s} train --data d.h5 --model full.h5 --steps 9 " + opts).code == 0);
+    REQUIRE(run(dir, "{s2s} train --data d.h5 --model part.h5 --steps 4 " + opts).code == 0);
+    const Result resumed = run(dir, "{s2s} train --data d.h5 --model part.h5 --steps 9 --resume " + opts);
+    INFO(resumed.err);
+    REQUIRE(resumed.code == 0);
+    CHECK(test::same_params(dir.file("full.h5"), dir.file("part.h5")));
+  }
+  // /config holds the optimizer as resolved: the kind's constants (defaults included) and the
+  // schedule's settings, and nothing of the other kinds.
+  const io::File m = io::File::open_read(dir.file("full.h5"));
+  CHECK(m.attr_string("/config", "optimizer") == "sgd");
+  CHECK(m.attr_string("/config", "lr_schedule") == "step");
+  CHECK(m.attr_double("/config", "momentum") == 0.9);
+  CHECK(m.attr_int("/config", "nesterov") == 0);
+  CHECK(m.attr_int("/config", "lr_decay_every") == 1);
+  CHECK_FALSE(m.has_attr("/config", "beta1"));
+  CHECK_FALSE(m.has_attr("/config", "warmup"));
+  CHECK(m.exists("/optimizer/sgd/momentum/output/W"));
+  // A flag of another optimizer or schedule is a usage error naming both.
+  const Result beta = run(dir, "{s2s} train --data d.h5 --model x.h5 --steps 1 --optimizer sgd --beta1 0.8 " +
+                                   std::string(kTiny));
+  CHECK(beta.code == 2);
+  CHECK_THAT(beta.err, Contains("--beta1 applies to --optimizer adam or adamw, not sgd"));
+  const Result warm = run(dir, "{s2s} train --data d.h5 --model x.h5 --steps 1 --warmup 10 " + std::string(kTiny));
+  CHECK(warm.code == 2);
+  CHECK_THAT(warm.err, Contains("--warmup applies to --lr-schedule inverse-sqrt, not constant"));
+  const Result kind = run(dir, "{s2s} train --data d.h5 --model x.h5 --steps 1 --optimizer adagrad " + std::string(kTiny));
+  CHECK(kind.code == 2);
+  CHECK_THAT(kind.err, Contains("--optimizer must be one of sgd, rmsprop, adam, adamw, got 'adagrad'"));
 }
 
 TEST_CASE("attn-seq2seq: every attention variant trains and translates, with its alignment", "[cli][attn-seq2seq]") {

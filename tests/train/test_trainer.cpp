@@ -3,6 +3,7 @@
 // needs the parameters, Adam's moments, the step, the position in the epoch and the RNG state.
 #include "attn/train/trainer.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -56,14 +57,20 @@ struct Classifier {
     const auto smoothed = ops::cross_entropy_forward(logits, t, {.label_smoothing = 0.1f}, &ce);
     const auto plain = ops::cross_entropy_forward(logits, t, {}, nullptr);
     if (backward) ops::linear_backward(ops::cross_entropy_backward(1.0f, ce), W.value, lin, W.grad, b.grad);
-    return {smoothed.sum, plain.sum, smoothed.count, smoothed.correct};
+    return {.loss_sum = smoothed.sum, .count = static_cast<double>(smoothed.count), .units = smoothed.count,
+            .sums = {plain.sum, static_cast<double>(smoothed.correct)}};
   }
+
+  static double accuracy(const train::BatchStats& s) { return s.sum(1) / s.count; }
 
   train::TrainTask task() {
     train::TrainTask task;
     task.kind = "classifier";
     task.config = {{"features", int64_t{kF}}, {"classes", int64_t{kC}}};
     task.params = {&W, &b};
+    task.unit = {.rate = "ex", .plural = "examples"};
+    task.sums = {"nll", "correct"};
+    task.metrics = {{"accuracy", "accuracy", accuracy}};
     task.train_lengths = lengths;
     task.valid_lengths = lengths;
     task.train_batch = [this](std::span<const int64_t> index, Rng& rng) { return run(index, &rng, true); };
@@ -78,7 +85,9 @@ train::TrainConfig small_config(const std::string& model_path) {
   c.epochs = 100;
   c.max_tokens = 6;   // 24 examples of lengths 1..3: 9 batches per epoch
   c.seed = 5;
-  c.schedule = optim::WarmupInverseSqrt(/*d_model=*/16, /*warmup=*/4, /*scale=*/0.5);
+  c.optimizer.kind = optim::OptimizerKind::adam;
+  c.optimizer.adam = {.lr = 0.0f, .beta1 = 0.9f, .beta2 = 0.98f, .eps = 1e-9f, .weight_decay = 0.0f};
+  c.optimizer.schedule = optim::WarmupInverseSqrt(/*d_model=*/16, /*warmup=*/4, /*scale=*/0.5);
   c.clip_norm = 1.0;
   c.model_path = model_path;
   return c;
@@ -127,7 +136,7 @@ TEST_CASE("a resumed run ends on the same bits as an uninterrupted one", "[integ
     const auto result = train::fit(model.task(), config);
     CHECK(result.step == 22);
     CHECK(result.epoch == 2);
-    CHECK(result.train_loss.size() == 3);   // two epochs and the unfinished third
+    CHECK(result.curves.at("train_loss").size() == 3);   // two epochs and the unfinished third
   }
   {
     Classifier model;
@@ -177,15 +186,20 @@ TEST_CASE("the trainer learns a separable task and records one curve entry per e
   CHECK(steps == 12 * 9);
   CHECK(last_total == 12 * 9);
   REQUIRE(epochs.size() == 12);
-  CHECK(epochs.back().valid.tokens == Classifier::kN);
-  CHECK(epochs.back().train.tokens == Classifier::kN);
-  CHECK(epochs.back().valid.accuracy() >= 0.9);
+  CHECK(epochs.back().valid.count == Classifier::kN);
+  CHECK(epochs.back().train.units == Classifier::kN);
+  CHECK(Classifier::accuracy(epochs.back().valid) >= 0.9);
   CHECK(epochs.back().valid.loss() < epochs.front().valid.loss());
 
   const io::File file = io::File::open_read(dir.file("m.h5"));
   const Tensor curve = file.read("/metrics/valid_loss", DType::f32, {12});
   CHECK(curve.at(11) == static_cast<float>(epochs.back().valid.loss()));
-  CHECK(file.read("/metrics/train_loss", DType::f32, {12}).at(0) == result.train_loss[0]);
+  CHECK(file.read("/metrics/train_loss", DType::f32, {12}).at(0) == result.curves.at("train_loss")[0]);
+  // The task's metric, for both splits.
+  CHECK(file.read("/metrics/valid_accuracy", DType::f32, {12}).at(11) ==
+        static_cast<float>(Classifier::accuracy(epochs.back().valid)));
+  CHECK(file.exists("/metrics/train_accuracy"));
+  CHECK(file.attr_string("/state", "unit") == "examples");
   CHECK(file.attr_int("/metrics", "last_epoch_partial") == 0);
   CHECK(file.attr_int("/state", "step") == 12 * 9);
   CHECK(file.attr_int("/state", "epoch") == 12);
@@ -245,7 +259,14 @@ TEST_CASE("a non-finite gradient stops the run naming the step", "[unit][trainer
     if (++calls == 3) model.W.grad.at(0) = NAN;
     return stats;
   };
-  REQUIRE_THROWS_WITH(train::fit(task, small_config("")), Contains("step 3 (epoch 0): the gradient norm is nan"));
+  REQUIRE_THROWS_WITH(train::fit(task, small_config("")), Contains("step 3 (epoch 1): the gradient norm is nan"));
+  // A loss that is not finite stops the run the same way.
+  task.train_batch = [&](std::span<const int64_t> index, Rng& rng) {
+    auto stats = model.run(index, &rng, true);
+    stats.loss_sum = INFINITY;
+    return stats;
+  };
+  REQUIRE_THROWS_WITH(train::fit(task, small_config("")), Contains("step 1 (epoch 1): the loss is inf"));
 }
 
 TEST_CASE("resuming from a file of another model kind fails naming the file", "[io][trainer]") {
@@ -264,4 +285,160 @@ TEST_CASE("resuming from a file of another model kind fails naming the file", "[
   io::save_checkpoint(dir.file("other.h5"), other);
   REQUIRE_THROWS_WITH(train::fit(model.task(), config),
                       Contains("other.h5: parameter '/params/out/w' has shape [4, 6], expected [4, 5]"));
+}
+
+TEST_CASE("every optimizer and schedule resumes to the same bits", "[integration][trainer]") {
+  struct Case {
+    const char* name;
+    optim::OptimizerConfig optimizer;
+  };
+  optim::OptimizerConfig sgd, rmsprop, adamw;
+  sgd.kind = optim::OptimizerKind::sgd;
+  sgd.sgd.momentum = 0.9f;
+  sgd.sgd.nesterov = true;
+  sgd.schedule = optim::StepDecay(0.2f, 0.5f, /*step_size=*/5);
+  rmsprop.kind = optim::OptimizerKind::rmsprop;
+  rmsprop.rmsprop = optim::RmsPropConfig::graves2013();
+  rmsprop.schedule = optim::ConstantLr(1e-2f);
+  adamw.kind = optim::OptimizerKind::adamw;
+  adamw.adam.weight_decay = 0.01f;
+  adamw.schedule = optim::ConstantLr(1e-2f);
+  for (const Case& c : {Case{"sgd", sgd}, Case{"rmsprop", rmsprop}, Case{"adamw", adamw}}) {
+    INFO(c.name);
+    test::TempDir dir;
+    const std::string full = dir.file("full.h5"), part = dir.file("part.h5");
+    {
+      Classifier model;
+      auto config = small_config(full);
+      config.optimizer = c.optimizer;
+      config.max_steps = 22;
+      train::fit(model.task(), config);
+    }
+    {
+      Classifier model;
+      auto config = small_config(part);
+      config.optimizer = c.optimizer;
+      config.max_steps = 13;
+      train::fit(model.task(), config);
+    }
+    Classifier fresh;
+    auto config = small_config(part);
+    config.optimizer = c.optimizer;
+    config.max_steps = 22;
+    config.resume_from = part;
+    train::fit(fresh.task(), config);
+    require_same_files(full, part);
+    // The optimizer's state went into the file under its own kind's names.
+    CHECK(!io::File::open_read(part).list_datasets(std::string("/optimizer/") + (c.name == std::string("sgd") ? "sgd" : c.name)).empty());
+  }
+}
+
+TEST_CASE("the step schedule decays after every step_size steps, the trainer's rate follows it", "[unit][trainer]") {
+  Classifier model;
+  auto config = small_config("");
+  config.optimizer.kind = optim::OptimizerKind::sgd;
+  config.optimizer.schedule = optim::StepDecay(0.4f, 0.5f, 9);
+  config.max_steps = 20;
+  std::vector<float> rates;
+  train::TrainCallbacks callbacks;
+  callbacks.on_step = [&](const train::StepReport& r) { rates.push_back(r.lr); };
+  train::fit(model.task(), config, callbacks);
+  REQUIRE(rates.size() == 20);
+  CHECK(rates[0] == 0.4f);    // epoch 1 (9 batches) at the initial rate
+  CHECK(rates[8] == 0.4f);
+  CHECK(rates[9] == 0.2f);    // epoch 2 halved
+  CHECK(rates[18] == 0.1f);   // epoch 3 halved again
+}
+
+TEST_CASE("batch_size batches hold that many examples, every example once per epoch", "[unit][trainer]") {
+  const std::vector<int32_t> lengths{3, 1, 2, 5, 4, 1, 1, 2, 3, 3};
+  train::TrainConfig config;
+  config.batch_size = 4;
+  config.seed = 9;
+  const auto e0 = train::epoch_batches(lengths, config, 0), e1 = train::epoch_batches(lengths, config, 1);
+  REQUIRE(e0.size() == 3);
+  std::vector<int64_t> seen;
+  for (const auto& b : e0) {
+    CHECK(b.size() <= 4);
+    seen.insert(seen.end(), b.begin(), b.end());
+  }
+  std::sort(seen.begin(), seen.end());
+  CHECK(seen == std::vector<int64_t>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9});
+  CHECK(e0 != e1);   // another order each epoch
+  CHECK(e0 == train::epoch_batches(lengths, config, 0));
+}
+
+TEST_CASE("a task's own batches, epoch hook and state resume with the run", "[integration][trainer]") {
+  // A curriculum: epoch e trains on the examples of length <= level, the level rising by one
+  // after every epoch whose train accuracy reaches 1/2; the level is the task's state.
+  struct Curriculum {
+    Classifier model;
+    int64_t level = 1;
+    std::vector<int64_t> levels_seen;
+    train::TrainTask task() {
+      train::TrainTask t = model.task();
+      t.epoch_batches = [this](int64_t epoch) {
+        levels_seen.push_back(level);
+        std::vector<int32_t> eligible;
+        std::vector<int64_t> index;
+        for (int64_t i = 0; i < Classifier::kN; ++i)
+          if (model.lengths[i] <= level) index.push_back(i);
+        std::vector<std::vector<int64_t>> batches;
+        for (size_t i = 0; i < index.size(); i += 4)
+          batches.emplace_back(index.begin() + i, index.begin() + std::min(i + 4, index.size()));
+        std::rotate(batches.begin(), batches.begin() + epoch % batches.size(), batches.end());
+        return batches;
+      };
+      t.end_epoch = [this](const train::EpochReport& r) {
+        if (Classifier::accuracy(r.train) >= 0.5 && level < 3) ++level;
+      };
+      t.write_extra = [this](io::File& f) { f.set_attr("/state", "curriculum_level", level); };
+      t.read_state = [this](const io::File& f) { level = f.attr_int("/state", "curriculum_level"); };
+      return t;
+    }
+  };
+  test::TempDir dir;
+  const std::string full = dir.file("full.h5"), part = dir.file("part.h5");
+  Curriculum a;
+  auto config = small_config(full);
+  config.optimizer.schedule = optim::ConstantLr(0.05f);
+  config.epochs = 6;
+  train::fit(a.task(), config);
+  CHECK(a.level == 3);   // it climbed
+  CHECK(a.levels_seen.front() == 1);
+
+  Curriculum b;
+  config = small_config(part);
+  config.optimizer.schedule = optim::ConstantLr(0.05f);
+  config.epochs = 3;
+  train::fit(b.task(), config);
+  Curriculum c;   // a fresh process: its level comes from the file
+  config.epochs = 6;
+  config.resume_from = part;
+  train::fit(c.task(), config);
+  CHECK(c.level == a.level);
+  require_same_files(full, part);
+}
+
+TEST_CASE("clipping by value clamps each gradient element before the step", "[unit][trainer]") {
+  Classifier model;
+  auto config = small_config("");
+  config.max_steps = 1;
+  config.clip_norm = 0;
+  config.clip_value = 1e-3;
+  auto task = model.task();
+  float largest = 0;
+  task.train_batch = [&](std::span<const int64_t> index, Rng& rng) {
+    const auto stats = model.run(index, &rng, true);
+    return stats;
+  };
+  const Tensor before = model.W.value.clone();
+  train::TrainCallbacks cb;
+  cb.on_step = [&](const train::StepReport&) {
+    for (int64_t i = 0; i < model.W.grad.numel(); ++i) largest = std::max(largest, std::fabs(model.W.grad.at(i)));
+  };
+  train::fit(task, config, cb);
+  CHECK(largest <= 1e-3f);
+  CHECK(largest > 0);
+  CHECK(!same_bits(before, model.W.value));
 }

@@ -33,6 +33,11 @@ WarmupInverseSqrt::WarmupInverseSqrt(int64_t d_model, int64_t warmup, double sca
   detail::require(std::isfinite(scale) && scale > 0.0, who, "scale", "finite and > 0", scale);
 }
 
+WarmupInverseSqrt WarmupInverseSqrt::with_peak(int64_t d_model, int64_t warmup, double peak) {
+  detail::require(std::isfinite(peak) && peak > 0.0, "warm-up schedule", "peak", "finite and > 0", peak);
+  return WarmupInverseSqrt(d_model, warmup, peak * std::sqrt(static_cast<double>(d_model) * static_cast<double>(warmup)));
+}
+
 float WarmupInverseSqrt::operator()(int64_t t) const {
   require_step(t, "warm-up schedule");
   const double td = static_cast<double>(t), w = static_cast<double>(warmup);
@@ -51,7 +56,7 @@ StepDecay::StepDecay(float lr0, float gamma, int64_t step_size)
 
 float StepDecay::operator()(int64_t t) const {
   require_step(t, "step-decay schedule");
-  const double k = static_cast<double>(t / step_size);   // floor: both are positive
+  const double k = static_cast<double>((t - 1) / step_size);   // floor: both are >= 0
   return static_cast<float>(lr0 * std::pow(static_cast<double>(gamma), k));
 }
 

@@ -4,4 +4,5 @@ list(APPEND ATTN_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/rmsprop.cpp
   ${CMAKE_CURRENT_LIST_DIR}/adam.cpp
   ${CMAKE_CURRENT_LIST_DIR}/clip.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/schedule.cpp)
+  ${CMAKE_CURRENT_LIST_DIR}/schedule.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/config.cpp)

@@ -31,6 +31,7 @@ TrainTask seq2seq_task(models::Seq2Seq& model, const TokenSplit& train, const To
   task.kind = kKind;
   task.config = model.config().to_attrs();
   task.params = model.params();
+  describe_token_task(task);
   task.train_lengths = data::pair_lengths(train.src_len, train.tgt_len);
   task.train_batch = [&model, &train](std::span<const int64_t> index, Rng& rng) {
     return to_stats(model.train_step(gather_token_batch(train, index), rng));

@@ -3,6 +3,7 @@
 #include "attn/train/token_run.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "attn/core/error.hpp"
@@ -66,7 +67,19 @@ data::Vocab read_model_vocab(const io::File& file, const std::string& dataset, i
 
 }  // namespace
 
-BatchStats to_stats(const models::LossStats& s) { return {s.loss_sum, s.nll_sum, s.tokens, s.correct}; }
+BatchStats to_stats(const models::LossStats& s) {
+  return {.loss_sum = s.loss_sum, .count = static_cast<double>(s.tokens), .units = s.tokens,
+          .sums = {s.nll_sum, static_cast<double>(s.correct)}};
+}
+
+double perplexity(const BatchStats& s) { return s.count > 0 ? std::exp(s.sum(0) / s.count) : NAN; }
+double token_accuracy(const BatchStats& s) { return s.count > 0 ? s.sum(1) / s.count : NAN; }
+
+void describe_token_task(TrainTask& task) {
+  task.unit = {.rate = "tok", .plural = "tokens"};
+  task.sums = kTokenSums;
+  task.metrics = {{"perplexity", "perplexity", perplexity}, {"accuracy", "token accuracy", token_accuracy}};
+}
 
 std::vector<std::vector<int64_t>> ordered_batches(std::span<const int32_t> lengths, int64_t max_tokens) {
   return data::make_batches(lengths, {.max_tokens = max_tokens, .max_batch = 0, .shuffle = false, .seed = 0}, 0);

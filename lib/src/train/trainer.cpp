@@ -14,28 +14,51 @@
 namespace attn::train {
 namespace {
 
+// One named curve of /metrics, one entry per epoch.
+struct Curve {
+  std::string name;
+  std::vector<float> values;
+};
+
 // Everything that changes during a run and that a checkpoint must carry besides the parameters
-// and the optimizer's moments.
+// and the optimizer's state.
 struct RunState {
   int64_t step = 0;             // optimizer steps done
   int64_t epoch = 0;            // epochs completed
   int64_t epoch_batch = 0;      // batches of the current epoch done
   BatchStats epoch_train;       // their sums
-  Rng rng;                      // the dropout stream
-  std::vector<float> train_loss, valid_loss, valid_perplexity, valid_accuracy;   // per epoch
-  std::vector<float> train_seconds_at;   // per epoch: train_seconds when it ended
+  Rng rng;                      // the trainer's stream (dropout, sampling)
+  std::vector<Curve> curves;    // per epoch, in curve_names order
   double train_seconds = 0;     // wall time inside training steps, over every resumed part
-  int64_t train_tokens = 0;     // target tokens trained on, likewise
+  int64_t train_units = 0;      // units of work trained on, likewise
 };
+
+constexpr const char* kSecondsCurve = "train_seconds";
+
+// Every curve of the task, in the order /metrics lists them and EpochReport::values gives them;
+// train_seconds (wall time, so unlike the others it differs between a resumed run and an
+// uninterrupted one) comes last.
+std::vector<std::string> curve_names(const TrainTask& task) {
+  std::vector<std::string> names{"train_loss", "valid_loss"};
+  for (const Metric& m : task.metrics) {
+    names.push_back("train_" + m.name);
+    names.push_back("valid_" + m.name);
+  }
+  for (const EpochMetric& m : task.epoch_metrics) names.push_back("valid_" + m.name);
+  names.push_back(kSecondsCurve);
+  return names;
+}
 
 void validate(const TrainTask& task, const TrainConfig& c) {
   auto fail = [](const std::string& what) { throw ConfigError("train: " + what); };
   if (c.epochs < 0) fail("epochs must be >= 0, got " + std::to_string(c.epochs));
   if (c.max_steps < 0) fail("max_steps must be >= 0, got " + std::to_string(c.max_steps));
   if (c.epochs == 0 && c.max_steps == 0) fail("epochs and max_steps are both 0: the run would never stop");
-  if (c.max_tokens <= 0) fail("max_tokens must be > 0, got " + std::to_string(c.max_tokens));
+  if (c.batch_size < 0) fail("batch_size must be >= 0, got " + std::to_string(c.batch_size));
+  if (c.batch_size == 0 && c.max_tokens <= 0) fail("max_tokens must be > 0, got " + std::to_string(c.max_tokens));
   if (c.max_batch < 0) fail("max_batch must be >= 0, got " + std::to_string(c.max_batch));
   if (c.valid_max_tokens < 0) fail("valid_max_tokens must be >= 0, got " + std::to_string(c.valid_max_tokens));
+  if (!(c.clip_value >= 0)) fail("clip_value must be >= 0 (0: no clipping), got " + std::to_string(c.clip_value));
   if (!(c.clip_norm >= 0)) fail("clip_norm must be >= 0 (0: no clipping), got " + std::to_string(c.clip_norm));
   if (c.checkpoint_every < 0) fail("checkpoint_every must be >= 0, got " + std::to_string(c.checkpoint_every));
   if (c.keep_checkpoints < 1) fail("keep_checkpoints must be >= 1, got " + std::to_string(c.keep_checkpoints));
@@ -47,37 +70,46 @@ void validate(const TrainTask& task, const TrainConfig& c) {
   if (task.train_lengths.empty()) throw DataError("train: the training set is empty");
   if (!task.valid_lengths.empty() && !task.valid_batch)
     fail("the task has validation examples but no valid_batch function");
+  for (const Metric& m : task.metrics)
+    if (m.name.empty() || !m.of) fail("a metric of the task has no name or no function");
+  for (const EpochMetric& m : task.epoch_metrics)
+    if (m.name.empty() || !m.compute) fail("an epoch metric of the task has no name or no function");
 }
 
-BatchStats validation(const TrainTask& task, const TrainConfig& c) {
-  if (task.valid_lengths.empty()) return {};
-  return evaluate(task.valid_batch, task.valid_lengths, c.valid_max_tokens ? c.valid_max_tokens : c.max_tokens);
+// Validation sums and every curve's entry for an epoch whose training sums are `train`.
+EpochReport report_epoch(const TrainTask& task, const TrainConfig& c, int64_t epoch, int64_t step, bool partial,
+                         const BatchStats& train) {
+  EpochReport r{.epoch = epoch, .step = step, .partial = partial, .train = train, .valid = {}, .values = {}};
+  if (!task.valid_lengths.empty())
+    r.valid = evaluate(task.valid_batch, task.valid_lengths, c.valid_max_tokens ? c.valid_max_tokens : c.max_tokens,
+                       c.batch_size);
+  r.values.emplace_back("train_loss", train.loss());
+  r.values.emplace_back("valid_loss", r.valid.loss());
+  for (const Metric& m : task.metrics) {
+    r.values.emplace_back("train_" + m.name, m.of(train));
+    r.values.emplace_back("valid_" + m.name, r.valid.count > 0 ? m.of(r.valid) : NAN);
+  }
+  for (const EpochMetric& m : task.epoch_metrics) r.values.emplace_back("valid_" + m.name, m.compute());
+  return r;
 }
 
-// The curves with one more entry for the unfinished epoch when `partial` is given.
-// train_seconds is wall time, so unlike the other curves it differs between a resumed run and
-// an uninterrupted one; it lets experiments plot a metric against time and report tokens/s.
-constexpr int kCurves = 5;
-constexpr const char* kCurveNames[kCurves] = {"train_loss", "valid_loss", "valid_perplexity", "valid_accuracy",
-                                              "train_seconds"};
+// Appends one epoch's entries (and train_seconds) to the curves.
+void record(std::vector<Curve>& curves, const EpochReport& r, double train_seconds) {
+  for (size_t k = 0; k < r.values.size(); ++k) curves[k].values.push_back(static_cast<float>(r.values[k].second));
+  curves.back().values.push_back(static_cast<float>(train_seconds));
+}
 
 void write_metrics(io::File& file, const RunState& s, const std::optional<EpochReport>& partial) {
-  std::vector<float> curves[kCurves] = {s.train_loss, s.valid_loss, s.valid_perplexity, s.valid_accuracy,
-                                        s.train_seconds_at};
-  if (partial) {
-    curves[0].push_back(static_cast<float>(partial->train.loss()));
-    curves[1].push_back(static_cast<float>(partial->valid.loss()));
-    curves[2].push_back(static_cast<float>(partial->valid.perplexity()));
-    curves[3].push_back(static_cast<float>(partial->valid.accuracy()));
-    curves[4].push_back(static_cast<float>(s.train_seconds));
-  }
-  const int64_t n = static_cast<int64_t>(curves[0].size());
+  std::vector<Curve> curves = s.curves;
+  if (partial) record(curves, *partial, s.train_seconds);
+  const auto n = static_cast<int64_t>(curves.front().values.size());
   if (n > 0)
-    for (int k = 0; k < kCurves; ++k)
-      file.write(std::string("/metrics/") + kCurveNames[k], Tensor::from({n}, curves[k]));
+    for (const Curve& c : curves) file.write("/metrics/" + c.name, Tensor::from({n}, c.values));
   file.set_attr("/metrics", "epochs", n);
   file.set_attr("/metrics", "last_epoch_partial", int64_t{partial ? 1 : 0});
 }
+
+std::string sum_key(const std::string& name) { return "epoch_" + name + "_sum"; }
 
 void save(const std::string& path, const TrainTask& task, const optim::Optimizer& opt, const RunState& s,
           const std::optional<EpochReport>& partial) {
@@ -96,23 +128,19 @@ void save(const std::string& path, const TrainTask& task, const optim::Optimizer
   io::write_checkpoint(file, ckpt);
   file.set_attr("/state", "epoch_batch", s.epoch_batch);
   file.set_attr("/state", "epoch_loss_sum", s.epoch_train.loss_sum);
-  file.set_attr("/state", "epoch_nll_sum", s.epoch_train.nll_sum);
-  file.set_attr("/state", "epoch_tokens", s.epoch_train.tokens);
-  file.set_attr("/state", "epoch_correct", s.epoch_train.correct);
+  file.set_attr("/state", "epoch_count", s.epoch_train.count);
+  file.set_attr("/state", "epoch_units", s.epoch_train.units);
+  for (size_t k = 0; k < task.sums.size(); ++k) file.set_attr("/state", sum_key(task.sums[k]), s.epoch_train.sum(k));
   file.set_attr("/state", "train_seconds", s.train_seconds);
-  file.set_attr("/state", "train_tokens", s.train_tokens);
+  file.set_attr("/state", "train_units", s.train_units);
+  file.set_attr("/state", "unit", task.unit.plural);
   write_metrics(file, s, partial);
   if (task.write_extra) task.write_extra(file);
   file.commit();
 }
 
-std::vector<float> read_curve(const io::File& file, const std::string& name) {
-  if (!file.exists(name)) return {};
-  const Tensor t = file.read(name, DType::f32, {kAny});
-  return {t.data(), t.data() + t.numel()};
-}
-
-// Restores the parameters, the optimizer and the run state from a file saved by save().
+// Restores the parameters, the optimizer, the run state and the task's state from a file saved
+// by save().
 void resume(const std::string& path, const TrainTask& task, optim::Optimizer& opt, RunState& s) {
   const io::File file = io::File::open_read(path);
   const io::Checkpoint ckpt = io::read_checkpoint(file, task.kind);
@@ -123,79 +151,123 @@ void resume(const std::string& path, const TrainTask& task, optim::Optimizer& op
   s.step = ckpt.step;
   s.epoch = ckpt.epoch;
   s.rng.set_state(ckpt.rng);
-  auto int_attr = [&](const char* key) { return file.has_attr("/state", key) ? file.attr_int("/state", key) : 0; };
-  auto real_attr = [&](const char* key) { return file.has_attr("/state", key) ? file.attr_double("/state", key) : 0.0; };
+  auto int_attr = [&](const std::string& key) { return file.has_attr("/state", key) ? file.attr_int("/state", key) : 0; };
+  auto real_attr = [&](const std::string& key) {
+    return file.has_attr("/state", key) ? file.attr_double("/state", key) : 0.0;
+  };
   s.epoch_batch = int_attr("epoch_batch");
-  s.epoch_train = {real_attr("epoch_loss_sum"), real_attr("epoch_nll_sum"), int_attr("epoch_tokens"),
-                   int_attr("epoch_correct")};
+  s.epoch_train.loss_sum = real_attr("epoch_loss_sum");
+  s.epoch_train.count = real_attr("epoch_count");
+  s.epoch_train.units = int_attr("epoch_units");
+  s.epoch_train.sums.clear();
+  for (const std::string& name : task.sums) s.epoch_train.sums.push_back(real_attr(sum_key(name)));
   s.train_seconds = real_attr("train_seconds");
-  s.train_tokens = int_attr("train_tokens");
-  std::vector<float>* curves[kCurves] = {&s.train_loss, &s.valid_loss, &s.valid_perplexity, &s.valid_accuracy,
-                                         &s.train_seconds_at};
-  for (int k = 0; k < kCurves; ++k) *curves[k] = read_curve(file, std::string("/metrics/") + kCurveNames[k]);
-  const size_t n = s.train_loss.size();
-  if (s.train_seconds_at.empty()) s.train_seconds_at.assign(n, 0.0f);   // a file from before the curve
-  for (const auto* curve : curves)
-    if (curve->size() != n) throw FormatError(file.display_name() + ": the curves in /metrics have different lengths");
-  const bool partial = file.exists("/metrics") && file.has_attr("/metrics", "last_epoch_partial") &&
-                       file.attr_int("/metrics", "last_epoch_partial") == 1;
-  if (partial && n > 0)   // the unfinished epoch's entry; the resumed run finishes the epoch
-    for (auto* curve : curves) curve->pop_back();
+  s.train_units = int_attr("train_units");
   if (s.epoch_batch < 0 || s.step < 0 || s.epoch < 0)
     throw FormatError(file.display_name() + ": /state holds a negative step, epoch or epoch_batch");
+
+  // The curves the task keeps; one the file lacks (another version, another metric) reads as NaN.
+  const int64_t n = file.exists("/metrics") && file.has_attr("/metrics", "epochs") ? file.attr_int("/metrics", "epochs") : 0;
+  for (Curve& c : s.curves) {
+    const std::string dataset = "/metrics/" + c.name;
+    if (n > 0 && file.exists(dataset)) {
+      const Tensor t = file.read(dataset, DType::f32, {n});
+      c.values.assign(t.data(), t.data() + n);
+    } else {
+      c.values.assign(static_cast<size_t>(n), NAN);
+    }
+  }
+  const bool partial = n > 0 && file.has_attr("/metrics", "last_epoch_partial") &&
+                       file.attr_int("/metrics", "last_epoch_partial") == 1;
+  if (partial)   // the unfinished epoch's entry; the resumed run finishes the epoch
+    for (Curve& c : s.curves) c.values.pop_back();
+  if (task.read_state) task.read_state(file);
 }
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
+// The divergence check of a batch's loss (the gradient norm is checked beside it).
+bool finite(const BatchStats& b) { return std::isfinite(b.loss_sum); }
+
 }  // namespace
 
+BatchStats& BatchStats::operator+=(const BatchStats& o) {
+  loss_sum += o.loss_sum;
+  count += o.count;
+  units += o.units;
+  if (sums.size() < o.sums.size()) sums.resize(o.sums.size(), 0.0);
+  for (size_t k = 0; k < o.sums.size(); ++k) sums[k] += o.sums[k];
+  return *this;
+}
+
+std::vector<std::vector<int64_t>> epoch_batches(std::span<const int32_t> lengths, const TrainConfig& c,
+                                                int64_t epoch) {
+  if (c.batch_size > 0) {   // equal lengths: make_batches' sort by (length, random key) is a shuffle
+    const std::vector<int32_t> ones(lengths.size(), 1);
+    return data::make_batches(ones, {.max_tokens = c.batch_size, .max_batch = 0, .shuffle = true, .seed = c.seed},
+                              epoch);
+  }
+  return data::make_batches(lengths, {.max_tokens = c.max_tokens, .max_batch = c.max_batch, .shuffle = true,
+                                      .seed = c.seed},
+                            epoch);
+}
+
+int64_t batches_per_epoch(const TrainTask& task, const TrainConfig& config) {
+  return static_cast<int64_t>(task.epoch_batches ? task.epoch_batches(0).size()
+                                                 : epoch_batches(task.train_lengths, config, 0).size());
+}
+
 BatchStats evaluate(const std::function<BatchStats(std::span<const int64_t>)>& run_batch,
-                    std::span<const int32_t> lengths, int64_t max_tokens) {
-  const data::BatchingOptions opts{.max_tokens = max_tokens, .max_batch = 0, .shuffle = false, .seed = 0};
+                    std::span<const int32_t> lengths, int64_t max_tokens, int64_t batch_size) {
+  std::vector<std::vector<int64_t>> batches;
+  if (batch_size > 0) {   // consecutive examples
+    for (int64_t i = 0; i < static_cast<int64_t>(lengths.size()); i += batch_size) {
+      batches.emplace_back();
+      for (int64_t j = i; j < std::min<int64_t>(i + batch_size, static_cast<int64_t>(lengths.size())); ++j)
+        batches.back().push_back(j);
+    }
+  } else {
+    batches = data::make_batches(lengths, {.max_tokens = max_tokens, .max_batch = 0, .shuffle = false, .seed = 0}, 0);
+  }
   BatchStats total;
-  for (const auto& batch : data::make_batches(lengths, opts, /*epoch=*/0)) total += run_batch(batch);
+  for (const auto& batch : batches) total += run_batch(batch);
   return total;
 }
 
 TrainResult fit(const TrainTask& task, const TrainConfig& config, const TrainCallbacks& callbacks) {
   validate(task, config);
-  optim::Adam adam(config.adam);
+  const std::unique_ptr<optim::Optimizer> opt = optim::make_optimizer(config.optimizer);
+  optim::lr_at(config.optimizer.schedule, 1);   // a schedule that cannot give a rate fails here
   RunState s;
   s.rng = Rng(config.seed).fork(/*label=*/0x64726f70);   // "drop": the dropout stream
-  if (!config.resume_from.empty()) resume(config.resume_from, task, adam, s);
+  for (const std::string& name : curve_names(task)) s.curves.push_back({name, {}});
+  if (!config.resume_from.empty()) resume(config.resume_from, task, *opt, s);
 
   // Periodic checkpoints beyond the starting step belong to a run being replaced.
   if (!config.model_path.empty() && config.model_path != "-")
     for (const CheckpointFile& c : list_checkpoints(config.model_path))
       if (c.step > s.step) std::filesystem::remove(c.path);
 
-  const data::BatchingOptions batching{.max_tokens = config.max_tokens, .max_batch = config.max_batch,
-                                       .shuffle = true, .seed = config.seed};
-  const auto batches_per_epoch = static_cast<int64_t>(data::make_batches(task.train_lengths, batching, 0).size());
-  int64_t total_steps = config.epochs > 0 ? config.epochs * batches_per_epoch : 0;
+  auto plan = [&](int64_t epoch) {
+    return task.epoch_batches ? task.epoch_batches(epoch) : epoch_batches(task.train_lengths, config, epoch);
+  };
+  int64_t total_steps = config.epochs > 0 ? config.epochs * batches_per_epoch(task, config) : 0;
   if (config.max_steps > 0) total_steps = total_steps ? std::min(total_steps, config.max_steps) : config.max_steps;
 
   auto save_to = [&](const std::string& path, const std::optional<EpochReport>& partial) {
-    save(path, task, adam, s, partial);
+    save(path, task, *opt, s, partial);
     if (callbacks.on_save) callbacks.on_save(path, s.step);
-  };
-  auto record_epoch = [&](const EpochReport& r) {
-    s.train_loss.push_back(static_cast<float>(r.train.loss()));
-    s.valid_loss.push_back(static_cast<float>(r.valid.loss()));
-    s.valid_perplexity.push_back(static_cast<float>(r.valid.perplexity()));
-    s.valid_accuracy.push_back(static_cast<float>(r.valid.accuracy()));
-    s.train_seconds_at.push_back(static_cast<float>(s.train_seconds));
   };
 
   TrainResult result;
   double train_seconds = 0;
-  int64_t run_tokens = 0;
+  int64_t run_units = 0;
   bool stopped = false;   // by max_steps, possibly in the middle of an epoch
   while (!stopped && (config.epochs == 0 || s.epoch < config.epochs)) {
     if (config.max_steps > 0 && s.step >= config.max_steps) break;
-    const auto batches = data::make_batches(task.train_lengths, batching, s.epoch);
+    const auto batches = plan(s.epoch);
     while (s.epoch_batch < static_cast<int64_t>(batches.size())) {
       if (config.max_steps > 0 && s.step >= config.max_steps) {
         stopped = true;
@@ -205,39 +277,41 @@ TrainResult fit(const TrainTask& task, const TrainConfig& config, const TrainCal
       const int64_t t = s.step + 1;
       zero_grads(task.params);
       const BatchStats stats = task.train_batch(batches[static_cast<size_t>(s.epoch_batch)], s.rng);
+      if (config.clip_value > 0) optim::clip_grad_value(task.params, static_cast<float>(config.clip_value));
       const double norm = config.clip_norm > 0 ? optim::clip_grad_norm(task.params, config.clip_norm)
                                                : optim::grad_norm(task.params);
-      if (!std::isfinite(norm))
-        throw Error("train: step " + std::to_string(t) + " (epoch " + std::to_string(s.epoch) +
-                    "): the gradient norm is " + std::to_string(norm) +
-                    "; training diverged (try a lower learning rate or gradient clipping)");
-      const float lr = optim::lr_at(config.schedule, t);
-      adam.set_lr(lr);
-      adam.step(task.params, t);
+      if (!std::isfinite(norm) || !finite(stats))
+        throw Error("train: step " + std::to_string(t) + " (epoch " + std::to_string(s.epoch + 1) + "): the " +
+                    (finite(stats) ? "gradient norm is " + std::to_string(norm)
+                                   : "loss is " + std::to_string(stats.loss_sum)) +
+                    "; training diverged before this step's update (try a lower learning rate or gradient "
+                    "clipping); the last checkpoint written is the last good state");
+      const float lr = optim::lr_at(config.optimizer.schedule, t);
+      opt->set_lr(lr);
+      opt->step(task.params, t);
       s.step = t;
       ++s.epoch_batch;
       s.epoch_train += stats;
       const double step_seconds = seconds_since(t0);
       train_seconds += step_seconds;
-      run_tokens += stats.tokens;
+      run_units += stats.units;
       s.train_seconds += step_seconds;
-      s.train_tokens += stats.tokens;
+      s.train_units += stats.units;
 
       if (callbacks.on_step)
         callbacks.on_step({.step = t, .total_steps = total_steps, .epoch = s.epoch, .loss = stats.loss(),
-                           .epoch_loss = s.epoch_train.loss(), .grad_norm = norm, .lr = lr,
-                           .tokens = run_tokens,
-                           .tokens_per_second = train_seconds > 0 ? double(run_tokens) / train_seconds : 0.0});
+                           .epoch_loss = s.epoch_train.loss(), .grad_norm = norm, .lr = lr, .units = run_units,
+                           .units_per_second = train_seconds > 0 ? double(run_units) / train_seconds : 0.0});
       if (config.checkpoint_every > 0 && t % config.checkpoint_every == 0) {
         save_to(checkpoint_path(config.model_path, t), std::nullopt);
         rotate_checkpoints(config.model_path, config.keep_checkpoints);
       }
     }
     if (stopped) break;
-    const EpochReport report{.epoch = s.epoch, .step = s.step, .partial = false, .train = s.epoch_train,
-                             .valid = validation(task, config)};
-    record_epoch(report);
-    result.last_valid = report.valid;
+    const EpochReport report = report_epoch(task, config, s.epoch, s.step, /*partial=*/false, s.epoch_train);
+    if (task.end_epoch) task.end_epoch(report);
+    record(s.curves, report, s.train_seconds);
+    result.last = report;
     ++s.epoch;
     s.epoch_batch = 0;
     s.epoch_train = {};
@@ -246,9 +320,8 @@ TrainResult fit(const TrainTask& task, const TrainConfig& config, const TrainCal
 
   std::optional<EpochReport> partial;
   if (s.epoch_batch > 0) {   // stopped by max_steps inside an epoch: report it as it stands
-    partial = EpochReport{.epoch = s.epoch, .step = s.step, .partial = true, .train = s.epoch_train,
-                          .valid = validation(task, config)};
-    result.last_valid = partial->valid;
+    partial = report_epoch(task, config, s.epoch, s.step, /*partial=*/true, s.epoch_train);
+    result.last = *partial;
     if (callbacks.on_epoch) callbacks.on_epoch(*partial);
   }
   if (!config.model_path.empty()) save_to(config.model_path, partial);
@@ -256,13 +329,10 @@ TrainResult fit(const TrainTask& task, const TrainConfig& config, const TrainCal
   result.step = s.step;
   result.epoch = s.epoch;
   result.train_seconds = s.train_seconds;
-  result.train_tokens = s.train_tokens;
-  result.train_loss = s.train_loss;
-  result.valid_loss = s.valid_loss;
-  if (partial) {
-    result.train_loss.push_back(static_cast<float>(partial->train.loss()));
-    result.valid_loss.push_back(static_cast<float>(partial->valid.loss()));
-  }
+  result.train_units = s.train_units;
+  std::vector<Curve> curves = s.curves;
+  if (partial) record(curves, *partial, s.train_seconds);
+  for (Curve& c : curves) result.curves[c.name] = std::move(c.values);
   return result;
 }
 

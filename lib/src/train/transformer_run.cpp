@@ -2,6 +2,8 @@
 // (transformer_run.hpp).
 #include "attn/train/transformer_run.hpp"
 
+#include <algorithm>
+
 #include "attn/core/error.hpp"
 #include "attn/data/batching.hpp"
 #include "attn/train/checkpoints.hpp"
@@ -27,6 +29,15 @@ TokenSplitRequest transformer_request(const models::TransformerConfig& c) {
   throw ConfigError("transformer: unknown architecture");
 }
 
+int64_t transformer_max_len(const TrainingData& data) {
+  int64_t longest = 0;
+  for (const TokenSplit* s : {&data.train, data.valid_or_null()})
+    if (s)
+      for (const Tensor* t : {&s->src, &s->tgt})
+        if (!t->empty()) longest = std::max(longest, t->dim(1));
+  return std::max<int64_t>(256, longest + 2);
+}
+
 std::vector<int32_t> transformer_lengths(TransformerArch arch, const TokenSplit& split) {
   switch (arch) {
     case TransformerArch::encdec: return data::pair_lengths(split.src_len, split.tgt_len);
@@ -44,6 +55,7 @@ TrainTask transformer_task(models::Transformer& model, const TokenSplit& train, 
   task.kind = kKind;
   task.config = c.to_attrs();
   task.params = model.params();
+  describe_token_task(task);
   task.train_lengths = transformer_lengths(arch, train);
   task.train_batch = [&model, &train, arch](std::span<const int64_t> index, Rng& rng) {
     models::TokenBatch batch = gather_token_batch(train, index);

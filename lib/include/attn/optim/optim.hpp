@@ -2,6 +2,7 @@
 #pragma once
 #include "attn/optim/adam.hpp"
 #include "attn/optim/clip.hpp"
+#include "attn/optim/config.hpp"
 #include "attn/optim/optimizer.hpp"
 #include "attn/optim/rmsprop.hpp"
 #include "attn/optim/schedule.hpp"

@@ -25,13 +25,19 @@ struct ConstantLr {
 // then decays as 1/sqrt(t). The paper uses d_model 512, warmup 4000, scale 1.
 struct WarmupInverseSqrt {
   WarmupInverseSqrt(int64_t d_model, int64_t warmup, double scale = 1.0);   // all > 0
+  // The same curve scaled so that its peak (at t = warmup) is `peak` (> 0):
+  // scale = peak * sqrt(d_model * warmup).
+  static WarmupInverseSqrt with_peak(int64_t d_model, int64_t warmup, double peak);
   float operator()(int64_t t) const;
   int64_t d_model;
   int64_t warmup;
   double scale;
 };
 
-// lr(t) = lr0 * gamma^floor(t / step_size): multiplied by gamma at t = step_size, 2 step_size, ...
+// lr(t) = lr0 * gamma^floor((t - 1) / step_size): steps 1..step_size run at lr0, the next
+// step_size at lr0 * gamma, and so on. With step_size = E batches per epoch times K, the rate
+// drops after every K epochs (PyTorch's StepLR stepped once per epoch; Sukhbaatar et al. 2015
+// halve it every 25 epochs).
 struct StepDecay {
   StepDecay(float lr0, float gamma, int64_t step_size);   // lr0 >= 0, gamma in (0, 1], step_size >= 1
   float operator()(int64_t t) const;

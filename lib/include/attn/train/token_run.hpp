@@ -41,7 +41,16 @@
 
 namespace attn::train {
 
+// A token task's BatchStats: loss and count over the counted target tokens, units = tokens,
+// sums {nll, correct} (kTokenSums).
 BatchStats to_stats(const models::LossStats& s);
+inline const std::vector<std::string> kTokenSums = {"nll", "correct"};
+// exp(nll / tokens) and correct / tokens of a token task's sums (NaN when nothing was counted).
+double perplexity(const BatchStats& s);
+double token_accuracy(const BatchStats& s);
+// Declares a sequence model's unit (tokens), sums and metrics (perplexity, token accuracy) on
+// its task.
+void describe_token_task(TrainTask& task);
 
 // Batches of a whole split in length order (no shuffling), for evaluation and decoding.
 std::vector<std::vector<int64_t>> ordered_batches(std::span<const int32_t> lengths, int64_t max_tokens);

@@ -1,28 +1,34 @@
-// The model-agnostic training loop: epochs of length-bucketed batches, Adam with a learning-rate
-// schedule, clipping by global norm, validation every epoch, and checkpoints that resume to the
-// same bits. Every model family (Transformer, seq2seq, NTM, memory network) trains through it by
-// describing itself as a TrainTask: its parameters, the lengths of its examples, and two
-// functions that run a batch of example indices.
+// The model-agnostic training loop: epochs of batches, any optimizer with a learning-rate
+// schedule, clipping by value and by global norm, validation every epoch, and checkpoints that
+// resume to the same bits. Every model family (Transformer, seq2seq, NTM, memory network,
+// captioner) trains through it by describing itself as a TrainTask: its parameters, the lengths
+// of its examples, two functions that run a batch of example indices, and what it measures
+// (its unit of work and its metrics).
 //
 // One optimizer step t (1-based, explicit as everywhere in optim/):
 //   zero_grads(params);  stats = task.train_batch(batch, rng);        // adds d(mean loss)
-//   norm = clip_grad_norm(params, clip);                                // or grad_norm
-//   adam.set_lr(schedule(t));  adam.step(params, t);
-// The batches of epoch e are data::make_batches(train_lengths, {max_tokens, seed}, e): a pure
-// function of (lengths, options, seed, e). Together with the saved parameters, Adam moments,
-// step, position in the epoch, the dropout stream's RngState and the epoch's running sums, a
-// resumed run therefore repeats the uninterrupted run's updates bit for bit.
+//   clip_grad_value(params, clip_value);                                // when > 0
+//   norm = clip_grad_norm(params, clip_norm);                           // or grad_norm
+//   opt.set_lr(schedule(t));  opt.step(params, t);
+// The batches of epoch e are task.epoch_batches(e) when the task plans its own (a curriculum),
+// else epoch_batches(task, config, e): length-bucketed by max_tokens (data/batching.hpp), or
+// batch_size examples in random order: a pure function of (lengths, options, seed, e). Together
+// with the saved parameters, optimizer state, step, position in the epoch, the trainer's RngState,
+// the epoch's running sums and the task's own state, a resumed run repeats the uninterrupted
+// run's updates bit for bit.
 //
 // Files (all written atomically through io::File, layout of io/checkpoint.hpp plus):
-//   /state     epoch_batch (batches done in the current epoch), epoch_loss_sum (float64) and
-//              epoch_tokens: the running sums of the current, unfinished epoch;
-//              train_seconds (float64) and train_tokens: wall time in training steps and
-//              target tokens trained on since the run began, resumed parts included
-//   /metrics   train_loss, valid_loss, valid_perplexity, valid_accuracy, train_seconds:
-//              float32 [E], one entry per epoch (valid_* NaN without a validation set;
-//              train_seconds the state's train_seconds when the epoch ended); attribute
-//              last_epoch_partial = 1 when the last entry covers an unfinished epoch (a run
-//              stopped by max_steps), which a resumed run replaces.
+//   /state     epoch_batch (batches done in the current epoch), epoch_loss_sum, epoch_count,
+//              epoch_units and epoch_<sum>_sum (float64): the running sums of the current,
+//              unfinished epoch; train_seconds (float64) and train_units: wall time in training
+//              steps and units of work trained on since the run began, resumed parts included;
+//              unit: what a unit is ("tokens", "sequences", ...); plus the task's own state
+//   /metrics   float32 [E], one entry per epoch: train_loss, valid_loss, train_<m> and
+//              valid_<m> for every metric m of the task, valid_<m> for every epoch metric, and
+//              train_seconds (the state's train_seconds when the epoch ended); valid_* are NaN
+//              without a validation set. Attribute last_epoch_partial = 1 when the last entry
+//              covers an unfinished epoch (a run stopped by max_steps), which a resumed run
+//              replaces.
 // The final model goes to config.model_path; every checkpoint_every steps a checkpoint goes to
 // checkpoint_path(model_path, step) ("tf.h5" -> "tf.step000200.h5"), and only the newest
 // keep_checkpoints of those are kept (checkpoints.hpp).
@@ -36,51 +42,80 @@
 #include <map>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "attn/core/rng.hpp"
 #include "attn/io/hdf5_file.hpp"
 #include "attn/nn/param.hpp"
-#include "attn/optim/adam.hpp"
-#include "attn/optim/schedule.hpp"
+#include "attn/optim/config.hpp"
 
 namespace attn::train {
 
-// Loss statistics summed over the counted tokens (targets that are not padding) of one batch,
-// or of many (+=).
+// Sums over the examples of one batch, or of many (+=): the loss, what it is a mean over, the
+// work done, and the task's own sums (named by TrainTask::sums, in that order).
 struct BatchStats {
-  double loss_sum = 0;    // the training loss (e.g. label-smoothed cross-entropy)
-  double nll_sum = 0;     // plain negative log-likelihood, nats (for perplexity)
-  int64_t tokens = 0;     // counted tokens
-  int64_t correct = 0;    // tokens whose argmax is the target
+  double loss_sum = 0;        // the training objective, summed
+  double count = 0;           // what the loss is a mean over: tokens, sequences, questions
+  int64_t units = 0;          // work done in the task's unit (TrainTask::unit), for rates
+  std::vector<double> sums;   // e.g. {nll, correct} for token tasks
 
-  BatchStats& operator+=(const BatchStats& o) {
-    loss_sum += o.loss_sum, nll_sum += o.nll_sum, tokens += o.tokens, correct += o.correct;
-    return *this;
-  }
-  // Means per counted token; NaN when no token was counted.
-  double loss() const { return tokens ? loss_sum / double(tokens) : NAN; }
-  double nll() const { return tokens ? nll_sum / double(tokens) : NAN; }
-  double perplexity() const { return std::exp(nll()); }
-  double accuracy() const { return tokens ? double(correct) / double(tokens) : NAN; }
+  BatchStats& operator+=(const BatchStats& o);
+  double loss() const { return count > 0 ? loss_sum / count : NAN; }   // NaN: nothing counted
+  double sum(size_t k) const { return k < sums.size() ? sums[k] : 0.0; }
 };
+
+// A number a task reports for a split, computed from the split's summed BatchStats.
+struct Metric {
+  std::string name;                               // curve suffix: "perplexity" -> valid_perplexity
+  std::string label;                              // in progress lines: "perplexity"
+  std::function<double(const BatchStats&)> of;    // NaN when nothing was counted
+};
+
+// A number computed over the whole validation set after each epoch by other means than batch
+// sums (e.g. BLEU of greedy translations). Stored as the curve valid_<name>.
+struct EpochMetric {
+  std::string name, label;
+  std::function<double()> compute;
+};
+
+// What work is counted in: the rate "tok/s" and the summary "12000 tokens".
+struct Unit {
+  std::string rate = "tok";          // per second in progress lines
+  std::string plural = "tokens";
+};
+
+struct EpochReport;
 
 // What the trainer needs from a model family and its data set.
 struct TrainTask {
   std::string kind;                               // root `kind` of the model file: "transformer"
   std::map<std::string, io::AttrValue> config;    // /config: the hyper-parameters (and options)
   ParamList params;                               // stable names and order
+  Unit unit;
+  std::vector<std::string> sums;                  // names of BatchStats::sums
+  std::vector<Metric> metrics;                    // of train and valid sums
+  std::vector<EpochMetric> epoch_metrics;         // of the model on the validation set
   std::vector<int32_t> train_lengths;             // per training example, >= 1 (bucketing)
   std::vector<int32_t> valid_lengths;             // per validation example; empty: no validation
   // Forward and backward on the training examples `index`: ADDS the gradient of the mean loss
-  // over the batch's counted tokens into the params' grads (the trainer zeroes them first) and
-  // returns the sums. `rng` is the trainer's stream (dropout), saved in checkpoints.
+  // into the params' grads (the trainer zeroes them first) and returns the sums. `rng` is the
+  // trainer's stream (dropout, sampling), saved in checkpoints.
   std::function<BatchStats(std::span<const int64_t> index, Rng& rng)> train_batch;
-  // Forward only (no dropout, no grads) on the validation examples `index`.
+  // Forward only (no dropout, no grads) on the validation examples `index`. Its sums must not
+  // depend on how examples are grouped into batches.
   std::function<BatchStats(std::span<const int64_t> index)> valid_batch;
-  // Writes whatever else a model file of this family holds (vocabularies) into a file being
-  // saved, after the checkpoint. Optional.
+  // Optional: the batches of epoch e, when the task plans them itself (a curriculum); must be a
+  // pure function of e and the task's state.
+  std::function<std::vector<std::vector<int64_t>>(int64_t epoch)> epoch_batches;
+  // Optional: called after each finished epoch's validation (before it is recorded); may change
+  // the model's mode or the task's state (linear start, curriculum).
+  std::function<void(const EpochReport&)> end_epoch;
+  // Optional: writes whatever else a model file of this family holds (vocabularies) and the
+  // task's state into a file being saved, after the checkpoint.
   std::function<void(io::File&)> write_extra;
+  // Optional: restores the task's state from a file being resumed (what write_extra stored).
+  std::function<void(const io::File&)> read_state;
   std::string created_by;                         // root attributes of saved files
   std::string command;
 };
@@ -88,15 +123,14 @@ struct TrainTask {
 struct TrainConfig {
   int64_t epochs = 10;            // stop after this many epochs; 0: no limit (max_steps then > 0)
   int64_t max_steps = 0;          // ...or once this step is done, whichever comes first; 0: none
-  int64_t max_tokens = 4096;      // batch budget B x Lmax, padding included (data/batching.hpp)
-  int64_t max_batch = 0;          // at most this many examples per batch; 0: no limit
-  int64_t valid_max_tokens = 0;   // budget of validation batches; 0: max_tokens
-  uint64_t seed = 1;              // batch order (with the epoch) and the dropout stream
-  // Vaswani et al. 2017, sec. 5.3: beta1 0.9, beta2 0.98, eps 1e-9; the rate comes from
-  // `schedule` at every step (adam.lr is ignored).
-  optim::AdamConfig adam{.lr = 0.0f, .beta1 = 0.9f, .beta2 = 0.98f, .eps = 1e-9f, .weight_decay = 0.0f};
-  optim::Schedule schedule = optim::WarmupInverseSqrt(/*d_model=*/512, /*warmup=*/4000);
-  double clip_norm = 0;           // > 0: clip the gradients' global L2 norm to this; 0: off
+  int64_t batch_size = 0;         // > 0: batches of this many examples in random order
+  int64_t max_tokens = 4096;      // else: batch budget B x Lmax, padding included (data/batching.hpp)
+  int64_t max_batch = 0;          // with max_tokens: at most this many examples per batch; 0: no limit
+  int64_t valid_max_tokens = 0;   // budget of validation batches; 0: max_tokens (or batch_size)
+  uint64_t seed = 1;              // batch order (with the epoch) and the trainer's stream
+  optim::OptimizerConfig optimizer;   // kind, constants and the schedule of the rate
+  double clip_value = 0;          // > 0: clamp every gradient element to [-clip_value, clip_value]
+  double clip_norm = 0;           // > 0: then clip the gradients' global L2 norm to this; 0: off
   std::string model_path;         // the final model file ("-": stdout, then no checkpoint_every)
   int64_t checkpoint_every = 0;   // steps between checkpoints; 0: only the final model
   int64_t keep_checkpoints = 5;   // newest periodic checkpoints kept, >= 1
@@ -112,8 +146,8 @@ struct StepReport {
   double epoch_loss = NAN;        // mean loss over the epoch so far
   double grad_norm = 0;           // global gradient norm before clipping
   float lr = 0;                   // the rate used for this step
-  int64_t tokens = 0;             // counted tokens of the run so far (this process)
-  double tokens_per_second = 0;   // counted tokens per second of this process's training
+  int64_t units = 0;              // units of work of the run so far (this process)
+  double units_per_second = 0;    // units per second of this process's training steps
 };
 
 // Reported after every epoch (and for the last, unfinished one of a run stopped by max_steps).
@@ -122,7 +156,9 @@ struct EpochReport {
   int64_t step = 0;               // steps done
   bool partial = false;           // stopped before the epoch's last batch
   BatchStats train;               // sums over the epoch's training batches
-  BatchStats valid;               // over the validation set (tokens 0 without one)
+  BatchStats valid;               // over the validation set (count 0 without one)
+  std::vector<std::pair<std::string, double>> values;   // every curve's entry for this epoch
+                                                         // but train_seconds, in curve order
 };
 
 struct TrainCallbacks {
@@ -134,21 +170,28 @@ struct TrainCallbacks {
 struct TrainResult {
   int64_t step = 0;               // steps done in total
   int64_t epoch = 0;              // epochs completed
-  std::vector<float> train_loss, valid_loss;   // the curves stored in /metrics
-  BatchStats last_valid;          // the last validation (tokens 0 without one)
+  std::map<std::string, std::vector<float>> curves;   // what /metrics stores
+  EpochReport last;               // the last epoch's report (values empty when no epoch ran)
   double train_seconds = 0;       // wall time spent in training steps, resumed parts included
-  int64_t train_tokens = 0;       // target tokens trained on, likewise (tokens/s = the ratio)
+  int64_t train_units = 0;        // units trained on, likewise (the rate is the ratio)
 };
 
 // Trains task.params per `config` (validated first: ConfigError naming the field), resuming
 // from config.resume_from when set (FormatError/ShapeError naming the file when it does not fit
-// the task), and saves the final model to config.model_path. A non-finite gradient norm throws
-// attn::Error naming the step (the run diverged) before the parameters are touched.
+// the task), and saves the final model to config.model_path. A non-finite loss or gradient norm
+// throws attn::Error naming the step (the run diverged) before the parameters are touched, so
+// the last checkpoint written is the last good one.
 TrainResult fit(const TrainTask& task, const TrainConfig& config, const TrainCallbacks& callbacks = {});
 
-// The loss statistics of `valid_batch` over every example of `lengths`, batched by max_tokens
-// in length order (no shuffling).
+// The batches of epoch e per config (no task override): see above.
+std::vector<std::vector<int64_t>> epoch_batches(std::span<const int32_t> lengths, const TrainConfig& config,
+                                                int64_t epoch);
+// How many batches an epoch of the task's training set has (epoch 0's plan).
+int64_t batches_per_epoch(const TrainTask& task, const TrainConfig& config);
+
+// The sums of `run_batch` over every example of `lengths`, in batches of about max_tokens in
+// length order (batch_size > 0: runs of batch_size consecutive examples); no shuffling.
 BatchStats evaluate(const std::function<BatchStats(std::span<const int64_t>)>& run_batch,
-                    std::span<const int32_t> lengths, int64_t max_tokens);
+                    std::span<const int32_t> lengths, int64_t max_tokens, int64_t batch_size = 0);
 
 }  // namespace attn::train

@@ -33,6 +33,11 @@ namespace attn::train {
 // What `arch` reads of a split (see above), with the vocabulary bounds of `config`.
 TokenSplitRequest transformer_request(const models::TransformerConfig& config);
 
+// The positions a model trained on `data` handles (TransformerConfig::max_len): its longest
+// example (BOS or EOS included) + 2, at least 256, so that decoding a little past the longest
+// training example still has learned positions.
+int64_t transformer_max_len(const TrainingData& data);
+
 // The cost of each example of `split` in a batch (see above).
 std::vector<int32_t> transformer_lengths(models::TransformerArch arch, const TokenSplit& split);
 
