@@ -151,9 +151,9 @@ TEST_CASE("checkpoint: every part round-trips bit for bit", "[io][checkpoint]") 
   CHECK(loaded.config_double("dropout") == 0.1);
   CHECK(loaded.config_string("score") == "scaled_dot");
   REQUIRE_THROWS_WITH(loaded.config_int("heads"),
-                      Equals(path + ": no configuration value 'heads' in /config (found: d_model, dropout, score)"));
+                      Equals(path + ": no attribute 'heads' in /config (found: d_model, dropout, score)"));
   REQUIRE_THROWS_WITH(loaded.config_int("dropout"),
-                      Equals(path + ": configuration value 'dropout' is a number, expected an integer"));
+                      Equals(path + ": /config attribute 'dropout' is a number, expected an integer"));
   REQUIRE_THROWS_WITH(io::load_checkpoint(path, "seq2seq"),
                       Equals(path + ": kind is 'transformer', expected 'seq2seq'"));
 }

@@ -1,6 +1,8 @@
 // Checkpoints as HDF5 files (layout in checkpoint.hpp), written and read through io::File only.
 #include "attn/io/checkpoint.hpp"
 
+#include "attn/io/config_reader.hpp"
+
 #include <algorithm>
 #include <set>
 #include <vector>
@@ -43,43 +45,9 @@ TensorMap read_tensors(const File& file, const std::string& group) {
 // ---------------------------------------------------------------------------------------------
 // Config lookups
 
-namespace {
-const AttrValue& config_entry(const Checkpoint& c, const std::string& key) {
-  const auto it = c.config.find(key);
-  if (it == c.config.end()) {
-    std::vector<std::string> keys;
-    for (const auto& [k, v] : c.config) keys.push_back(k);
-    std::string found;
-    for (size_t i = 0; i < keys.size(); ++i) found += (i ? ", " : "") + keys[i];
-    throw FormatError(c.source + ": no configuration value '" + key + "' in /config (" +
-                      (keys.empty() ? std::string("it is empty") : "found: " + found) + ")");
-  }
-  return it->second;
-}
-
-[[noreturn]] void wrong_config_type(const Checkpoint& c, const std::string& key, const char* want) {
-  static constexpr const char* kNames[] = {"a string", "an integer", "a number"};
-  throw FormatError(c.source + ": configuration value '" + key + "' is " +
-                    kNames[config_entry(c, key).index()] + ", expected " + want);
-}
-}  // namespace
-
-std::string Checkpoint::config_string(const std::string& key) const {
-  if (const auto* v = std::get_if<std::string>(&config_entry(*this, key))) return *v;
-  wrong_config_type(*this, key, "a string");
-}
-
-int64_t Checkpoint::config_int(const std::string& key) const {
-  if (const auto* v = std::get_if<int64_t>(&config_entry(*this, key))) return *v;
-  wrong_config_type(*this, key, "an integer");
-}
-
-double Checkpoint::config_double(const std::string& key) const {
-  const AttrValue& v = config_entry(*this, key);
-  if (const auto* d = std::get_if<double>(&v)) return *d;
-  if (const auto* i = std::get_if<int64_t>(&v)) return static_cast<double>(*i);
-  wrong_config_type(*this, key, "a number");
-}
+std::string Checkpoint::config_string(const std::string& key) const { return ConfigReader(config, source).text(key); }
+int64_t Checkpoint::config_int(const std::string& key) const { return ConfigReader(config, source).integer(key); }
+double Checkpoint::config_double(const std::string& key) const { return ConfigReader(config, source).real(key); }
 
 // ---------------------------------------------------------------------------------------------
 // Files
