@@ -197,13 +197,7 @@ Splits<SequenceSplit> make_priority_sort(const PrioritySortConfig& cfg, const Sp
 }
 
 void write_splits(io::File& file, const Splits<SequenceSplit>& splits) {
-  for (int k = 0; k < 3; ++k) {
-    const std::string g = std::string("/") + kSplitNames[k] + "/";
-    file.write(g + "inputs", splits[k].inputs);
-    file.write(g + "input_len", splits[k].input_len);
-    file.write(g + "targets", splits[k].targets);
-    file.write(g + "target_len", splits[k].target_len);
-  }
+  for (int k = 0; k < 3; ++k) data::write_sequence_split(file, kSplitNames[k], splits[k]);
 }
 
 }  // namespace attn::datasets

@@ -4,6 +4,7 @@ attn_add_test(test_text SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/test_tokenizer.cpp
   ${CMAKE_CURRENT_LIST_DIR}/test_vocab.cpp
   ${CMAKE_CURRENT_LIST_DIR}/test_batching.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/test_sequence_data.cpp
   ${CMAKE_CURRENT_LIST_DIR}/test_bleu.cpp
   ${CMAKE_CURRENT_LIST_DIR}/test_bleu_buckets.cpp
   ${CMAKE_CURRENT_LIST_DIR}/test_accuracy.cpp)

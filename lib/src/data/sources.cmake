@@ -1,5 +1,6 @@
-# data: tokenisation, vocabularies, length-bucketed batching and padding.
+# data: tokenisation, vocabularies, length-bucketed batching and padding, the data-set layouts.
 list(APPEND ATTN_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/tokenizer.cpp
   ${CMAKE_CURRENT_LIST_DIR}/vocab.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/batching.cpp)
+  ${CMAKE_CURRENT_LIST_DIR}/batching.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/sequence_data.cpp)

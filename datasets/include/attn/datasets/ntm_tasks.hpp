@@ -15,18 +15,12 @@
 #include <string>
 
 #include "attn/core/tensor.hpp"
+#include "attn/data/sequence_data.hpp"
 #include "attn/datasets/splits.hpp"
-
-namespace attn::io { class File; }
 
 namespace attn::datasets {
 
-struct SequenceSplit {
-  Tensor inputs;       // [N, Tin, Win]   float32
-  Tensor input_len;    // [N]             int32
-  Tensor targets;      // [N, Tout, Wout] float32
-  Tensor target_len;   // [N]             int32
-};
+using data::SequenceSplit;   // the layout, read and written by lib/data/sequence_data.hpp
 
 // Copy (4.1): L ~ U{min_len..max_len} random vectors of `width` bits, then one delimiter row.
 // Win = width + 1 (channel width: delimiter), Tin = max_len + 1; the target is the sequence,

@@ -1,0 +1,40 @@
+// The sequence-to-sequence layout of the NTM tasks (datasets/README.md, "NTM tasks"): one
+// definition, written by attn-data's generators and read, checked, by the tools that train on
+// it. Per split:
+//   /<split>/inputs      float32 [N, Tin, Win]   the input phase; rows t >= input_len[i] are 0
+//   /<split>/input_len   int32   [N]             in [1, Tin]
+//   /<split>/targets     float32 [N, Tout, Wout] the outputs wanted after the input phase; rows
+//                                               t >= target_len[i] are 0
+//   /<split>/target_len  int32   [N]             in [1, Tout]
+#pragma once
+#include <cstdint>
+#include <span>
+#include <string>
+
+#include "attn/core/tensor.hpp"
+#include "attn/io/hdf5_file.hpp"
+
+namespace attn::data {
+
+struct SequenceSplit {
+  Tensor inputs;       // [N, Tin, Win]   float32
+  Tensor input_len;    // [N]             int32
+  Tensor targets;      // [N, Tout, Wout] float32
+  Tensor target_len;   // [N]             int32
+
+  int64_t size() const { return input_len.numel(); }
+  int64_t input_width() const { return inputs.dim(2); }
+  int64_t output_width() const { return targets.dim(2); }
+  // Rows `index` (in that order), each example's rows cut to the longest selected lengths.
+  SequenceSplit gather(std::span<const int64_t> index) const;
+};
+
+// Writes the four datasets of `split` ("train", ...).
+void write_sequence_split(io::File& file, const std::string& split, const SequenceSplit& s);
+
+// Reads and checks one split: ranks and row counts (ShapeError), lengths in range, every value
+// finite (DataError naming the file, dataset and row); a missing split or dataset is a
+// FormatError listing what the file has.
+SequenceSplit read_sequence_split(const io::File& file, const std::string& split);
+
+}  // namespace attn::data

@@ -1,0 +1,85 @@
+// The NTM tasks' sequence layout: gather, write, checked read (sequence_data.hpp).
+#include "attn/data/sequence_data.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "attn/core/error.hpp"
+
+namespace attn::data {
+namespace {
+
+// Rows `index` of x [N, T, W], each cut to its first `rows` time steps.
+Tensor gather_rows(const Tensor& x, std::span<const int64_t> index, int64_t rows) {
+  const int64_t T = x.dim(1), W = x.dim(2);
+  Tensor y({static_cast<int64_t>(index.size()), rows, W});
+  for (size_t b = 0; b < index.size(); ++b)
+    std::memcpy(y.data() + static_cast<int64_t>(b) * rows * W, x.data() + index[b] * T * W,
+                static_cast<size_t>(rows * W) * sizeof(float));
+  return y;
+}
+
+void check_lengths(const io::File& file, const std::string& dataset, const Tensor& len, int64_t max) {
+  for (int64_t i = 0; i < len.numel(); ++i)
+    if (len.idata()[i] < 1 || len.idata()[i] > max)
+      throw DataError(file.display_name() + ": dataset '" + dataset + "' row " + std::to_string(i) + " is " +
+                      std::to_string(len.idata()[i]) + ", expected a length in [1, " + std::to_string(max) + "]");
+}
+
+void check_finite(const io::File& file, const std::string& dataset, const Tensor& x) {
+  const int64_t row = x.numel() / std::max<int64_t>(x.dim(0), 1);
+  for (int64_t i = 0; i < x.numel(); ++i)
+    if (!std::isfinite(x.data()[i]))
+      throw DataError(file.display_name() + ": dataset '" + dataset + "' row " + std::to_string(i / row) +
+                      " holds " + std::to_string(x.data()[i]) + "; every value must be finite");
+}
+
+}  // namespace
+
+SequenceSplit SequenceSplit::gather(std::span<const int64_t> index) const {
+  SequenceSplit out;
+  out.input_len = Tensor({static_cast<int64_t>(index.size())}, DType::i32);
+  out.target_len = Tensor({static_cast<int64_t>(index.size())}, DType::i32);
+  int64_t tin = 1, tout = 1;
+  for (size_t b = 0; b < index.size(); ++b) {
+    out.input_len.idata()[b] = input_len.idata()[index[b]];
+    out.target_len.idata()[b] = target_len.idata()[index[b]];
+    tin = std::max<int64_t>(tin, out.input_len.idata()[b]);
+    tout = std::max<int64_t>(tout, out.target_len.idata()[b]);
+  }
+  out.inputs = gather_rows(inputs, index, tin);
+  out.targets = gather_rows(targets, index, tout);
+  return out;
+}
+
+void write_sequence_split(io::File& file, const std::string& split, const SequenceSplit& s) {
+  const std::string g = "/" + split + "/";
+  file.write(g + "inputs", s.inputs);
+  file.write(g + "input_len", s.input_len);
+  file.write(g + "targets", s.targets);
+  file.write(g + "target_len", s.target_len);
+}
+
+SequenceSplit read_sequence_split(const io::File& file, const std::string& split) {
+  const std::string g = "/" + split + "/";
+  if (!file.is_group("/" + split)) {
+    std::string found;
+    for (const auto& name : file.list("/")) found += (found.empty() ? "" : ", ") + ("/" + name);
+    throw FormatError(file.display_name() + ": no split '/" + split + "' (found: " +
+                      (found.empty() ? std::string("nothing") : found) + ")");
+  }
+  SequenceSplit s;
+  s.inputs = file.read(g + "inputs", DType::f32, {kAny, kAny, kAny});
+  const int64_t n = s.inputs.dim(0);
+  s.input_len = file.read(g + "input_len", DType::i32, {n});
+  s.targets = file.read(g + "targets", DType::f32, {n, kAny, kAny});
+  s.target_len = file.read(g + "target_len", DType::i32, {n});
+  check_lengths(file, g + "input_len", s.input_len, s.inputs.dim(1));
+  check_lengths(file, g + "target_len", s.target_len, s.targets.dim(1));
+  check_finite(file, g + "inputs", s.inputs);
+  check_finite(file, g + "targets", s.targets);
+  return s;
+}
+
+}  // namespace attn::data
