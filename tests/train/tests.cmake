@@ -4,4 +4,5 @@
 attn_add_test(test_train SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/test_trainer.cpp
   ${CMAKE_CURRENT_LIST_DIR}/test_checkpoints.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/test_token_run.cpp)
+  ${CMAKE_CURRENT_LIST_DIR}/test_token_run.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/test_split_run.cpp)

@@ -25,19 +25,6 @@ Tensor argmax_last(const Tensor& logits) {
   return pred;
 }
 
-// Copies a per-batch tensor [B, M..., Tb, Kb] into rows `index` of out [N, M..., T, K]
-// (Tb <= T, Kb <= K; the middle axes equal).
-void scatter_rows(const Tensor& part, std::span<const int64_t> index, Tensor& out) {
-  const int64_t Tb = part.dim(-2), Kb = part.dim(-1), T = out.dim(-2), K = out.dim(-1);
-  const int64_t M = part.numel() / (part.dim(0) * Tb * Kb);   // the middle axes (heads) as one
-  for (size_t b = 0; b < index.size(); ++b)
-    for (int64_t m = 0; m < M; ++m)
-      for (int64_t t = 0; t < Tb; ++t)
-        std::memcpy(out.data() + ((index[b] * M + m) * T + t) * K,
-                    part.data() + ((static_cast<int64_t>(b) * M + m) * Tb + t) * Kb,
-                    static_cast<size_t>(Kb) * sizeof(float));
-}
-
 // Exact match of each sentence's tokens + EOS with the split's target, token by token.
 metrics::AccuracyCounts reference_accuracy(const std::vector<std::vector<int32_t>>& tokens, const TokenSplit& split) {
   const auto n = static_cast<int64_t>(tokens.size());
@@ -79,10 +66,6 @@ void describe_token_task(TrainTask& task) {
   task.unit = {.rate = "tok", .plural = "tokens"};
   task.sums = kTokenSums;
   task.metrics = {{"perplexity", "perplexity", perplexity}, {"accuracy", "token accuracy", token_accuracy}};
-}
-
-std::vector<std::vector<int64_t>> ordered_batches(std::span<const int32_t> lengths, int64_t max_tokens) {
-  return data::make_batches(lengths, {.max_tokens = max_tokens, .max_batch = 0, .shuffle = false, .seed = 0}, 0);
 }
 
 models::TokenBatch gather_token_batch(const TokenSplit& split, std::span<const int64_t> index) {
@@ -156,38 +139,15 @@ Translation translate_split(const TokenSplit& split, int64_t max_tokens, const B
   Translation out;
   out.tokens.resize(static_cast<size_t>(n));
   out.scores.resize(static_cast<size_t>(n));
-  struct Part {
-    std::vector<int64_t> index;
-    Tensor weights;
-  };
-  std::vector<std::pair<std::string, std::vector<Part>>> parts;   // per attention name, in first-seen order
-  for (auto& index : ordered_batches(ints(split.src_len), max_tokens)) {
+  out.attention = run_split(n, split_batches(ints(split.src_len), max_tokens), [&](std::span<const int64_t> index) {
     const data::PaddedBatch src = data::gather_batch(split.src, split.src_len, index);
     DecodedBatch r = decode(src);
     for (size_t b = 0; b < index.size(); ++b) {
       out.tokens[static_cast<size_t>(index[b])] = std::move(r.tokens[b]);
       out.scores[static_cast<size_t>(index[b])] = r.scores[b];
     }
-    for (auto& [name, weights] : r.attention) {
-      auto it = std::find_if(parts.begin(), parts.end(), [&](const auto& p) { return p.first == name; });
-      if (it == parts.end()) it = parts.insert(parts.end(), {name, {}});
-      it->second.push_back({index, std::move(weights)});
-    }
-  }
-
-  // One tensor per name over all sentences, padded to the largest trailing extents.
-  for (const auto& [name, list] : parts) {
-    Shape shape = list.front().weights.shape();
-    shape[0] = n;
-    for (size_t d = shape.size() - 2; d < shape.size(); ++d) {
-      shape[d] = 1;
-      for (const Part& p : list) shape[d] = std::max(shape[d], p.weights.dim(static_cast<int64_t>(d)));
-    }
-    Tensor all(shape);
-    for (const Part& p : list) scatter_rows(p.weights, p.index, all);
-    out.attention.emplace_back(name, std::move(all));
-  }
-
+    return std::move(r.attention);
+  });
   if (split.has_tgt()) out.accuracy = reference_accuracy(out.tokens, split);
   return out;
 }

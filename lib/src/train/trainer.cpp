@@ -10,6 +10,7 @@
 #include "attn/io/checkpoint.hpp"
 #include "attn/optim/clip.hpp"
 #include "attn/train/checkpoints.hpp"
+#include "attn/train/split_run.hpp"
 
 namespace attn::train {
 namespace {
@@ -221,18 +222,8 @@ int64_t batches_per_epoch(const TrainTask& task, const TrainConfig& config) {
 
 BatchStats evaluate(const std::function<BatchStats(std::span<const int64_t>)>& run_batch,
                     std::span<const int32_t> lengths, int64_t max_tokens, int64_t batch_size) {
-  std::vector<std::vector<int64_t>> batches;
-  if (batch_size > 0) {   // consecutive examples
-    for (int64_t i = 0; i < static_cast<int64_t>(lengths.size()); i += batch_size) {
-      batches.emplace_back();
-      for (int64_t j = i; j < std::min<int64_t>(i + batch_size, static_cast<int64_t>(lengths.size())); ++j)
-        batches.back().push_back(j);
-    }
-  } else {
-    batches = data::make_batches(lengths, {.max_tokens = max_tokens, .max_batch = 0, .shuffle = false, .seed = 0}, 0);
-  }
   BatchStats total;
-  for (const auto& batch : batches) total += run_batch(batch);
+  for (const auto& batch : split_batches(lengths, max_tokens, batch_size)) total += run_batch(batch);
   return total;
 }
 

@@ -92,7 +92,7 @@ TransformerFile load_transformer(const std::string& path) {
 EvalResult evaluate_transformer(const models::Transformer& model, const TokenSplit& split, int64_t max_tokens) {
   const TransformerArch arch = model.config().arch;
   EvalResult out;
-  for (const auto& index : ordered_batches(transformer_lengths(arch, split), max_tokens)) {
+  for (const auto& index : split_batches(transformer_lengths(arch, split), max_tokens)) {
     models::TokenBatch batch = gather_token_batch(split, index);
     if (arch == TransformerArch::mlm) {   // the masked tokens only: no sequence accuracy
       Rng rng = Rng(kValidMaskSeed).fork(static_cast<uint64_t>(index.front()));

@@ -36,6 +36,7 @@
 #include "attn/metrics/accuracy.hpp"
 #include "attn/models/token_batch.hpp"
 #include "attn/nn/param.hpp"
+#include "attn/train/split_run.hpp"
 #include "attn/train/token_data.hpp"
 #include "attn/train/trainer.hpp"
 
@@ -51,9 +52,6 @@ double token_accuracy(const BatchStats& s);
 // Declares a sequence model's unit (tokens), sums and metrics (perplexity, token accuracy) on
 // its task.
 void describe_token_task(TrainTask& task);
-
-// Batches of a whole split in length order (no shuffling), for evaluation and decoding.
-std::vector<std::vector<int64_t>> ordered_batches(std::span<const int32_t> lengths, int64_t max_tokens);
 
 // The padded batch of rows `index` of `split`: src/src_len when the split was read with its
 // sources, tgt/tgt_len when with its targets.
@@ -107,7 +105,7 @@ std::map<std::string, io::AttrValue> resumed_config(const std::string& checkpoin
 struct Translation {
   std::vector<std::vector<int32_t>> tokens;                // per sentence, in split order
   std::vector<float> scores;
-  std::vector<std::pair<std::string, Tensor>> attention;   // "/attention/<name>", [N, ..., T, K]
+  NamedTensors attention;   // "/attention/<name>", [N, ..., T, K]
   metrics::AccuracyCounts accuracy;   // against the split's targets (EOS included), when present
 };
 
@@ -115,7 +113,7 @@ struct Translation {
 struct DecodedBatch {
   std::vector<std::vector<int32_t>> tokens;                // per row of the batch
   std::vector<float> scores;
-  std::vector<std::pair<std::string, Tensor>> attention;   // [B, ..., Tb, Kb] each; may be none
+  NamedTensors attention;   // [B, ..., Tb, Kb] each; may be none
 };
 using BatchDecoder = std::function<DecodedBatch(const data::PaddedBatch& src)>;
 

@@ -1,0 +1,50 @@
+// run_split: per-batch outputs of any rank go back to split order, padded to the largest batch.
+#include "attn/train/split_run.hpp"
+
+#include "test_support.hpp"
+
+using namespace attn;
+
+TEST_CASE("split_batches: consecutive runs, or token-budget batches in length order", "[unit][split_run]") {
+  const std::vector<int32_t> lengths{3, 1, 2, 2, 1};
+  CHECK(train::split_batches(lengths, 0, 2) == std::vector<std::vector<int64_t>>{{0, 1}, {2, 3}, {4}});
+  // Budget 4: [1, 1] (lengths 1), [2, 2], [3].
+  CHECK(train::split_batches(lengths, 4) == std::vector<std::vector<int64_t>>{{1, 4}, {2, 3}, {0}});
+}
+
+TEST_CASE("run_split puts every output row back in split order, zero-padded to the largest batch", "[unit][split_run]") {
+  // Example i of a batch yields: a scalar i; a [T, 2] matrix of i's with T = the batch's own
+  // length (1 + its first index); a [T, 1, K] block with K = batch size.
+  const std::vector<std::vector<int64_t>> batches{{3, 0}, {2}, {1, 4}};
+  const auto out = train::run_split(5, batches, [](std::span<const int64_t> index) {
+    const auto B = static_cast<int64_t>(index.size());
+    const int64_t T = 1 + index[0];
+    Tensor scalar({B}), mat({B, T, 2}), block({B, T, 1, B});
+    for (int64_t b = 0; b < B; ++b) {
+      scalar.at(b) = static_cast<float>(index[static_cast<size_t>(b)]);
+      for (int64_t i = 0; i < T * 2; ++i) mat.at(b * T * 2 + i) = static_cast<float>(index[static_cast<size_t>(b)]);
+      for (int64_t i = 0; i < T * B; ++i) block.at(b * T * B + i) = 1.0f + static_cast<float>(index[static_cast<size_t>(b)]);
+    }
+    return train::NamedTensors{{"scalar", scalar}, {"mat", mat}, {"block", block}};
+  });
+  REQUIRE(out.size() == 3);
+  CHECK(out[0].first == "scalar");
+  CHECK(out[0].second.shape() == Shape{5});
+  for (int64_t i = 0; i < 5; ++i) CHECK(out[0].second.at(i) == static_cast<float>(i));
+  const Tensor& mat = out[1].second;
+  REQUIRE(mat.shape() == Shape{5, 4, 2});   // the longest batch: T = 4 (batch {3, 0})
+  CHECK(mat.at((2 * 4 + 2) * 2) == 2.0f);   // example 2 (batch {2}, T = 3): rows 0..2 hold 2
+  CHECK(mat.at((2 * 4 + 3) * 2) == 0.0f);   // ...and row 3 is padding
+  CHECK(mat.at((4 * 4 + 1) * 2 + 1) == 4.0f);   // example 4 (batch {1, 4}, T = 2): row 1
+  CHECK(mat.at((4 * 4 + 2) * 2) == 0.0f);
+  const Tensor& block = out[2].second;
+  REQUIRE(block.shape() == Shape{5, 4, 1, 2});
+  CHECK(block.at(((2 * 4 + 0) * 1 + 0) * 2 + 0) == 3.0f);   // example 2: K = 1, column 0 holds 1 + 2
+  CHECK(block.at(((2 * 4 + 0) * 1 + 0) * 2 + 1) == 0.0f);   // column 1 is padding
+  CHECK(block.at(((0 * 4 + 3) * 1 + 0) * 2 + 1) == 1.0f);   // example 0: T = 4, K = 2
+
+  REQUIRE_THROWS_AS(train::run_split(2, {{0, 1}}, [](std::span<const int64_t>) {
+                      return train::NamedTensors{{"bad", Tensor({3, 2})}};
+                    }),
+                    ShapeError);
+}
