@@ -1,5 +1,5 @@
 // attn-transformer eval | translate | generate | average: a trained model on data
-// (lib/train/transformer_run.hpp, lib/decode).
+// (attn/train/transformer_run.hpp, lib/decode).
 #include <iostream>
 
 #include "attn/data/batching.hpp"
