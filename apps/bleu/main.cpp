@@ -1,4 +1,4 @@
-// attn-bleu: corpus BLEU-4 of predictions against references (lib/metrics/bleu.hpp), printed
+// attn-bleu: corpus BLEU-4 of predictions against references (attn/metrics/bleu.hpp), printed
 // on stdout in the form of multi-bleu.perl:
 //   BLEU = 35.12, 66.7/40.6/28.0/19.9 (BP=0.978, ratio=0.978, hyp_len=12700, ref_len=12985)
 //
@@ -22,7 +22,7 @@
 // By source length (Bahdanau et al. 2015, Figure 2): --by-length W (buckets 1-W, W+1-2W, ...) or
 // --buckets U1,U2,... (inclusive upper bounds; longer sources form one more bucket) also scores
 // each bucket as a corpus of its own and prints a table after the BLEU line. The lengths are
-// /<split>/src_len of --ref DATA.h5 (lib/metrics/bleu_buckets.hpp).
+// /<split>/src_len of --ref DATA.h5 (attn/metrics/bleu_buckets.hpp).
 // --out FILE.h5 writes the scores (/metrics attributes, /by_length/{lower,upper,sentences,bleu,
 // brevity_penalty}) for attn-plot curve --series /by_length/upper:/by_length/bleu.
 // Exit codes: 0 success, 1 the --out file cannot be written, 2 usage error, 3 bad input

@@ -29,7 +29,7 @@ void add_eval_options(Options& opts) {
 
 void add_translate_options(Options& opts, double default_length_penalty, const std::string& length_penalty_help) {
   opts.model("trained model, HDF5").data("token data set, HDF5").split("test");
-  opts.out("predictions, HDF5; - writes to stdout");
+  opts.out("predictions, HDF5");
   opts.add()
       ("beam", int_value(1)->notifier(positive<int64_t>("beam")), "beam size (1: greedy)")
       ("length-penalty", po::value<double>()->value_name("ALPHA")

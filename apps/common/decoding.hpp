@@ -1,6 +1,6 @@
 // What the `eval` and `translate` verbs of the sequence-model tools (attn-transformer,
 // attn-seq2seq) share: their options, reading the split a model was trained for, and the
-// one-line summaries (lib/train/token_run.hpp). A tool's verb builds its options, loads its
+// one-line summaries (attn/train/token_run.hpp). A tool's verb builds its options, loads its
 // model file and hands the rest over:
 //
 //   cli::Options opts(kTool, cli::kEvalSynopsis, cli::kEvalAbout);

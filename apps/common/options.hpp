@@ -7,7 +7,7 @@
 //
 //   int cmd_copy(int argc, char** argv) {                      // argv[0] is "copy"
 //     cli::Options opts("attn-data", "--out FILE [options]", "The NTM copy task ...");
-//     opts.out("output HDF5 file; - writes to stdout").seed();
+//     opts.out("output HDF5 file").seed();
 //     opts.add()("n", po::value<int64_t>()->default_value(10000)
 //                         ->notifier(cli::positive<int64_t>("n")), "training examples");
 //     if (!opts.parse(argc, argv)) return 0;                   // --help or --version printed
@@ -64,7 +64,9 @@ class Options {
   po::options_description_easy_init add_model();
   po::options_description_easy_init add_optimizer();
 
-  // The shared flags. Each returns *this so that they chain.
+  // The shared flags. Each returns *this so that they chain. `help` says what the file is; data()
+  // and out() add what "-" does themselves ("; - reads standard input", "; - writes the HDF5
+  // image to standard output"), so a verb's text must not say it again.
   Options& data(const std::string& help, bool required = true);    // --data FILE ("-": stdin)
   Options& model(const std::string& help, bool required = true);   // --model FILE
   Options& out(const std::string& help);                           // --out FILE ("-": stdout), required

@@ -81,7 +81,7 @@ int cmd_measure(int argc, char** argv) {
                     "Sizes are powers of 2. Defaults: n 16..4096 at d 512, d 32..1024 at n 512, path n\n"
                     "16..1024 at d 8, k 3, r 16, 8 heads, 3 repeats (--quick: n 32..256 at d 64, d 16..64 at\n"
                     "n 64, path n 16..64, r 4, 4 heads, 1 repeat).");
-  opts.out("output HDF5 file (kind complexity); - writes to stdout").seed().threads();
+  opts.out("output HDF5 file (kind complexity)").seed().threads();
   auto size = [] { return po::value<int64_t>()->value_name("N"); };
   opts.add()
       ("quick", po::bool_switch(), "a small sweep that runs in about a second (tests, smoke runs)")

@@ -68,7 +68,7 @@ int cmd_multi30k(int argc, char** argv) {
                     "Multi30k task 1 (Elliott et al. 2016): DIR/{train,val,test_2016_flickr}.<lang>.gz\n"
                     "become the splits train, valid and test; Moses-style tokens, vocabularies from\n"
                     "train. Layout: datasets/README.md.");
-  opts.out("output HDF5 file; - writes to stdout");
+  opts.out("output HDF5 file");
   opts.add()
       ("src", cli::choice("src", "de", {"de", "en", "fr", "cs"}), "source language")
       ("tgt", cli::choice("tgt", "en", {"de", "en", "fr", "cs"}), "target language")
@@ -87,7 +87,7 @@ int cmd_parallel(int argc, char** argv) {
                     "Any line-aligned parallel text (plain or gzip): line i of --src-file translates\n"
                     "line i of --tgt-file. Valid and test come from their own files, or are the last\n"
                     "--valid-n / --test-n training lines (test last). Layout: datasets/README.md.");
-  opts.out("output HDF5 file; - writes to stdout");
+  opts.out("output HDF5 file");
   const auto file = [] { return po::value<std::string>()->value_name("FILE"); };
   opts.add()
       ("src-file", file()->required(), "training source text, one sentence a line")

@@ -1,4 +1,4 @@
-// attn-seq2seq eval | translate: a trained model on data (lib/train/seq2seq_run.hpp).
+// attn-seq2seq eval | translate: a trained model on data (attn/train/seq2seq_run.hpp).
 #include "attn/train/seq2seq_run.hpp"
 #include "common/decoding.hpp"
 #include "common/options.hpp"

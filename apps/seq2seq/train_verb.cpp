@@ -1,5 +1,5 @@
 // attn-seq2seq train: options -> models::Seq2SeqConfig and train::TrainConfig, then train::fit
-// over the token data set (lib/train/trainer.hpp, seq2seq_run.hpp).
+// over the token data set (attn/train/trainer.hpp, seq2seq_run.hpp).
 #include <algorithm>
 #include <memory>
 #include <optional>

@@ -1,5 +1,5 @@
 // attn-transformer eval | translate | generate | average: a trained model on data
-// (lib/train/transformer_run.hpp, lib/decode).
+// (attn/train/transformer_run.hpp, lib/decode).
 #include <iostream>
 
 #include "attn/data/batching.hpp"
@@ -104,7 +104,7 @@ int cmd_average(int argc, char** argv) {
                     "NAME.step*.h5) into one model, as Vaswani et al. 2017, sec. 6.1 (the last 5).");
   opts.add()("inputs", po::value<std::vector<std::string>>()->value_name("FILE")->multitoken()->required(),
              "model files of the same architecture");
-  opts.out("the averaged model, HDF5; - writes to stdout");
+  opts.out("the averaged model, HDF5");
   if (!opts.parse(argc, argv)) return 0;
   const auto inputs = opts.get<std::vector<std::string>>("inputs");
   io::File out = [&] {

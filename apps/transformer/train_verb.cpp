@@ -1,5 +1,5 @@
 // attn-transformer train: options -> models::TransformerConfig and train::TrainConfig, then
-// train::fit over the token data set (lib/train/trainer.hpp, transformer_run.hpp).
+// train::fit over the token data set (attn/train/trainer.hpp, transformer_run.hpp).
 #include <memory>
 #include <optional>
 

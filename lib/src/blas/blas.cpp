@@ -139,4 +139,9 @@ void gemm_strided_batched_reference(Trans ta, Trans tb, int64_t M, int64_t N, in
 
 void set_num_threads(int n) { openblas_set_num_threads(n); }
 
+namespace {
+// attn::set_num_threads (core, below this layer) sets OpenBLAS's threads through this hook.
+[[maybe_unused]] const bool kThreadHookRegistered = (attn::on_set_num_threads(&blas::set_num_threads), true);
+}  // namespace
+
 }  // namespace attn::blas

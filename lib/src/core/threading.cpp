@@ -1,20 +1,44 @@
+// The library's thread count: OpenMP's setting, plus whatever layers above core keep in step with
+// it (the BLAS seam registers OpenBLAS's setter), so that core calls nothing above itself.
 #include "attn/core/threading.hpp"
 
 #include <omp.h>
 
+#include <mutex>
 #include <string>
+#include <vector>
 
-#include "attn/blas/blas.hpp"
 #include "attn/core/error.hpp"
 
 namespace attn {
+namespace {
+
+// Function-local statics, so that a hook registered during another file's static initialisation
+// finds them constructed whatever the order of initialisation.
+std::mutex& hooks_mutex() {
+  static std::mutex m;
+  return m;
+}
+
+std::vector<void (*)(int)>& hooks() {
+  static std::vector<void (*)(int)> h;
+  return h;
+}
+
+}  // namespace
 
 void set_num_threads(int n) {
   if (n < 1) throw ConfigError("thread count must be >= 1, got " + std::to_string(n));
   omp_set_num_threads(n);
-  blas::set_num_threads(n);
+  const std::lock_guard<std::mutex> lock(hooks_mutex());
+  for (auto* hook : hooks()) hook(n);
 }
 
 int num_threads() { return omp_get_max_threads(); }
+
+void on_set_num_threads(void (*hook)(int)) {
+  const std::lock_guard<std::mutex> lock(hooks_mutex());
+  hooks().push_back(hook);
+}
 
 }  // namespace attn

@@ -3,9 +3,9 @@
 // compiles the function twice, for baseline x86-64 (SSE2, 4 floats a vector) and for
 // x86-64-v3 (AVX2 + FMA, 8 floats, the level OpenBLAS's Haswell kernels already use), and the
 // dynamic loader binds the clone the CPU supports (an ifunc). libattn thus still runs on any
-// x86-64, while the kernels that sit beside the GEMMs are no longer twice as slow as they need
-// to be: at head width 64, the softmax of a score costs about as much as a third of the two
-// 64-deep products that make and use it when it runs 4 floats at a time.
+// x86-64, while the kernels that sit beside the GEMMs run as wide as the GEMMs do: at half that
+// width the attention softmax costs a visible share of the two products around it
+// (docs/ARCHITECTURE.md, "Compiler flags").
 //
 // Use it on a function that loops over a row or a tile (the dispatch is an indirect call), not
 // on one holding an OpenMP region (the outlined body would not be cloned). Helpers it calls must

@@ -4,7 +4,7 @@
 //
 // Pipeline: read the lines (plain or gzip), tokenise both sides (attn/data/tokenizer.hpp,
 // optional lower-casing), drop the pairs with an empty side, build one vocabulary per side from
-// the training split only (min_freq, max size; lib/data/vocab.hpp), then encode every split:
+// the training split only (min_freq, max size; attn/data/vocab.hpp), then encode every split:
 //   /<split>/src      [N, S] int32  source ids, no BOS or EOS, padded with 0; S = longest in split
 //   /<split>/src_len  [N]    int32
 //   /<split>/tgt      [N, T] int32  target ids then EOS (2), padded with 0

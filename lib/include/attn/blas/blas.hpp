@@ -39,6 +39,8 @@ void gemm_strided_batched_reference(Trans ta, Trans tb, int64_t M, int64_t N, in
                                     const float* B, int64_t ldb, int64_t strideB, float beta,
                                     float* C, int64_t ldc, int64_t strideC, int64_t batch);
 
-void set_num_threads(int n);   // OpenBLAS's own setting (attn::set_num_threads calls it)
+// OpenBLAS's own thread setting. Registered with attn::on_set_num_threads (core/threading.hpp),
+// so attn::set_num_threads sets it together with OpenMP's.
+void set_num_threads(int n);
 
 }  // namespace attn::blas

@@ -13,6 +13,12 @@ inline constexpr int64_t kParallelMinElements = int64_t{1} << 15;
 void set_num_threads(int n);
 int num_threads();
 
+// For a layer above core that keeps a thread setting of its own: set_num_threads(n) calls every
+// registered hook with n, after setting OpenMP's, in the order they were registered. The BLAS
+// seam registers OpenBLAS's setter this way, so core calls nothing above itself (the layers of
+// docs/ARCHITECTURE.md). Register once, during static initialisation.
+void on_set_num_threads(void (*hook)(int));
+
 // Whether `tasks` equal tasks, one per thread at a time, keep `threads` threads busy at least
 // 8/9 of the time: when they do not, splitting each task over all the threads balances better
 // than one task per thread.

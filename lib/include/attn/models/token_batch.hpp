@@ -1,6 +1,7 @@
 // The padded token batch every sequence model trains on, and the loss sums a training or
-// evaluation step returns. Shared by the Transformer and the RNN encoder-decoder (the contract
-// of TRANSFORMER_API.md); token ids 0..3 are PAD, BOS, EOS, UNK (datasets/README.md).
+// evaluation step returns. Shared by the Transformer and the RNN encoder-decoder
+// (docs/ARCHITECTURE.md, "Sequence models and training"); token ids 0..3 are PAD, BOS, EOS,
+// UNK (datasets/README.md).
 #pragma once
 #include <cstdint>
 
@@ -9,7 +10,7 @@
 
 namespace attn::models {
 
-// The reserved ids of every token data set (lib/data/vocab.hpp).
+// The reserved ids of every token data set (attn/data/vocab.hpp).
 using data::kBos;
 using data::kEos;
 using data::kPad;

@@ -29,15 +29,15 @@ enum class AttentionPath : uint8_t {
   materialised,
   streaming,   // ignored (materialised) when weights are requested
 };
-// Measured on one core (B 4, NH 8, HD 64): streaming already wins at S = 128 (1.6x forward) and
-// by 2.7x at S = 512, where the materialised weights no longer fit in cache; at S <= 64 the two tie.
+// Above this many keys streaming is the faster path, by more as the materialised weights outgrow
+// the cache; up to it the two tie (bench/README.md, "Measurements behind design choices").
 inline constexpr int64_t kStreamMinKeys = 64;
 
 struct AttentionOptions {
   AttentionPath path = AttentionPath::automatic;
-  // Tile sizes measured on this machine (HD 64, L 128-512, 1 and 2 threads): 128 x 128 gave the
-  // best fraction of sgemm overall; 64-row query tiles lose 2-10 points (most under a causal mask),
-  // 256-key tiles lose at L 128.
+  // 128 x 128 tiles come closest to plain sgemm overall: shorter query tiles lose most under a
+  // causal mask, longer key tiles lose on short sequences (bench/README.md, "Measurements behind
+  // design choices").
   int64_t block_q = 128;   // streaming: query rows per tile
   int64_t block_k = 128;   // streaming: keys per tile
 };
