@@ -1,4 +1,6 @@
-# The synthetic data-set generators of datasets/ ([unit][data-gen]).
-attn_add_test(test_datasets SOURCES
-  ${CMAKE_CURRENT_LIST_DIR}/test_datasets.cpp
-  LIBS attn_datasets)
+# lib/data: tokenisation, vocabularies, batching and padding, the sequence data-set layout.
+attn_add_test(test_data SOURCES
+  ${CMAKE_CURRENT_LIST_DIR}/test_tokenizer.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/test_vocab.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/test_batching.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/test_sequence_data.cpp)
