@@ -32,8 +32,7 @@
 #include <iostream>
 #include <string_view>
 
-#include "attn/data/tokenizer.hpp"
-#include "attn/data/vocab.hpp"
+#include "attn/data/corpus.hpp"
 #include "attn/datasets/parallel_text.hpp"
 #include "attn/io/hdf5_file.hpp"
 #include "attn/metrics/bleu.hpp"
@@ -45,77 +44,7 @@ namespace attn::bleu_tool {
 namespace {
 
 namespace po = boost::program_options;
-using Corpus = std::vector<std::vector<std::string>>;
-
-// Rows of an int32 [N, L] id matrix decoded with `vocab`, each cut at lens[i] when given.
-Corpus decode_rows(const io::File& file, const std::string& ids_name, const std::string& len_name,
-                   const data::Vocab& vocab) {
-  const Tensor ids = file.read(ids_name, DType::i32, {kAny, kAny});
-  const int64_t n = ids.dim(0), l = ids.dim(1);
-  Tensor lens;
-  if (!len_name.empty()) lens = file.read(len_name, DType::i32, {n});
-  Corpus out;
-  out.reserve(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) {
-    int64_t len = l;
-    if (lens.defined()) {
-      len = lens.idata()[i];
-      if (len < 0 || len > l)
-        throw DataError(file.display_name() + ": " + len_name + "[" + std::to_string(i) + "] = " +
-                        std::to_string(len) + " is outside [0, " + std::to_string(l) + "]");
-    }
-    try {
-      out.push_back(vocab.decode({ids.idata() + i * l, static_cast<size_t>(len)}));
-    } catch (const DataError& e) {
-      throw DataError(file.display_name() + ": dataset '" + ids_name + "' row " + std::to_string(i) +
-                      ": " + e.what() + " (of /vocab/tgt)");
-    }
-  }
-  return out;
-}
-
-Corpus tokenise_lines(const std::vector<std::string>& lines, bool tokenize, bool lowercase) {
-  Corpus out;
-  out.reserve(lines.size());
-  for (const std::string& line : lines)
-    out.push_back(tokenize ? data::tokenize(line, {.lowercase = lowercase})
-                           : data::split_whitespace(lowercase ? data::to_lower_utf8(line) : line));
-  return out;
-}
-
-Corpus hypotheses_from_file(const std::string& path) {
-  const io::File file = io::File::open_read(path);
-  if (file.exists("/predictions_text"))
-    return tokenise_lines(file.read_strings("/predictions_text"), false, false);
-  if (!file.exists("/predictions"))
-    throw FormatError(file.display_name() + ": no dataset '/predictions' (int32 [N, L] ids with "
-                      "/vocab/tgt) or '/predictions_text' (strings); write it with the model's "
-                      "translate verb");
-  const data::Vocab vocab = data::read_vocab(file, "/vocab/tgt");
-  return decode_rows(file, "/predictions", file.exists("/predictions_len") ? "/predictions_len" : "", vocab);
-}
-
-Corpus references_from_file(const io::File& file, const std::string& split, bool quiet) {
-  const std::string g = "/" + split;
-  if (file.exists(g + "/tgt_text")) {
-    const bool lowercase = file.has_attr("/vocab", "lowercase") && file.attr_int("/vocab", "lowercase") != 0;
-    return tokenise_lines(file.read_strings(g + "/tgt_text"), true, lowercase);
-  }
-  if (!quiet)
-    std::cerr << "attn-bleu: " << file.display_name() << " has no '" << g << "/tgt_text'; scoring "
-              << "against the ids of '" << g << "/tgt', where unknown words are <unk>\n";
-  return decode_rows(file, g + "/tgt", g + "/tgt_len", data::read_vocab(file, "/vocab/tgt"));
-}
-
-// The source length of every sentence of the split: /<split>/src_len.
-std::vector<int32_t> source_lengths(const io::File& file, const std::string& split) {
-  const std::string name = "/" + split + "/src_len";
-  if (!file.exists(name))
-    throw FormatError(file.display_name() + ": no dataset '" + name + "' (int32 [N]): scoring by source "
-                      "length needs a translation data set (datasets/README.md)");
-  const Tensor lens = file.read(name, DType::i32, {kAny});
-  return {lens.idata(), lens.idata() + lens.numel()};
-}
+using data::Corpus;
 
 // The bucket bounds of --by-length W, or `given` (--buckets).
 std::vector<int64_t> bucket_bounds(const cli::Options& opts, std::vector<int64_t> given,
@@ -165,21 +94,25 @@ int cmd_score(int argc, char** argv) {
   const std::string split = opts.get<std::string>("split");
 
   const Corpus hyps = opts.has("hyp")
-      ? hypotheses_from_file(opts.get<std::string>("hyp"))
-      : tokenise_lines(datasets::read_text_lines(opts.get<std::string>("hyp-text")), tokenize, lowercase);
+      ? data::read_hypotheses(io::File::open_read(opts.get<std::string>("hyp")))
+      : data::tokenise_lines(datasets::read_text_lines(opts.get<std::string>("hyp-text")), tokenize, lowercase);
   Corpus refs;
   std::vector<int32_t> lengths;
   if (opts.has("ref")) {
     const io::File ref = io::File::open_read(opts.get<std::string>("ref"));
-    refs = references_from_file(ref, split, opts.quiet());
+    data::References r = data::read_references(ref, split);
+    if (r.from_ids && !opts.quiet())
+      std::cerr << "attn-bleu: " << ref.display_name() << " has no '/" << split << "/tgt_text'; scoring against "
+                << "the ids of '/" << split << "/tgt', where unknown words are <unk>\n";
+    refs = std::move(r.sentences);
     if (by_length) {
-      lengths = source_lengths(ref, split);
+      lengths = data::read_source_lengths(ref, split);
       if (lengths.size() != refs.size())
         throw DataError(ref.display_name() + ": '/" + split + "/src_len' has " + std::to_string(lengths.size()) +
                         " lengths for " + std::to_string(refs.size()) + " references");
     }
   } else {
-    refs = tokenise_lines(datasets::read_text_lines(opts.get<std::string>("ref-text")), tokenize, lowercase);
+    refs = data::tokenise_lines(datasets::read_text_lines(opts.get<std::string>("ref-text")), tokenize, lowercase);
   }
   if (hyps.size() != refs.size())
     throw DataError(std::to_string(hyps.size()) + " hypotheses but " + std::to_string(refs.size()) +
