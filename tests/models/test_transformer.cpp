@@ -8,6 +8,7 @@
 
 #include "attn/decode/decode.hpp"
 #include "attn/optim/adam.hpp"
+#include "attn/train/transformer_run.hpp"
 #include "test_support.hpp"
 
 using namespace attn;
@@ -306,4 +307,28 @@ TEST_CASE("Transformer lm learns a deterministic counting sequence", "[integrati
     right += out.tokens[static_cast<size_t>(b)] == want;
   }
   CHECK(right == B);
+}
+
+TEST_CASE("mlm evaluation masks each example the same whatever the batches", "[unit][transformer]") {
+  Rng rng(21);
+  const TransformerConfig c = tiny_config(TransformerArch::mlm);
+  const Transformer model(c, rng);
+  const int64_t N = 12, L = 9;
+  std::vector<int32_t> len;
+  for (int64_t i = 0; i < N; ++i) len.push_back(static_cast<int32_t>(2 + i % 7));
+  train::TokenSplit split;
+  split.name = "valid";
+  split.src = random_tokens(N, L, len, c.tgt_vocab, rng, /*eos=*/false);
+  split.src_len = Tensor::from_ints({N}, len);
+  const train::EvalResult one_batch = train::evaluate_transformer(model, split, /*max_tokens=*/1000);
+  const train::EvalResult many = train::evaluate_transformer(model, split, /*max_tokens=*/9);
+  REQUIRE(one_batch.stats.count > 0);
+  CHECK(many.stats.count == one_batch.stats.count);             // the same tokens masked...
+  CHECK(many.stats.loss_sum == Approx(one_batch.stats.loss_sum).epsilon(1e-5));   // ...and scored alike
+  // The mask follows the example, not its position in the batch.
+  const int64_t a[] = {3, 7}, b[] = {7};
+  const TokenBatch both = train::gather_token_batch(split, a), alone = train::gather_token_batch(split, b);
+  const TokenBatch m2 = models::mask_examples(both, 5, a, model.mask_token_id(), c.tgt_vocab);
+  const TokenBatch m1 = models::mask_examples(alone, 5, b, model.mask_token_id(), c.tgt_vocab);
+  for (int64_t t = 0; t < len[7]; ++t) CHECK(m2.src.idata()[both.src.dim(1) + t] == m1.src.idata()[t]);
 }

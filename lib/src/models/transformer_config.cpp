@@ -147,8 +147,12 @@ TransformerConfig TransformerConfig::from_attrs(const std::map<std::string, io::
   return c;
 }
 
-TokenBatch mask_tokens(const TokenBatch& batch, Rng& rng, int32_t mask_id, int64_t vocab,
-                       const MaskingOptions& o) {
+namespace {
+
+// mask_tokens with row b drawing from row_rng(b).
+template <class RowRng>
+TokenBatch mask_rows(const TokenBatch& batch, RowRng&& row_rng, int32_t mask_id, int64_t vocab,
+                     const MaskingOptions& o) {
   check_tensor(batch.src, {kAny, kAny}, "mask_tokens: src [B, S]", DType::i32);
   const int64_t B = batch.src.dim(0), S = batch.src.dim(1);
   check_tensor(batch.src_len, {B}, "mask_tokens: src_len [B]", DType::i32);
@@ -168,6 +172,7 @@ TokenBatch mask_tokens(const TokenBatch& batch, Rng& rng, int32_t mask_id, int64
   int32_t* tgt = out.tgt.idata();
   const int32_t* len = batch.src_len.idata();
   for (int64_t b = 0; b < B; ++b) {
+    Rng& rng = row_rng(b);
     const int64_t n = std::min<int64_t>(len[b], S);
     for (int64_t t = 0; t < n; ++t) {
       int32_t& tok = in[b * S + t];
@@ -181,6 +186,23 @@ TokenBatch mask_tokens(const TokenBatch& batch, Rng& rng, int32_t mask_id, int64
     }
   }
   return out;
+}
+
+}  // namespace
+
+TokenBatch mask_tokens(const TokenBatch& batch, Rng& rng, int32_t mask_id, int64_t vocab,
+                       const MaskingOptions& o) {
+  return mask_rows(batch, [&](int64_t) -> Rng& { return rng; }, mask_id, vocab, o);
+}
+
+TokenBatch mask_examples(const TokenBatch& batch, uint64_t seed, std::span<const int64_t> examples, int32_t mask_id,
+                         int64_t vocab, const MaskingOptions& o) {
+  if (static_cast<int64_t>(examples.size()) != batch.src.dim(0))
+    throw ShapeError("mask_examples: " + std::to_string(examples.size()) + " example ids for a batch of " +
+                     std::to_string(batch.src.dim(0)) + " rows");
+  Rng row;
+  return mask_rows(batch, [&](int64_t b) -> Rng& { return row = Rng(seed).fork(static_cast<uint64_t>(examples[b])); },
+                   mask_id, vocab, o);
 }
 
 }  // namespace attn::models

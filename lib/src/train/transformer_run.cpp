@@ -67,10 +67,8 @@ TrainTask transformer_task(models::Transformer& model, const TokenSplit& train, 
     task.valid_lengths = transformer_lengths(arch, *valid);
     task.valid_batch = [&model, valid, arch](std::span<const int64_t> index) {
       models::TokenBatch batch = gather_token_batch(*valid, index);
-      if (arch == TransformerArch::mlm) {
-        Rng rng = Rng(kValidMaskSeed).fork(static_cast<uint64_t>(index.front()));
-        batch = models::mask_tokens(batch, rng, model.mask_token_id(), model.config().tgt_vocab);
-      }
+      if (arch == TransformerArch::mlm)
+        batch = models::mask_examples(batch, kValidMaskSeed, index, model.mask_token_id(), model.config().tgt_vocab);
       return to_stats(model.evaluate(batch));
     };
   }
@@ -95,8 +93,7 @@ EvalResult evaluate_transformer(const models::Transformer& model, const TokenSpl
   for (const auto& index : split_batches(transformer_lengths(arch, split), max_tokens)) {
     models::TokenBatch batch = gather_token_batch(split, index);
     if (arch == TransformerArch::mlm) {   // the masked tokens only: no sequence accuracy
-      Rng rng = Rng(kValidMaskSeed).fork(static_cast<uint64_t>(index.front()));
-      batch = models::mask_tokens(batch, rng, model.mask_token_id(), model.config().tgt_vocab);
+      batch = models::mask_examples(batch, kValidMaskSeed, index, model.mask_token_id(), model.config().tgt_vocab);
       out.stats += to_stats(model.evaluate(batch));
       continue;
     }

@@ -24,6 +24,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -85,6 +86,10 @@ struct MaskingOptions {
 };
 TokenBatch mask_tokens(const TokenBatch& batch, Rng& rng, int32_t mask_id, int64_t vocab,
                        const MaskingOptions& options = {});
+// The same with row b drawing from its own stream Rng(seed).fork(examples[b]): an example's
+// mask is the same whichever batch it is in (evaluation; examples: its index in the split).
+TokenBatch mask_examples(const TokenBatch& batch, uint64_t seed, std::span<const int64_t> examples, int32_t mask_id,
+                         int64_t vocab, const MaskingOptions& options = {});
 
 // The incremental decoding state of one batch of B rows (hypotheses): the encoder memory, its
 // key lengths and projected cross-attention keys/values, and each decoder layer's

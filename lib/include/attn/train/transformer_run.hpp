@@ -6,7 +6,9 @@
 // Which data each architecture reads (datasets/README.md):
 //   encdec  /<split>/src, src_len and tgt, tgt_len;  a pair costs max(S_i, T_i) tokens
 //   lm      /<split>/tgt, tgt_len                    (the target side as running text)
-//   mlm     /<split>/src, src_len                    (masked per batch: models::mask_tokens)
+//   mlm     /<split>/src, src_len                    (masked: models::mask_tokens in training,
+//                                                     mask_examples, fixed per example, in
+//                                                     validation and evaluation)
 //
 // A Transformer model file is a checkpoint of kind "transformer" plus the vocabularies of its
 // data (token_run.hpp). Its translations are token_run.hpp's output file with, when asked
@@ -43,8 +45,8 @@ std::vector<int32_t> transformer_lengths(models::TransformerArch arch, const Tok
 
 // The trainer's view of a Transformer on token splits: kind "transformer", config =
 // model.config().to_attrs(), the vocabularies written with every saved file. mlm batches are
-// masked with the trainer's stream (training) or a stream fixed by the batch (validation, so it
-// is the same every epoch). train and valid are read with transformer_request(config); they,
+// masked with the trainer's stream (training) or a stream fixed per example (validation, so it is
+// the same every epoch and whatever the batches). train and valid are read with transformer_request(config); they,
 // the model and the vocabularies must outlive the task; valid may be null.
 TrainTask transformer_task(models::Transformer& model, const TokenSplit& train, const TokenSplit* valid,
                            const data::Vocab& src_vocab, const data::Vocab& tgt_vocab);
