@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
 # The Transformer learns to reverse token sequences in seconds; its cross-attention shows the
-# anti-diagonal alignment. Chains: attn-data reverse -> attn-transformer train -> translate
+# anti-diagonal alignment. Chains: attn-data reverse -> attn-transformer train (a checkpoint per
+# epoch) -> average of the last 5 checkpoints (Vaswani et al. 2017, sec. 6.1) -> translate
 # (greedy, with attention weights) -> attn-bleu -> attn-plot heatmap (when built).
+# Small batches train fast but leave each epoch's model a little noisy (test sequence accuracy
+# 0.74-0.98 over seeds 1-3 for the last checkpoint); the average of the last five is 0.99-1.00.
 # Usage: experiments/transformer-reverse/run.sh [BUILD_DIR]   (default: build)
-# Results: results/transformer-reverse/ (data.h5, model.h5 with its loss curves, pred.h5,
-# attention.png); the summary lines go to stdout.
+# Results: results/transformer-reverse/ (data.h5, model.h5 with its loss curves, the last five
+# checkpoints model.step*.h5 and their average average.h5, pred.h5, attention.png); the summary
+# lines go to stdout.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -14,6 +18,7 @@ BIN=$BUILD/apps
 # busy machine; THREADS=0 uses OpenMP's default.
 THREADS=${THREADS:-1}
 OUT=$ROOT/results/transformer-reverse
+rm -rf "$OUT"
 mkdir -p "$OUT"
 
 for tool in attn-data attn-transformer; do
@@ -24,13 +29,15 @@ echo "== data: reverse, 10 real tokens, lengths 3-10"
 "$BIN/attn-data" reverse --vocab 14 --min-len 3 --max-len 10 --n 4000 --valid-n 200 --test-n 200 \
   --seed 1 --out "$OUT/data.h5" --quiet
 
-echo "== train: 2+2 layers, d_model 64, 4 heads"
+echo "== train: 2+2 layers, d_model 64, 4 heads, 20 epochs of 60 steps, a checkpoint per epoch"
 "$BIN/attn-transformer" train --data "$OUT/data.h5" --model "$OUT/model.h5" \
-  --d-model 64 --heads 4 --d-ff 128 --layers 2 --dropout 0.1 --label-smoothing 0.1 \
-  --max-tokens 1024 --epochs 15 --lr 0.002 --warmup 100 --clip 1 --seed 1 --threads "$THREADS" --quiet
+  --d-model 64 --heads 4 --d-ff 128 --layers 2 --dropout 0 --label-smoothing 0.1 \
+  --max-tokens 512 --epochs 20 --lr 0.002 --warmup 100 --clip 1 --seed 1 --threads "$THREADS" \
+  --checkpoint-every 60 --keep-checkpoints 5 --quiet
+"$BIN/attn-transformer" average --inputs "$OUT"/model.step*.h5 --out "$OUT/average.h5" --quiet
 
-echo "== translate: greedy, test split"
-"$BIN/attn-transformer" translate --model "$OUT/model.h5" --data "$OUT/data.h5" --split test \
+echo "== translate: greedy, test split, with the average of the last 5 checkpoints"
+"$BIN/attn-transformer" translate --model "$OUT/average.h5" --data "$OUT/data.h5" --split test \
   --dump-attention --threads "$THREADS" --out "$OUT/pred.h5" --quiet
 
 if [ -x "$BIN/attn-bleu" ]; then
