@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "attn/decode/seq2seq.hpp"
 #include "attn/optim/adam.hpp"
 #include "attn/optim/clip.hpp"
 #include "test_support.hpp"
@@ -242,7 +243,7 @@ TEST_CASE("seq2seq: alignment rows sum to 1 and put no weight on padding", "[uni
       CHECK(logits.shape() == Shape{2, 4, 6});
       REQUIRE(align.shape() == Shape{2, 4, 5});
       check_rows(align, batch.src_len, {4, 4}, /*normalised=*/true);
-      const models::Seq2SeqDecodeResult greedy = model.greedy(batch.src, batch.src_len, {6, 1, 1.0f});
+      const decode::Seq2SeqDecodeResult greedy = decode::greedy(model, batch.src, batch.src_len, {6, 1, 1.0f});
       REQUIRE(greedy.alignment.dim(0) == 2);
       check_rows(greedy.alignment, batch.src_len,
                  {static_cast<int64_t>(greedy.tokens[0].size()), static_cast<int64_t>(greedy.tokens[1].size())},
@@ -277,16 +278,54 @@ TEST_CASE("seq2seq: beam search with beam 1 equals greedy search", "[unit][seq2s
       for (Param* p : model.params())
         for (float& v : p->value.values()) v += jitter.uniform(-0.5f, 0.5f);
       const models::TokenBatch batch = tiny_batch();
-      const models::Seq2SeqDecodeResult g = model.greedy(batch.src, batch.src_len, {7, 1, 1.0f});
-      const models::Seq2SeqDecodeResult b = model.beam_search(batch.src, batch.src_len, {7, 1, 0.0f});
+      const decode::Seq2SeqDecodeResult g = decode::greedy(model, batch.src, batch.src_len, {7, 1, 1.0f});
+      const decode::Seq2SeqDecodeResult b = decode::beam_search(model, batch.src, batch.src_len, {7, 1, 0.0f});
       CHECK(g.tokens == b.tokens);
       CHECK_THAT(b.alignment, test::close_to(g.alignment, 0.0));
       for (size_t n = 0; n < g.scores.size(); ++n) CHECK(b.scores[n] == Approx(g.scores[n]).epsilon(1e-5));
       // A wider beam finds a sequence at least as likely (unnormalised).
-      const models::Seq2SeqDecodeResult b4 = model.beam_search(batch.src, batch.src_len, {7, 4, 0.0f});
+      const decode::Seq2SeqDecodeResult b4 = decode::beam_search(model, batch.src, batch.src_len, {7, 4, 0.0f});
       REQUIRE(b4.tokens.size() == 2);
       for (size_t n = 0; n < g.scores.size(); ++n) CHECK(b4.scores[n] >= g.scores[n] - 1e-5f);
     }
+}
+
+TEST_CASE("seq2seq decoding: selecting rows carries their state and their sentence's source along",
+          "[unit][seq2seq]") {
+  // Decoding both sentences one step, keeping rows {1, 0, 0} and going on must equal decoding
+  // the sources in that order from the start (up to rounding: the GEMMs have other row counts).
+  struct Form {
+    Seq2SeqScore score;
+    LocalAttention local;
+    AttentionStyle style;
+    RnnCell cell;
+  };
+  for (const Form f : {Form{Seq2SeqScore::concat, LocalAttention::global, AttentionStyle::bahdanau, RnnCell::gru},
+                       Form{Seq2SeqScore::general, LocalAttention::local_p, AttentionStyle::luong, RnnCell::lstm},
+                       Form{Seq2SeqScore::dot, LocalAttention::local_m, AttentionStyle::bahdanau, RnnCell::lstm}}) {
+    const models::Seq2SeqConfig c = tiny_config(f.score, f.local, f.style, f.cell, true, false);
+    INFO(describe(c));
+    Rng rng(31);
+    models::Seq2Seq model(c, rng);
+    Rng jitter(32);
+    for (Param* p : model.params())
+      for (float& v : p->value.values()) v += jitter.uniform(-0.5f, 0.5f);
+    const models::TokenBatch batch = tiny_batch();
+    models::Seq2SeqDecoderState moved = model.start_decoding(batch.src, batch.src_len);
+    model.decode_step(Tensor::from_ints({2}, {models::kBos, models::kBos}), moved);
+    moved.select({1, 0, 0});
+    REQUIRE(moved.rows() == 3);
+    const Tensor src = Tensor::from_ints({3, 5}, {6, 5, 4, 0, 0, 4, 5, 6, 4, 5, 4, 5, 6, 4, 5});
+    models::Seq2SeqDecoderState fresh = model.start_decoding(src, Tensor::from_ints({3}, {3, 5, 5}));
+    model.decode_step(Tensor::from_ints({3}, {models::kBos, models::kBos, models::kBos}), fresh);
+    for (const std::vector<int32_t>& ids : {std::vector<int32_t>{4, 5, 3}, std::vector<int32_t>{2, 3, 5}}) {
+      Tensor w_moved, w_fresh;
+      const Tensor a = model.decode_step(Tensor::from_ints({3}, ids), moved, &w_moved).clone();
+      const Tensor b = model.decode_step(Tensor::from_ints({3}, ids), fresh, &w_fresh);
+      CHECK_THAT(a, test::close_to(b, 1e-5));
+      CHECK_THAT(w_moved, test::close_to(w_fresh, 1e-5));
+    }
+  }
 }
 
 TEST_CASE("seq2seq: greedy and beam search never emit PAD or BOS, however the model favours them",
@@ -302,8 +341,8 @@ TEST_CASE("seq2seq: greedy and beam search never emit PAD or BOS, however the mo
   REQUIRE(found == 1);
   const models::TokenBatch batch = tiny_batch();
   for (int64_t beam : {1, 3}) {
-    const models::Seq2SeqDecodeResult r = model.beam_search(batch.src, batch.src_len, {7, beam, 0.0f});
-    const models::Seq2SeqDecodeResult g = model.greedy(batch.src, batch.src_len, {7, 1, 1.0f});
+    const decode::Seq2SeqDecodeResult r = decode::beam_search(model, batch.src, batch.src_len, {7, beam, 0.0f});
+    const decode::Seq2SeqDecodeResult g = decode::greedy(model, batch.src, batch.src_len, {7, 1, 1.0f});
     for (const auto* result : {&r, &g})
       for (const auto& sentence : result->tokens) {
         CHECK(!sentence.empty());
@@ -372,7 +411,7 @@ double reverse_accuracy(Seq2SeqScore score, int64_t steps) {
   }
   Rng held_out(99);
   const models::TokenBatch test = reverse_batch(100, L, symbols, held_out);
-  const models::Seq2SeqDecodeResult out = model.greedy(test.src, test.src_len, {L + 5, 1, 1.0f});
+  const decode::Seq2SeqDecodeResult out = decode::greedy(model, test.src, test.src_len, {L + 5, 1, 1.0f});
   int64_t correct = 0;
   for (int64_t n = 0; n < 100; ++n)
     for (int64_t i = 0; i < L; ++i)

@@ -1,2 +1,4 @@
 list(APPEND ATTN_SOURCES
-  ${CMAKE_CURRENT_LIST_DIR}/decode.cpp)
+  ${CMAKE_CURRENT_LIST_DIR}/search.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/decode.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/seq2seq.cpp)

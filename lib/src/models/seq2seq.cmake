@@ -2,4 +2,4 @@
 list(APPEND ATTN_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/seq2seq_config.cpp
   ${CMAKE_CURRENT_LIST_DIR}/seq2seq.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/seq2seq_search.cpp)
+  ${CMAKE_CURRENT_LIST_DIR}/seq2seq_step.cpp)

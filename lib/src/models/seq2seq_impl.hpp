@@ -1,5 +1,5 @@
 // Internal to models/seq2seq: the caches of a forward pass and the functions shared by the
-// training code (seq2seq.cpp) and the searches (seq2seq_search.cpp). Not installed.
+// training code (seq2seq.cpp) and step-by-step decoding (seq2seq_step.cpp). Not installed.
 #pragma once
 #include <vector>
 

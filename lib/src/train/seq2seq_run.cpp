@@ -68,10 +68,10 @@ EvalResult evaluate_seq2seq(const models::Seq2Seq& model, const TokenSplit& spli
 Translation translate(const models::Seq2Seq& model, const TokenSplit& split, const Seq2SeqTranslateOptions& options) {
   const bool attention = model.config().attention != models::Seq2SeqScore::none;
   return translate_split(split, options.max_tokens, [&](const data::PaddedBatch& src) {
-    models::Seq2SeqDecodeOptions d = options.decode;
+    decode::Seq2SeqDecodeOptions d = options.decode;
     d.max_len = generation_limit(d.max_len, src);
-    models::Seq2SeqDecodeResult r = d.beam > 1 ? model.beam_search(src.tokens, src.lengths, d)
-                                               : model.greedy(src.tokens, src.lengths, d);
+    decode::Seq2SeqDecodeResult r = d.beam > 1 ? decode::beam_search(model, src.tokens, src.lengths, d)
+                                               : decode::greedy(model, src.tokens, src.lengths, d);
     DecodedBatch out{std::move(r.tokens), std::move(r.scores), {}};
     if (attention) out.attention.emplace_back("alignment", std::move(r.alignment));
     return out;

@@ -1,10 +1,12 @@
-// Decoding a Transformer: greedy search, beam search and sampling.
+// Decoding a Transformer: greedy search, beam search and sampling, the searches of
+// decode/search.hpp (which hold the rules: EOS, PAD/BOS never emitted, max_len, the beam) over
+// the Transformer's incremental decoder.
 //
-// All three are incremental: the decoder keeps every layer's self-attention keys and values in
-// a KV cache and the cross-attention keys/values of the encoder memory are projected once, so
-// each new token costs O(L D) per layer instead of re-running the prefix (O(L^2 D)).
-// use_cache = false re-runs the whole prefix every step instead (same results up to rounding;
-// it exists to test the cache). Finished sentences and hypotheses leave the batch, so the work
+// The decoder keeps every layer's self-attention keys and values in a KV cache and the
+// cross-attention keys/values of the encoder memory are projected once, so each new token
+// costs O(L D) per layer instead of re-running the prefix (O(L^2 D)). use_cache = false re-runs
+// the whole prefix every step instead (same results up to rounding; it exists to test the
+// cache). Finished sentences and hypotheses leave the batch (DecoderState::select), so the work
 // per step shrinks as sentences end.
 //
 // Which model feeds what:
@@ -15,10 +17,8 @@
 // Generation ends at EOS (not included in the tokens) or after max_len generated tokens
 // (capped so that BOS + prompt + tokens fit the model's max_len positions).
 //
-// Beam search (encdec only) ranks partial hypotheses by their summed log-probability and
-// finishes a sentence once `beam` hypotheses have ended (an EOS among the best `beam`
-// candidates of a step ends one) or max_len is reached. Finished hypotheses are compared by
-// the GNMT length penalty (Wu et al. 2016, eq. 14):
+// Beam search (encdec only) ranks finished hypotheses by the GNMT length penalty (Wu et al.
+// 2016, eq. 14):
 //   score(Y) = log P(Y | X) / lp(Y),   lp(Y) = ((5 + |Y|) / 6)^alpha,   alpha = length_penalty,
 // |Y| counting the EOS; alpha = 0 compares raw log-probabilities, alpha = 1 is close to
 // per-token normalisation. Beam 1 gives the greedy result.
@@ -28,6 +28,7 @@
 
 #include "attn/core/rng.hpp"
 #include "attn/core/tensor.hpp"
+#include "attn/decode/search.hpp"
 #include "attn/models/transformer.hpp"
 
 namespace attn::decode {

@@ -36,6 +36,10 @@
 // the decoder's input projection. Per step the decoder does the recurrent GEMM, the attention
 // and the per-step part of the input projection only.
 //
+// Decoding: start_decoding and decode_step run the decoder one step at a time over the rows of
+// a Seq2SeqDecoderState; greedy and beam search over them are attn::decode's
+// (decode/seq2seq.hpp).
+//
 // Parameters, by module path: encoder/embedding, encoder/layer<l>/<fwd|bwd>/{W_ih, W_hh, b_ih,
 // b_hh | b}, encoder/layer<l>/<dir>/self_attn/W, bridge/{W, b}, decoder/embedding,
 // decoder/rnn/{...}, decoder/attention/{W, U, v}, decoder/local_p/{W, v}, decoder/combine/W,
@@ -104,17 +108,27 @@ struct Seq2SeqConfig {
   static Seq2SeqConfig from_attrs(const std::map<std::string, io::AttrValue>& attrs);
 };
 
-struct Seq2SeqDecodeOptions {
-  int64_t max_len = 100;        // emitted tokens per sentence, EOS excluded
-  int64_t beam = 1;             // K
-  float length_penalty = 1.0f;  // beam: hypotheses ranked by log p / length^alpha (length incl. EOS)
-};
+class Seq2Seq;
 
-struct Seq2SeqDecodeResult {
-  std::vector<std::vector<int32_t>> tokens;   // per sentence, without BOS, ending before EOS
-  std::vector<float> scores;                  // log-probabilities (beam: length-normalised)
-  Tensor alignment;                           // [N, T, S]: row t = the weights that emitted
-                                              // token t (T = longest output); zeros elsewhere
+// The decoder of one source batch run one step at a time (attn::decode's searches): R rows,
+// each a hypothesis of one sentence.
+class Seq2SeqDecoderState {
+ public:
+  Seq2SeqDecoderState();
+  ~Seq2SeqDecoderState();
+  Seq2SeqDecoderState(Seq2SeqDecoderState&&) noexcept;
+  Seq2SeqDecoderState& operator=(Seq2SeqDecoderState&&) noexcept;
+
+  int64_t rows() const;
+  // Keeps rows `keep` (in that order; repeats allowed, e.g. beam parents): gathers the
+  // recurrent state and, when the rows' sentences change, the source memory prepared for the
+  // attention (a beam's K rows of one sentence share theirs until the sentence ends).
+  void select(const std::vector<int64_t>& keep);
+
+ private:
+  friend class Seq2Seq;
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
 };
 
 class Seq2Seq {
@@ -137,15 +151,18 @@ class Seq2Seq {
   // Teacher-forced logits [B, T, V]; with `alignment`, also the weights [B, T, S].
   Tensor logits(const TokenBatch& batch, Tensor* alignment = nullptr) const;
 
-  // src: int32 [N, S], src_len: int32 [N].
-  Seq2SeqDecodeResult greedy(const Tensor& src, const Tensor& src_len, const Seq2SeqDecodeOptions& options) const;
-  // Beam search with K = options.beam; beam 1 returns exactly the greedy result.
-  Seq2SeqDecodeResult beam_search(const Tensor& src, const Tensor& src_len,
-                                  const Seq2SeqDecodeOptions& options) const;
+  // ---- decoding (used by attn::decode) ----
+  // Encodes src: int32 [N, S], src_len: int32 [N] and returns the decoder's initial state with
+  // `copies` rows per sentence (rows n * copies .. n * copies + copies - 1 are sentence n), the
+  // attention memory prepared over those rows.
+  Seq2SeqDecoderState start_decoding(const Tensor& src, const Tensor& src_len, int64_t copies = 1) const;
+  // One decoder step: feeds ids: int32 [R] (BOS first) to the R rows and returns the logits of
+  // the next token [R, V], a buffer the next step overwrites. With `weights` not null, it
+  // receives the step's attention weights [R, S] (a new tensor; empty without attention).
+  Tensor decode_step(const Tensor& ids, Seq2SeqDecoderState& state, Tensor* weights = nullptr) const;
 
  private:
   friend struct Seq2SeqImpl;      // the forward and backward code (seq2seq.cpp)
-  friend struct Seq2SeqStepper;   // the searches (seq2seq_search.cpp)
 
   struct EncoderRnn {
     nn::Rnn rnn;

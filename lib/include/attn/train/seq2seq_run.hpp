@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "attn/data/vocab.hpp"
+#include "attn/decode/seq2seq.hpp"
 #include "attn/io/checkpoint.hpp"
 #include "attn/models/seq2seq.hpp"
 #include "attn/train/token_data.hpp"
@@ -55,7 +56,7 @@ Seq2SeqFile load_seq2seq(const std::string& path);
 EvalResult evaluate_seq2seq(const models::Seq2Seq& model, const TokenSplit& split, int64_t max_tokens);
 
 struct Seq2SeqTranslateOptions {
-  models::Seq2SeqDecodeOptions decode;   // beam 1: greedy; length_penalty: alpha of beam search's
+  decode::Seq2SeqDecodeOptions decode;   // beam 1: greedy; length_penalty: alpha of beam search's
                                          // log p / |y|^alpha; max_len <= 0: the batch's longest
                                          // source + 50
   int64_t max_tokens = 4096;             // source tokens per decoding batch
