@@ -26,7 +26,7 @@ void add_recurrence(bench::GemmList& g, int64_t T, int64_t B, int64_t H, int64_t
 }
 
 bench::GemmList model_gemms(const models::Seq2SeqConfig& c, int64_t B, int64_t S, int64_t T) {
-  const int64_t E = c.embed_dim, H = c.enc_hidden, Dv = c.memory_dim(), Dd = c.dec_hidden, A = c.attention_dim;
+  const int64_t E = c.embed_dim, H = c.hidden, Dv = c.memory_dim(), Dd = c.dec_hidden, A = c.attention_dim;
   const int64_t V = c.tgt_vocab, Do = c.output_input_dim();
   bench::GemmList g;
   for (int d = 0; d < 2; ++d) {   // bidirectional encoder
@@ -64,11 +64,11 @@ int main(int argc, char** argv) {
   c.src_vocab = c.tgt_vocab = args.integer("vocab");
   c.embed_dim = args.integer("embed");
   c.cell = nn::RnnCell::gru;
-  c.enc_hidden = c.dec_hidden = args.integer("hidden");
-  c.enc_layers = 1;
+  c.hidden = c.dec_hidden = args.integer("hidden");
+  c.layers = 1;
   c.bidirectional = true;
-  c.attention = models::Seq2SeqScore::concat;
-  c.style = models::AttentionStyle::bahdanau;
+  c.attention = nn::ScoreKind::concat;
+  c.attention_style = models::AttentionStyle::bahdanau;
   c.attention_dim = args.integer("attention-dim");
   c.dropout = 0.0f;
   c.label_smoothing = 0.0f;

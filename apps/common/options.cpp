@@ -320,7 +320,7 @@ io::File create_output(const Options& opts, const std::string& format, const std
     io::File file = io::File::create(path);
     io::FileInfo info;
     info.format = format;
-    info.format_version = 1;
+    info.format_version = io::kFormatVersion;
     info.kind = kind;
     info.created_by = opts.tool() + " " + version();
     info.command = opts.command();

@@ -118,7 +118,7 @@ class Options {
 void store_config(const Options& opts, io::File& file);
 
 // Creates the output file `--out` ("-": stdout on commit) with the root attributes of
-// DESIGN.md (format, format_version 1, kind, created_by "<tool> <version>", command) and the
+// DESIGN.md (format, format_version io::kFormatVersion, kind, created_by "<tool> <version>", command) and the
 // effective configuration in /config. A failure to create it throws OutputError (exit 1).
 io::File create_output(const Options& opts, const std::string& format, const std::string& kind);
 // Commits an output file (atomic rename, or the image to stdout); failures throw OutputError.

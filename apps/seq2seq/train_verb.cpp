@@ -14,7 +14,7 @@ namespace {
 
 namespace po = boost::program_options;
 using cli::int_value;
-using models::Seq2SeqScore;
+using nn::ScoreKind;
 
 void add_model_options(cli::Options& opts) {
   opts.add_model()
@@ -38,11 +38,12 @@ void add_model_options(cli::Options& opts) {
        "attentional state tanh(W_c [c; s_t]) fed to the next step")
       ("attention-dim", int_value(0)->notifier(cli::at_least<int64_t>("attention-dim", 0)),
        "width of the concat score and of local-p's position network (0: the decoder width)")
-      ("attention-window", int_value(0)->notifier(cli::at_least<int64_t>("attention-window", 0)),
-       "local attention over [p_t - D, p_t + D] (Luong et al. sec. 3.2); 0: global attention")
-      ("local", cli::choice("local", "predictive", {"monotonic", "predictive"}),
-       "with --attention-window: monotonic (local-m, p_t = t) or predictive (local-p, learnt p_t and "
-       "a Gaussian of sigma D/2)")
+      ("local", cli::choice("local", "global", {"global", "monotonic", "predictive"}),
+       "global attention over the whole source, or local attention (Luong et al. sec. 3.2) over "
+       "[p_t - D, p_t + D]: monotonic (local-m, p_t = t) or predictive (local-p, learnt p_t and a "
+       "Gaussian of sigma D/2)")
+      ("attention-window", int_value(10)->notifier(cli::positive<int64_t>("attention-window")),
+       "the window radius D of local attention")
       ("max-src-len", int_value(0)->notifier(cli::at_least<int64_t>("max-src-len", 0)),
        "longest source the location score handles (0: the longest of the data, at least 256)")
       ("dropout", po::value<double>()->value_name("P")->default_value(0.0, "0")
@@ -62,24 +63,20 @@ models::Seq2SeqConfig config_from_options(const cli::Options& opts, const train:
   c.tgt_vocab = vocabs.tgt.size();
   c.embed_dim = opts.get<int64_t>("embed-dim");
   c.cell = nn::parse_rnn_cell(opts.get<std::string>("cell"));
-  c.enc_hidden = opts.get<int64_t>("hidden");
-  c.enc_layers = opts.get<int64_t>("layers");
+  c.hidden = opts.get<int64_t>("hidden");
+  c.layers = opts.get<int64_t>("layers");
   c.bidirectional = opts.get<bool>("bidirectional");
   c.encoder_self_attention = opts.get<bool>("encoder-self-attention");
-  c.attention = models::parse_seq2seq_score(opts.get<std::string>("attention"));
-  const bool dot = c.attention == Seq2SeqScore::dot || c.attention == Seq2SeqScore::scaled_dot;
-  c.dec_hidden = opts.has("dec-hidden") ? opts.get<int64_t>("dec-hidden") : dot ? c.memory_dim() : c.enc_hidden;
-  c.style = models::parse_attention_style(opts.get<std::string>("attention-style"));
+  c.attention = nn::parse_score_kind(opts.get<std::string>("attention"));
+  const bool dot = c.attention == nn::ScoreKind::dot || c.attention == nn::ScoreKind::scaled_dot;
+  c.dec_hidden = opts.has("dec-hidden") ? opts.get<int64_t>("dec-hidden") : dot ? c.memory_dim() : c.hidden;
+  c.attention_style = models::parse_attention_style(opts.get<std::string>("attention-style"));
   const int64_t attention_dim = opts.get<int64_t>("attention-dim");
   c.attention_dim = attention_dim > 0 ? attention_dim : c.dec_hidden;
-  const int64_t window = opts.get<int64_t>("attention-window");
-  if (window > 0) {
-    c.local = opts.get<std::string>("local") == "monotonic" ? models::LocalAttention::local_m
-                                                            : models::LocalAttention::local_p;
-    c.window = window;
-  } else if (cli::given(opts, "local")) {
-    throw ConfigError("--local needs --attention-window D > 0 (the window radius of local attention)");
-  }
+  c.local = models::parse_local_attention(opts.get<std::string>("local"));
+  c.attention_window = opts.get<int64_t>("attention-window");
+  if (c.local == models::LocalAttention::global && cli::given(opts, "attention-window"))
+    throw ConfigError("--attention-window applies to --local monotonic or predictive, not global");
   c.dropout = static_cast<float>(opts.get<double>("dropout"));
   c.teacher_forcing = static_cast<float>(opts.get<double>("teacher-forcing"));
   c.label_smoothing = static_cast<float>(opts.get<double>("label-smoothing"));
@@ -99,7 +96,7 @@ std::unique_ptr<cli::TrainRun> prepare(const cli::Options& opts, cli::TrainInput
   models::Seq2SeqConfig config =
       in.resume.empty()
           ? config_from_options(opts, run->vocabs)
-          : models::Seq2SeqConfig::from_attrs(train::resumed_config(in.resume, "seq2seq", in.data, run->vocabs));
+          : models::Seq2SeqConfig::from_attrs(train::resumed_config(in.resume, "seq2seq", in.data, run->vocabs), in.resume);
   run->splits = train::read_training_data(in.data, train::seq2seq_request(config));
   if (in.resume.empty()) {
     const int64_t max_src = opts.get<int64_t>("max-src-len");

@@ -47,10 +47,8 @@ models::TransformerConfig config_from_options(const cli::Options& opts, const tr
   c.arch = models::arch_from_string(opts.get<std::string>("arch"));
   c.src_vocab = c.arch == TransformerArch::encdec ? vocabs.src.size() : 0;
   c.tgt_vocab = vocabs.tgt.size();
-  const std::string tie = opts.get<std::string>("tie-embeddings");
-  c.tie_output = tie != "none";
-  c.shared_vocab = tie == "all" && c.arch == TransformerArch::encdec;
-  if (c.shared_vocab && vocabs.src.tokens() != vocabs.tgt.tokens())
+  c.tie_embeddings = models::tie_embeddings_from_string(opts.get<std::string>("tie-embeddings"));
+  if (c.shared_vocab() && vocabs.src.tokens() != vocabs.tgt.tokens())
     throw ConfigError("--tie-embeddings all needs one vocabulary for source and target; the data set's "
                       "/vocab/src and /vocab/tgt differ (use --tie-embeddings output)");
   c.d_model = opts.get<int64_t>("d-model");
@@ -80,7 +78,7 @@ std::unique_ptr<cli::TrainRun> prepare(const cli::Options& opts, cli::TrainInput
   models::TransformerConfig config =
       in.resume.empty()
           ? config_from_options(opts, run->vocabs)
-          : models::TransformerConfig::from_attrs(train::resumed_config(in.resume, "transformer", in.data, run->vocabs));
+          : models::TransformerConfig::from_attrs(train::resumed_config(in.resume, "transformer", in.data, run->vocabs), in.resume);
   run->splits = train::read_training_data(in.data, train::transformer_request(config));
   if (in.resume.empty()) config.max_len = train::transformer_max_len(run->splits);
   run->model.emplace(config, in.init_rng);

@@ -63,7 +63,7 @@ variant_options() {
     concat)  echo "--attention concat --attention-style bahdanau --dec-hidden $DEC_HIDDEN" ;;
     general) echo "--attention general --attention-style luong --dec-hidden $DEC_HIDDEN" ;;
     dot)     echo "--attention dot --attention-style luong --dec-hidden $((2 * HIDDEN))" ;;
-    local-p) echo "--attention general --attention-style luong --dec-hidden $DEC_HIDDEN --attention-window $WINDOW --local predictive" ;;
+    local-p) echo "--attention general --attention-style luong --dec-hidden $DEC_HIDDEN --local predictive --attention-window $WINDOW" ;;
     *) echo "seq2seq-multi30k: unknown variant '$1' (none, concat, general, dot, local-p)" >&2; return 1 ;;
   esac
 }

@@ -108,7 +108,7 @@ TEST_CASE("attn-data reverse writes the layout, the root attributes and /config"
   const io::File f = io::File::open_read(dir.file("rev.h5"));
   const io::FileInfo info = io::read_file_info(f);
   CHECK(info.format == "attnlab/dataset");
-  CHECK(info.format_version == 1);
+  CHECK(info.format_version == io::kFormatVersion);
   CHECK(info.kind == "reverse");
   CHECK_THAT(info.created_by, Catch::StartsWith("attn-data 0."));
   CHECK(info.command == "attn-data reverse --n 20 --valid-n 4 --test-n 5 --vocab 9 --max-len 6 --seed 3 --out rev.h5");

@@ -249,3 +249,22 @@ TEST_CASE("checkpoint: training resumed from a checkpoint ends on the same bits"
   for (int s = kSplit; s < kSteps; ++s) careless.train_step();
   CHECK_FALSE(same_bits(careless.W.value, straight.W.value));
 }
+
+TEST_CASE("a model file of format version 1 (the old /config names) is refused naming the change", "[io][checkpoint]") {
+  test::TempDir dir;
+  const std::string path = dir.file("old.h5");
+  io::Checkpoint c;
+  c.kind = "seq2seq";
+  c.params = {{"w", Tensor({2})}};
+  io::save_checkpoint(path, c);
+  {   // rewrite the root version as an attnlab 0.1 file had it
+    io::File f = io::File::create(dir.file("old1.h5"));
+    io::write_checkpoint(f, c);
+    f.set_attr("/", "format_version", int64_t{1});
+    f.commit();
+  }
+  CHECK(io::load_checkpoint(path).kind == "seq2seq");
+  REQUIRE_THROWS_WITH(io::load_checkpoint(dir.file("old1.h5")),
+                      Contains("old1.h5: a model of format version 1, written before /config took the tools' "
+                               "option names"));
+}

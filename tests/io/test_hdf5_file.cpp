@@ -269,7 +269,7 @@ TEST_CASE("hdf5: file info, and require_format names what it found", "[io][hdf5]
     g.commit();
   }
   REQUIRE_THROWS_WITH(io::require_format(io::File::open_read(future), "attnlab/model"),
-                      Contains("format version 2 is newer than this build reads (1)"));
+                      Contains("format version 3 is newer than this build reads (2)"));
 }
 
 TEST_CASE("hdf5: missing datasets, wrong dtype and wrong shape name file, path and both sides",

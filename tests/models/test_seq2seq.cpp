@@ -17,28 +17,28 @@ using namespace attn;
 using models::AttentionStyle;
 using models::LocalAttention;
 using nn::RnnCell;
-using models::Seq2SeqScore;
+using nn::ScoreKind;
 
 namespace {
 
-models::Seq2SeqConfig tiny_config(Seq2SeqScore score, LocalAttention local, AttentionStyle style, RnnCell cell,
+models::Seq2SeqConfig tiny_config(nn::ScoreKind score, LocalAttention local, AttentionStyle style, RnnCell cell,
                                   bool bidirectional, bool self_attention) {
   models::Seq2SeqConfig c;
   c.src_vocab = 7;
   c.tgt_vocab = 6;
   c.embed_dim = 3;
   c.cell = cell;
-  c.enc_hidden = 2;
-  c.enc_layers = 2;
+  c.hidden = 2;
+  c.layers = 2;
   c.bidirectional = bidirectional;
   c.encoder_self_attention = self_attention;
   c.dec_hidden = c.memory_dim();   // dot scores need the widths equal
-  if (score != Seq2SeqScore::dot && score != Seq2SeqScore::scaled_dot) c.dec_hidden = 3;
+  if (score != nn::ScoreKind::dot && score != nn::ScoreKind::scaled_dot) c.dec_hidden = 3;
   c.attention = score;
-  c.style = style;
+  c.attention_style = style;
   c.attention_dim = 3;
   c.local = local;
-  c.window = 1;
+  c.attention_window = 1;
   c.max_src_len = 6;
   return c;
 }
@@ -54,8 +54,8 @@ models::TokenBatch tiny_batch() {
 }
 
 std::string describe(const models::Seq2SeqConfig& c) {
-  return std::string(models::seq2seq_score_name(c.attention)) + "/" + models::local_attention_name(c.local) + "/" +
-         models::attention_style_name(c.style) + "/" + nn::rnn_cell_name(c.cell) +
+  return std::string(nn::score_kind_name(c.attention)) + "/" + models::local_attention_name(c.local) + "/" +
+         models::attention_style_name(c.attention_style) + "/" + nn::rnn_cell_name(c.cell) +
          (c.bidirectional ? "/bi" : "/uni") + (c.encoder_self_attention ? "/self-attn" : "");
 }
 
@@ -102,7 +102,7 @@ void check_model_gradients(const models::Seq2SeqConfig& config, uint64_t seed) {
   }
 }
 
-void check_all_forms(Seq2SeqScore score, LocalAttention local, uint64_t seed) {
+void check_all_forms(nn::ScoreKind score, LocalAttention local, uint64_t seed) {
   for (AttentionStyle style : {AttentionStyle::bahdanau, AttentionStyle::luong})
     for (RnnCell cell : {RnnCell::gru, RnnCell::lstm})
       for (bool bidirectional : {false, true})
@@ -113,7 +113,7 @@ void check_all_forms(Seq2SeqScore score, LocalAttention local, uint64_t seed) {
 }  // namespace
 
 TEST_CASE("seq2seq config: validation and attributes", "[unit][seq2seq]") {
-  models::Seq2SeqConfig c = tiny_config(Seq2SeqScore::concat, LocalAttention::local_p, AttentionStyle::luong,
+  models::Seq2SeqConfig c = tiny_config(nn::ScoreKind::concat, LocalAttention::local_p, AttentionStyle::luong,
                                         RnnCell::lstm, true, true);
   c.dropout = 0.25f;
   c.teacher_forcing = 0.5f;
@@ -122,28 +122,43 @@ TEST_CASE("seq2seq config: validation and attributes", "[unit][seq2seq]") {
   CHECK(back.cell == RnnCell::lstm);
   CHECK(back.local == LocalAttention::local_p);
   CHECK(back.dropout == 0.25f);
-  CHECK(models::parse_seq2seq_score("scaled-dot") == Seq2SeqScore::scaled_dot);
-  CHECK(models::parse_seq2seq_score("additive") == Seq2SeqScore::concat);
-  REQUIRE_THROWS_WITH(models::parse_seq2seq_score("cosine"), Catch::Contains("unknown attention 'cosine'"));
+  // The file says it as attn-seq2seq's options do: one name per field, option values as written.
+  const auto attrs_written = c.to_attrs();
+  CHECK(std::get<std::string>(attrs_written.at("local")) == "predictive");
+  CHECK(std::get<std::string>(attrs_written.at("attention_style")) == "luong");
+  CHECK(attrs_written.count("attention_window") == 1);
+  CHECK(attrs_written.count("window") == 0);
+  CHECK(attrs_written.count("style") == 0);
+  CHECK(nn::parse_score_kind("scaled-dot") == nn::ScoreKind::scaled_dot);
+  CHECK(nn::parse_score_kind("concat") == nn::ScoreKind::concat);
+  REQUIRE_THROWS_WITH(nn::parse_score_kind("cosine"), Catch::Contains("unknown attention score 'cosine'"));
 
   models::Seq2SeqConfig bad = c;
-  bad.attention = Seq2SeqScore::dot;
+  bad.attention = nn::ScoreKind::dot;
   bad.dec_hidden = 3;
   REQUIRE_THROWS_WITH(bad.validate(), Catch::Contains("dot attention needs dec_hidden (3) == the memory width 4"));
   bad = c;
-  bad.window = 0;
-  REQUIRE_THROWS_WITH(bad.validate(), Catch::Contains("window must be >= 1 for local attention, got 0"));
+  bad.attention_window = 0;
+  REQUIRE_THROWS_WITH(bad.validate(), Catch::Contains("attention_window must be >= 1, got 0"));
   bad = c;
   bad.teacher_forcing = 1.5f;
   REQUIRE_THROWS_WITH(bad.validate(), Catch::Contains("teacher_forcing must be in [0, 1], got 1.5"));
   auto attrs = c.to_attrs();
   attrs["cell"] = int64_t{3};
-  REQUIRE_THROWS_WITH(models::Seq2SeqConfig::from_attrs(attrs), Catch::Contains("attribute 'cell' must be a string"));
+  REQUIRE_THROWS_WITH(models::Seq2SeqConfig::from_attrs(attrs, "m.h5"),
+                      Catch::Equals("m.h5: /config attribute 'cell' is an integer, expected a string"));
+  attrs = c.to_attrs();
+  attrs.erase("hidden");
+  REQUIRE_THROWS_AS(models::Seq2SeqConfig::from_attrs(attrs, "m.h5"), FormatError);
+  attrs = c.to_attrs();
+  attrs["dropout"] = 1.5;   // fails validation: bad input, naming the file
+  REQUIRE_THROWS_WITH(models::Seq2SeqConfig::from_attrs(attrs, "m.h5"),
+                      Catch::Equals("m.h5: /config: seq2seq config: dropout must be in [0, 1), got 1.5"));
 }
 
 TEST_CASE("seq2seq: parameters are named by module path", "[unit][seq2seq]") {
   Rng rng(1);
-  models::Seq2Seq model(tiny_config(Seq2SeqScore::concat, LocalAttention::local_p, AttentionStyle::luong,
+  models::Seq2Seq model(tiny_config(nn::ScoreKind::concat, LocalAttention::local_p, AttentionStyle::luong,
                                     RnnCell::gru, true, true),
                         rng);
   std::vector<std::string> names;
@@ -157,7 +172,7 @@ TEST_CASE("seq2seq: parameters are named by module path", "[unit][seq2seq]") {
 
 TEST_CASE("seq2seq: bad inputs are rejected with the reason", "[unit][seq2seq]") {
   Rng rng(1);
-  models::Seq2Seq model(tiny_config(Seq2SeqScore::general, LocalAttention::global, AttentionStyle::bahdanau,
+  models::Seq2Seq model(tiny_config(nn::ScoreKind::general, LocalAttention::global, AttentionStyle::bahdanau,
                                     RnnCell::gru, true, false),
                         rng);
   models::TokenBatch b = tiny_batch();
@@ -170,7 +185,7 @@ TEST_CASE("seq2seq: bad inputs are rejected with the reason", "[unit][seq2seq]")
   b.tgt = Tensor::from_ints({1, 4}, {5, 4, 3, 2});
   REQUIRE_THROWS_WITH(model.evaluate(b), Catch::Contains("seq2seq: tgt [B, T] has shape [1, 4], expected [2, *]"));
   Rng rng2(2);
-  models::Seq2SeqConfig c = tiny_config(Seq2SeqScore::location, LocalAttention::global, AttentionStyle::luong,
+  models::Seq2SeqConfig c = tiny_config(nn::ScoreKind::location, LocalAttention::global, AttentionStyle::luong,
                                         RnnCell::gru, false, false);
   c.max_src_len = 4;
   models::Seq2Seq loc(c, rng2);
@@ -178,28 +193,28 @@ TEST_CASE("seq2seq: bad inputs are rejected with the reason", "[unit][seq2seq]")
 }
 
 TEST_CASE("seq2seq gradients: no attention (Cho/Sutskever baseline)", "[gradcheck][seq2seq]") {
-  check_all_forms(Seq2SeqScore::none, LocalAttention::global, 100);
+  check_all_forms(nn::ScoreKind::none, LocalAttention::global, 100);
 }
 TEST_CASE("seq2seq gradients: dot attention", "[gradcheck][seq2seq]") {
-  check_all_forms(Seq2SeqScore::dot, LocalAttention::global, 200);
+  check_all_forms(nn::ScoreKind::dot, LocalAttention::global, 200);
 }
 TEST_CASE("seq2seq gradients: general attention", "[gradcheck][seq2seq]") {
-  check_all_forms(Seq2SeqScore::general, LocalAttention::global, 300);
+  check_all_forms(nn::ScoreKind::general, LocalAttention::global, 300);
 }
 TEST_CASE("seq2seq gradients: concat (additive) attention", "[gradcheck][seq2seq]") {
-  check_all_forms(Seq2SeqScore::concat, LocalAttention::global, 400);
+  check_all_forms(nn::ScoreKind::concat, LocalAttention::global, 400);
 }
 TEST_CASE("seq2seq gradients: scaled-dot attention", "[gradcheck][seq2seq]") {
-  check_all_forms(Seq2SeqScore::scaled_dot, LocalAttention::global, 500);
+  check_all_forms(nn::ScoreKind::scaled_dot, LocalAttention::global, 500);
 }
 TEST_CASE("seq2seq gradients: location attention", "[gradcheck][seq2seq]") {
-  check_all_forms(Seq2SeqScore::location, LocalAttention::global, 600);
+  check_all_forms(nn::ScoreKind::location, LocalAttention::global, 600);
 }
 TEST_CASE("seq2seq gradients: local-m attention", "[gradcheck][seq2seq]") {
-  check_all_forms(Seq2SeqScore::general, LocalAttention::local_m, 700);
+  check_all_forms(nn::ScoreKind::general, LocalAttention::local_m, 700);
 }
 TEST_CASE("seq2seq gradients: local-p attention, through the predicted position", "[gradcheck][seq2seq]") {
-  check_all_forms(Seq2SeqScore::concat, LocalAttention::local_p, 800);
+  check_all_forms(nn::ScoreKind::concat, LocalAttention::local_p, 800);
 }
 
 namespace {
@@ -229,8 +244,8 @@ void check_rows(const Tensor& align, const Tensor& src_len, const std::vector<in
 }  // namespace
 
 TEST_CASE("seq2seq: alignment rows sum to 1 and put no weight on padding", "[unit][seq2seq]") {
-  for (Seq2SeqScore score : {Seq2SeqScore::dot, Seq2SeqScore::general, Seq2SeqScore::concat,
-                             Seq2SeqScore::scaled_dot, Seq2SeqScore::location})
+  for (nn::ScoreKind score : {nn::ScoreKind::dot, nn::ScoreKind::general, nn::ScoreKind::concat,
+                             nn::ScoreKind::scaled_dot, nn::ScoreKind::location})
     for (AttentionStyle style : {AttentionStyle::bahdanau, AttentionStyle::luong}) {
       const models::Seq2SeqConfig c =
           tiny_config(score, LocalAttention::global, style, RnnCell::gru, true, false);
@@ -251,13 +266,13 @@ TEST_CASE("seq2seq: alignment rows sum to 1 and put no weight on padding", "[uni
     }
   // Local-p scales the weights by a Gaussian (<= 1); local-m keeps the window |j - t| <= D.
   Rng rng(6);
-  models::Seq2Seq local_p(tiny_config(Seq2SeqScore::concat, LocalAttention::local_p, AttentionStyle::luong,
+  models::Seq2Seq local_p(tiny_config(nn::ScoreKind::concat, LocalAttention::local_p, AttentionStyle::luong,
                                       RnnCell::lstm, true, false),
                           rng);
   Tensor align;
   local_p.logits(tiny_batch(), &align);
   check_rows(align, tiny_batch().src_len, {4, 4}, /*normalised=*/false);
-  models::Seq2Seq local_m(tiny_config(Seq2SeqScore::general, LocalAttention::local_m, AttentionStyle::bahdanau,
+  models::Seq2Seq local_m(tiny_config(nn::ScoreKind::general, LocalAttention::local_m, AttentionStyle::bahdanau,
                                       RnnCell::gru, true, false),
                           rng);
   local_m.logits(tiny_batch(), &align);
@@ -269,7 +284,7 @@ TEST_CASE("seq2seq: alignment rows sum to 1 and put no weight on padding", "[uni
 TEST_CASE("seq2seq: beam search with beam 1 equals greedy search", "[unit][seq2seq]") {
   for (AttentionStyle style : {AttentionStyle::bahdanau, AttentionStyle::luong})
     for (RnnCell cell : {RnnCell::gru, RnnCell::lstm}) {
-      models::Seq2SeqConfig c = tiny_config(Seq2SeqScore::concat, LocalAttention::global, style, cell, true, false);
+      models::Seq2SeqConfig c = tiny_config(nn::ScoreKind::concat, LocalAttention::global, style, cell, true, false);
       c.tgt_vocab = 9;
       INFO(describe(c));
       Rng rng(11);
@@ -295,14 +310,14 @@ TEST_CASE("seq2seq decoding: selecting rows carries their state and their senten
   // Decoding both sentences one step, keeping rows {1, 0, 0} and going on must equal decoding
   // the sources in that order from the start (up to rounding: the GEMMs have other row counts).
   struct Form {
-    Seq2SeqScore score;
+    nn::ScoreKind score;
     LocalAttention local;
     AttentionStyle style;
     RnnCell cell;
   };
-  for (const Form f : {Form{Seq2SeqScore::concat, LocalAttention::global, AttentionStyle::bahdanau, RnnCell::gru},
-                       Form{Seq2SeqScore::general, LocalAttention::local_p, AttentionStyle::luong, RnnCell::lstm},
-                       Form{Seq2SeqScore::dot, LocalAttention::local_m, AttentionStyle::bahdanau, RnnCell::lstm}}) {
+  for (const Form f : {Form{nn::ScoreKind::concat, LocalAttention::global, AttentionStyle::bahdanau, RnnCell::gru},
+                       Form{nn::ScoreKind::general, LocalAttention::local_p, AttentionStyle::luong, RnnCell::lstm},
+                       Form{nn::ScoreKind::dot, LocalAttention::local_m, AttentionStyle::bahdanau, RnnCell::lstm}}) {
     const models::Seq2SeqConfig c = tiny_config(f.score, f.local, f.style, f.cell, true, false);
     INFO(describe(c));
     Rng rng(31);
@@ -330,7 +345,7 @@ TEST_CASE("seq2seq decoding: selecting rows carries their state and their senten
 
 TEST_CASE("seq2seq: greedy and beam search never emit PAD or BOS, however the model favours them",
           "[unit][seq2seq]") {
-  models::Seq2SeqConfig c = tiny_config(Seq2SeqScore::general, LocalAttention::global, AttentionStyle::luong,
+  models::Seq2SeqConfig c = tiny_config(nn::ScoreKind::general, LocalAttention::global, AttentionStyle::luong,
                                         RnnCell::gru, true, false);
   c.tgt_vocab = 9;
   Rng rng(13);
@@ -352,7 +367,7 @@ TEST_CASE("seq2seq: greedy and beam search never emit PAD or BOS, however the mo
 }
 
 TEST_CASE("seq2seq: teacher forcing below 1 feeds the model's own predictions", "[unit][seq2seq]") {
-  models::Seq2SeqConfig c = tiny_config(Seq2SeqScore::general, LocalAttention::global, AttentionStyle::luong,
+  models::Seq2SeqConfig c = tiny_config(nn::ScoreKind::general, LocalAttention::global, AttentionStyle::luong,
                                         RnnCell::gru, true, false);
   c.teacher_forcing = 0.0f;
   Rng rng(21);
@@ -389,12 +404,12 @@ models::TokenBatch reverse_batch(int64_t B, int64_t L, int64_t symbols, Rng& rng
 
 // Trains on fresh batches for `steps`, returns the greedy token accuracy on held-out data
 // (position by position over the L target symbols).
-double reverse_accuracy(Seq2SeqScore score, int64_t steps) {
+double reverse_accuracy(nn::ScoreKind score, int64_t steps) {
   const int64_t L = 20, symbols = 10;
   models::Seq2SeqConfig c;
   c.src_vocab = c.tgt_vocab = 4 + symbols;
   c.embed_dim = 16;
-  c.enc_hidden = 32;
+  c.hidden = 32;
   c.dec_hidden = 32;
   c.attention_dim = 32;
   c.attention = score;
@@ -425,8 +440,8 @@ double reverse_accuracy(Seq2SeqScore score, int64_t steps) {
 TEST_CASE("seq2seq: attention learns reverse at length 20 clearly better than the baseline",
           "[integration][seq2seq]") {
   const int64_t steps = 200;
-  const double with = reverse_accuracy(Seq2SeqScore::concat, steps);
-  const double without = reverse_accuracy(Seq2SeqScore::none, steps);
+  const double with = reverse_accuracy(nn::ScoreKind::concat, steps);
+  const double without = reverse_accuracy(nn::ScoreKind::none, steps);
   WARN("reverse, length 20, " << steps << " steps of 32: token accuracy with concat attention " << with
                               << ", without attention " << without);
   // Measured: 0.95 with attention, 0.18 without (the baseline learns little beyond the first tokens).

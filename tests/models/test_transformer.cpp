@@ -122,20 +122,25 @@ TEST_CASE("Transformer config: validation names the field, attributes round-trip
   bad.dropout = 1.0f;
   REQUIRE_THROWS_AS(bad.validate(), ConfigError);
   bad = c;
-  bad.shared_vocab = true;
+  bad.tie_embeddings = models::TieEmbeddings::all;
   REQUIRE_THROWS_WITH(bad.validate(), Catch::Contains("src_vocab must be equal to tgt_vocab"));
   auto attrs = c.to_attrs();
   attrs.erase("d_ff");
-  REQUIRE_THROWS_WITH(TransformerConfig::from_attrs(attrs), Catch::Contains("missing attribute 'd_ff'"));
+  REQUIRE_THROWS_WITH(TransformerConfig::from_attrs(attrs, "tf.h5"), Catch::Contains("tf.h5: no attribute 'd_ff' in /config"));
   attrs = c.to_attrs();
   attrs["arch"] = std::string("rnn");
-  REQUIRE_THROWS_WITH(TransformerConfig::from_attrs(attrs), Catch::Contains("unknown arch 'rnn'"));
+  REQUIRE_THROWS_WITH(TransformerConfig::from_attrs(attrs, "tf.h5"),
+                      Catch::Contains("tf.h5: /config attribute 'arch': transformer: unknown arch 'rnn'"));
+  REQUIRE_THROWS_AS(TransformerConfig::from_attrs(attrs), FormatError);   // bad input, not a usage error
+  // The option's name and value, once: no tie_output/shared_vocab beside it.
+  CHECK(std::get<std::string>(c.to_attrs().at("tie_embeddings")) == "output");
+  CHECK(c.to_attrs().count("tie_output") == 0);
 }
 
 TEST_CASE("Transformer params: stable module-path names, one per tensor", "[unit][transformer]") {
   Rng rng(3);
   TransformerConfig c = tiny_config(TransformerArch::encdec);
-  c.tie_output = false;
+  c.tie_embeddings = models::TieEmbeddings::none;
   Transformer model(c, rng);
   std::set<std::string> names;
   for (Param* p : model.params()) {
@@ -155,14 +160,14 @@ TEST_CASE("Transformer encdec (post-norm, sinusoidal, tied) gradient matches fin
   check_model_gradient(tiny_config(TransformerArch::encdec), 11);
 }
 
-TEST_CASE("Transformer encdec (pre-norm, learned, shared vocabulary, window) gradient matches finite differences",
+TEST_CASE("Transformer encdec (pre-norm, learned, one table for all embeddings, window) gradient matches finite "
+          "differences",
           "[gradcheck][transformer]") {
   TransformerConfig c = tiny_config(TransformerArch::encdec);
   c.norm = models::NormPosition::pre;
   c.pos_encoding = models::PositionalKind::learned;
-  c.shared_vocab = true;
+  c.tie_embeddings = models::TieEmbeddings::all;
   c.src_vocab = c.tgt_vocab;
-  c.tie_output = false;
   c.attn_window = 1;
   check_model_gradient(c, 12);
 }
@@ -172,7 +177,7 @@ TEST_CASE("Transformer lm (pre-norm, learned, untied) gradient matches finite di
   TransformerConfig c = tiny_config(TransformerArch::lm);
   c.norm = models::NormPosition::pre;
   c.pos_encoding = models::PositionalKind::learned;
-  c.tie_output = false;
+  c.tie_embeddings = models::TieEmbeddings::none;
   check_model_gradient(c, 13);
 }
 

@@ -94,7 +94,7 @@ TEST_CASE("greedy and beam search: cached decoding equals re-running the prefix"
   for (TransformerArch arch : {TransformerArch::encdec, TransformerArch::lm}) {
     Rng rng(42);
     TransformerConfig c = small_config(arch);
-    c.tie_output = false;
+    c.tie_embeddings = models::TieEmbeddings::none;
     Transformer model(c, rng);
     favour_eos(model, 1.5f);
     const std::vector<int32_t> len{6, 2, 4, 1};
@@ -121,7 +121,7 @@ TEST_CASE("greedy and beam search: cached decoding equals re-running the prefix"
 TEST_CASE("beam search with beam 1 equals greedy, a wider beam scores at least as well", "[unit][decode]") {
   Rng rng(43);
   TransformerConfig c = small_config(TransformerArch::encdec);
-  c.tie_output = false;
+  c.tie_embeddings = models::TieEmbeddings::none;
   Transformer model(c, rng);
   favour_eos(model, 1.0f);
   const std::vector<int32_t> len{5, 3, 6};
@@ -143,7 +143,7 @@ TEST_CASE("greedy, beam search and sampling never emit PAD or BOS, however the m
           "[unit][decode]") {
   Rng rng(47);
   TransformerConfig c = small_config(TransformerArch::encdec);
-  c.tie_output = false;
+  c.tie_embeddings = models::TieEmbeddings::none;
   Transformer model(c, rng);
   for (Param* p : model.params())
     if (p->name == "output/b") p->value.at(models::kPad) = p->value.at(models::kBos) = 50.0f;
@@ -172,7 +172,7 @@ TEST_CASE("greedy, beam search and sampling never emit PAD or BOS, however the m
 TEST_CASE("want_attention returns every layer's weights, rows summing to 1", "[unit][decode]") {
   Rng rng(44);
   TransformerConfig c = small_config(TransformerArch::encdec);
-  c.tie_output = false;
+  c.tie_embeddings = models::TieEmbeddings::none;
   Transformer model(c, rng);
   favour_eos(model, 1.5f);
   const std::vector<int32_t> len{6, 3};
@@ -205,7 +205,7 @@ TEST_CASE("want_attention returns every layer's weights, rows summing to 1", "[u
 TEST_CASE("sample: temperature 0 and top_k 1 are greedy, a seed reproduces a draw", "[unit][decode]") {
   Rng rng(45);
   TransformerConfig c = small_config(TransformerArch::lm);
-  c.tie_output = false;
+  c.tie_embeddings = models::TieEmbeddings::none;
   Transformer model(c, rng);
   favour_eos(model, 1.0f);
   const Tensor prompt = Tensor::from_ints({2, 3}, {5, 6, 7, 8, 0, 0});
@@ -255,7 +255,7 @@ TEST_CASE("Transformer encdec learns to reverse sequences (greedy, >= 99% exact)
   TransformerConfig c;
   c.src_vocab = V;
   c.tgt_vocab = V;
-  c.shared_vocab = true;
+  c.tie_embeddings = models::TieEmbeddings::all;
   c.d_model = 64;
   c.heads = 4;
   c.d_ff = 128;

@@ -13,7 +13,7 @@ using ops::AttentionMask;
 namespace {
 
 const ScoreKind kAllScores[] = {ScoreKind::dot, ScoreKind::scaled_dot, ScoreKind::general,
-                                ScoreKind::additive, ScoreKind::location};
+                                ScoreKind::concat, ScoreKind::location};
 
 // B = 2, S = 5; dot scores need Dq == Dk.
 nn::AttentionConfig config_for(ScoreKind kind) {
@@ -142,7 +142,7 @@ TEST_CASE("nn::Attention backward matches finite differences for every score and
 
 TEST_CASE("nn::Attention: values that are the keys get one summed gradient", "[gradcheck][attention]") {
   Rng rng(19);
-  nn::Attention attn(config_for(ScoreKind::additive), "attn", rng);
+  nn::Attention attn(config_for(ScoreKind::concat), "attn", rng);
   Tensor h = randn({2, 5, 3}, rng), q = randn({2, 4}, rng);
   const Tensor r = randn({2, 3}, rng);
   const AttentionMask mask = AttentionMask::padding(Tensor::from_ints({2}, {4, 2}));
@@ -161,11 +161,11 @@ TEST_CASE("nn::Attention: bad configurations and inputs are reported", "[unit][a
   Rng rng(2);
   REQUIRE_THROWS_WITH(nn::Attention({ScoreKind::dot, 4, 3, 0, 0}, "attn", rng),
                       Catch::Contains("query_dim 4 must equal key_dim 3"));
-  REQUIRE_THROWS_WITH(nn::Attention({ScoreKind::additive, 4, 3, 0, 0}, "attn", rng),
+  REQUIRE_THROWS_WITH(nn::Attention({ScoreKind::concat, 4, 3, 0, 0}, "attn", rng),
                       Catch::Contains("hidden_dim must be >= 1, got 0"));
   REQUIRE_THROWS_WITH(nn::parse_score_kind("bilinear"),
                       Catch::Contains("unknown attention score 'bilinear'"));
-  CHECK(nn::parse_score_kind("concat") == ScoreKind::additive);
+  CHECK(nn::parse_score_kind("concat") == ScoreKind::concat);
   nn::Attention attn(config_for(ScoreKind::location), "attn", rng);
   REQUIRE_THROWS_WITH(attn.prepare(Tensor({2, 7, 3}), Tensor({2, 7, 2})),
                       Catch::Contains("source length S = 7 exceeds max_len = 6"));

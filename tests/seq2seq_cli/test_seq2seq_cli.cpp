@@ -70,8 +70,8 @@ TEST_CASE("attn-seq2seq --help lists the verbs, each verb's --help its options a
   CHECK(train_help.code == 0);
   for (const char* flag : {"--cell gru|lstm (=gru)", "--layers N (=1)", "--bidirectional", "--encoder-self-attention",
                            "--attention none|dot|general|concat|scaled-dot|location (=concat)",
-                           "--attention-style bahdanau|luong (=bahdanau)", "--attention-window N (=0)",
-                           "--local monotonic|predictive (=predictive)", "--embed-dim N (=128)", "--hidden N (=128)", "--dec-hidden",
+                           "--attention-style bahdanau|luong (=bahdanau)", "--attention-window N (=10)",
+                           "--local global|monotonic|predictive (=global)", "--embed-dim N (=128)", "--hidden N (=128)", "--dec-hidden",
                            "--dropout P (=0)", "--teacher-forcing RATIO (=1)", "--max-tokens N (=2048)",
                            "--epochs N (=10)", "--steps N (=0)", "--lr X (=0.001)", "--clip X (=1)",
                            "--checkpoint-every N (=0)", "--keep-checkpoints N (=5)", "--resume", "--seed N (=1)",
@@ -95,7 +95,8 @@ TEST_CASE("attn-seq2seq: reverse data -> train -> eval, translate -> attn-bleu t
     CHECK(m.attr_string("/", "format") == "attnlab/model");
     CHECK(m.attr_string("/", "kind") == "seq2seq");
     CHECK(m.attr_int("/state", "step") == 6);
-    CHECK(m.attr_int("/config", "enc_hidden") == 8);
+    CHECK(m.attr_int("/config", "hidden") == 8);
+    CHECK_FALSE(m.has_attr("/config", "enc_hidden"));   // one name per field: the option's
     CHECK(m.attr_string("/config", "attention") == "concat");
     CHECK(m.attr_int("/config", "max_src_len") == 256);
     CHECK(m.read_strings("/vocab/src").size() == 10);
@@ -227,7 +228,7 @@ TEST_CASE("attn-seq2seq: every attention variant trains and translates, with its
   const std::vector<Variant> variants = {
       {"--cell lstm --bidirectional --attention dot --attention-style luong", 1.0},
       {"--layers 2 --encoder-self-attention --attention general --attention-window 2 --local monotonic", -1.0},
-      {"--attention scaled-dot --attention-window 2 --attention-style luong", -1.0},
+      {"--attention scaled-dot --local predictive --attention-window 2 --attention-style luong", -1.0},
       {"--attention location --max-src-len 8", 1.0},
   };
   for (const Variant& v : variants) {
@@ -305,9 +306,9 @@ TEST_CASE("attn-seq2seq exit codes: usage 2, bad input 3 naming the file and dat
 
   REQUIRE(run(dir, std::string(kData) + " --out d.h5").code == 0);
   // Checked once the data is read: inconsistent model options are usage errors too.
-  const Result local = run(dir, "{s2s} train --data d.h5 --model m.h5 --local monotonic " + std::string(kTiny));
+  const Result local = run(dir, "{s2s} train --data d.h5 --model m.h5 --attention-window 3 " + std::string(kTiny));
   CHECK(local.code == 2);
-  CHECK_THAT(local.err, Contains("--local needs --attention-window"));
+  CHECK_THAT(local.err, Contains("--attention-window applies to --local monotonic or predictive, not global"));
   const Result dot = run(dir, "{s2s} train --data d.h5 --model m.h5 --attention dot --dec-hidden 5 " + std::string(kTiny));
   CHECK(dot.code == 2);
   CHECK_THAT(dot.err, Contains("dot attention needs dec_hidden (5) == the memory width 8"));

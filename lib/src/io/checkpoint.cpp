@@ -66,6 +66,10 @@ void write_checkpoint(File& file, const Checkpoint& ckpt) {
 Checkpoint read_checkpoint(const File& file, const std::string& kind) {
   require_format(file, kModelFormat, kind);
   const FileInfo info = read_file_info(file);
+  if (info.format_version < 2)
+    throw FormatError(file.display_name() + ": a model of format version " + std::to_string(info.format_version) +
+                      ", written before /config took the tools' option names (format 2, docs/FORMATS.md); "
+                      "train it again with this version");
   Checkpoint ckpt;
   ckpt.source = file.display_name();
   ckpt.kind = info.kind;

@@ -115,14 +115,14 @@ Tensor backward_direction(nn::Rnn& rnn, nn::Attention* self_attn, const Tensor& 
   return dx;
 }
 
-nn::ScoreKind score_kind(Seq2SeqScore s) {
+nn::ScoreKind score_kind(nn::ScoreKind s) {
   switch (s) {
-    case Seq2SeqScore::dot: return nn::ScoreKind::dot;
-    case Seq2SeqScore::scaled_dot: return nn::ScoreKind::scaled_dot;
-    case Seq2SeqScore::general: return nn::ScoreKind::general;
-    case Seq2SeqScore::concat: return nn::ScoreKind::additive;
-    case Seq2SeqScore::location: return nn::ScoreKind::location;
-    case Seq2SeqScore::none: break;
+    case nn::ScoreKind::dot: return nn::ScoreKind::dot;
+    case nn::ScoreKind::scaled_dot: return nn::ScoreKind::scaled_dot;
+    case nn::ScoreKind::general: return nn::ScoreKind::general;
+    case nn::ScoreKind::concat: return nn::ScoreKind::concat;
+    case nn::ScoreKind::location: return nn::ScoreKind::location;
+    case nn::ScoreKind::none: break;
   }
   throw ConfigError("seq2seq: attention 'none' has no score function");
 }
@@ -149,7 +149,7 @@ void attend(const Seq2SeqConfig& c, const nn::Attention& attention, const Param&
   Tensor sig({B}), pos({B});
   blas::gemv(Trans::N, B, A, 1.0f, zp.data(), A, v_p.value.data(), 0.0f, sig.data());
   const int32_t* len = enc.src_len.idata();
-  const float D = static_cast<float>(c.window);
+  const float D = static_cast<float>(c.attention_window);
   int32_t* keep = enc.attn.mask.keep.idata();
   for (int64_t b = 0; b < B; ++b) {
     const float s = 1.0f / (1.0f + std::exp(-sig.at(b)));
@@ -160,7 +160,7 @@ void attend(const Seq2SeqConfig& c, const nn::Attention& attention, const Param&
   const nn::AttentionStep a = attention.forward(q, enc.attn, t, cache ? &cache->attn : nullptr);
   Tensor gauss({B, S});
   weights = Tensor({B, S});
-  const float inv2s2 = 1.0f / (2.0f * local_sigma(c.window) * local_sigma(c.window));
+  const float inv2s2 = 1.0f / (2.0f * local_sigma(c.attention_window) * local_sigma(c.attention_window));
   for (int64_t b = 0; b < B; ++b)
     for (int64_t j = 0; j < S; ++j) {
       const float d = static_cast<float>(j) - pos.at(b);
@@ -196,7 +196,7 @@ Tensor attend_backward(const Seq2SeqConfig& c, nn::Attention& attention, Param& 
   blas::gemm_strided_batched(Trans::T, Trans::N, S, Dv, 1, 1.0f, cache.weights.data(), S, S, dctx.data(), Dv, Dv,
                              1.0f, grad.dkeys.data(), Dv, S * Dv, B);
   // w = alpha g:  dalpha = dw g;  dp = sum_j dw_j alpha_j g_j (j - p) / sigma^2
-  const float inv_s2 = 1.0f / (local_sigma(c.window) * local_sigma(c.window));
+  const float inv_s2 = 1.0f / (local_sigma(c.attention_window) * local_sigma(c.attention_window));
   Tensor dalpha({B, S}), da({B});
   const int32_t* len = enc.src_len.idata();
   for (int64_t b = 0; b < B; ++b) {
@@ -230,7 +230,7 @@ Tensor attend_backward(const Seq2SeqConfig& c, nn::Attention& attention, Param& 
 void Seq2SeqImpl::prepare_attention(const Seq2SeqConfig& c, const nn::Attention* attention, Encoded& enc) {
   if (attention == nullptr) return;
   ops::AttentionMask mask = ops::AttentionMask::padding(enc.src_len);
-  if (c.local == LocalAttention::local_m) mask.window = c.window;
+  if (c.local == LocalAttention::local_m) mask.window = c.attention_window;
   enc.attn = attention->prepare(enc.memory, enc.memory, mask);
   if (c.local == LocalAttention::local_p)
     enc.attn.mask.keep = Tensor({enc.memory.dim(0), 1, enc.memory.dim(1)}, DType::i32);
@@ -241,10 +241,10 @@ void Seq2SeqImpl::prepare_attention(const Seq2SeqConfig& c, const nn::Attention*
 Seq2Seq::Seq2Seq(const Seq2SeqConfig& config, Rng& rng) : config_(config) {
   config.validate();
   const Seq2SeqConfig& c = config_;
-  const int64_t E = c.embed_dim, H = c.enc_hidden, dirs = c.bidirectional ? 2 : 1, Dv = c.memory_dim();
+  const int64_t E = c.embed_dim, H = c.hidden, dirs = c.bidirectional ? 2 : 1, Dv = c.memory_dim();
   const int64_t Dd = c.dec_hidden, Dc = c.context_dim();
   src_embed_ = nn::Embedding(c.src_vocab, E, "encoder/embedding", rng, 1.0f, kPad);
-  for (int64_t l = 0; l < c.enc_layers; ++l)
+  for (int64_t l = 0; l < c.layers; ++l)
     for (int64_t d = 0; d < dirs; ++d) {
       const std::string name = "encoder/layer" + std::to_string(l) + (d == 0 ? "/fwd" : "/bwd");
       const int64_t I = (l == 0 ? E : Dv) + (c.encoder_self_attention ? H : 0);
@@ -256,9 +256,9 @@ Seq2Seq::Seq2Seq(const Seq2SeqConfig& config, Rng& rng) : config_(config) {
     }
   bridge_ = nn::Linear(Dv, Dd, "bridge", rng);
   tgt_embed_ = nn::Embedding(c.tgt_vocab, E, "decoder/embedding", rng, 1.0f, kPad);
-  const int64_t extra = c.style == AttentionStyle::bahdanau ? Dc : Dd;   // [e; c] or [e; h~]
+  const int64_t extra = c.attention_style == AttentionStyle::bahdanau ? Dc : Dd;   // [e; c] or [e; h~]
   decoder_ = nn::Rnn(c.cell, E + extra, Dd, "decoder/rnn", rng);
-  if (c.attention != Seq2SeqScore::none)
+  if (c.attention != nn::ScoreKind::none)
     attention_ = std::make_unique<nn::Attention>(
         nn::AttentionConfig{score_kind(c.attention), Dd, Dv, c.attention_dim, c.max_src_len}, "decoder/attention",
         rng);
@@ -268,7 +268,7 @@ Seq2Seq::Seq2Seq(const Seq2SeqConfig& config, Rng& rng) : config_(config) {
     const float bound = 1.0f / std::sqrt(static_cast<float>(A));
     local_v_ = Param("decoder/local_p/v", rand_uniform({A}, rng, -bound, bound));
   }
-  if (c.style == AttentionStyle::luong) combine_ = nn::Linear(Dc + Dd, Dd, "decoder/combine", rng, /*bias=*/false);
+  if (c.attention_style == AttentionStyle::luong) combine_ = nn::Linear(Dc + Dd, Dd, "decoder/combine", rng, /*bias=*/false);
   output_ = nn::Linear(c.output_input_dim(), c.tgt_vocab, "output", rng);
 }
 
@@ -305,7 +305,7 @@ void Seq2SeqImpl::check_source(const Seq2Seq& m, const Tensor& src, const Tensor
       throw DataError(label + ": src_len[" + std::to_string(b) + "] = " + std::to_string(l) + " is outside [1, S = " +
                       std::to_string(S) + "]");
   }
-  if (m.config_.attention == Seq2SeqScore::location && S > m.config_.max_src_len)
+  if (m.config_.attention == nn::ScoreKind::location && S > m.config_.max_src_len)
     throw ShapeError(label + ": source length S = " + std::to_string(S) + " exceeds max_src_len = " +
                      std::to_string(m.config_.max_src_len) + " of the location attention");
 }
@@ -313,12 +313,12 @@ void Seq2SeqImpl::check_source(const Seq2Seq& m, const Tensor& src, const Tensor
 Impl::Encoded Seq2SeqImpl::encode(const Seq2Seq& m, const Tensor& src, const Tensor& src_len, bool training,
                                   Rng& rng, EncoderCache* cache) {
   const Seq2SeqConfig& c = m.config_;
-  const int64_t B = src.dim(0), S = src.dim(1), H = c.enc_hidden, dirs = c.bidirectional ? 2 : 1;
+  const int64_t B = src.dim(0), S = src.dim(1), H = c.hidden, dirs = c.bidirectional ? 2 : 1;
   const int32_t* len = src_len.idata();
   const Tensor ids = ops::transpose_forward(src, 0, 1, nullptr);   // [S, B]
   Tensor x = m.src_embed_.forward(ids, cache ? &cache->embed : nullptr);   // [S, B, E]
-  if (cache != nullptr) cache->layers.assign(c.enc_layers, {});
-  for (int64_t l = 0; l < c.enc_layers; ++l) {
+  if (cache != nullptr) cache->layers.assign(c.layers, {});
+  for (int64_t l = 0; l < c.layers; ++l) {
     LayerCache* lc = cache ? &cache->layers[l] : nullptr;
     if (l > 0) x = ops::dropout_forward(x, c.dropout, training, rng, lc ? &lc->drop : nullptr);
     std::vector<Tensor> ys;
@@ -350,7 +350,7 @@ Impl::Encoded Seq2SeqImpl::encode(const Seq2Seq& m, const Tensor& src, const Ten
 void Seq2SeqImpl::encode_backward(Seq2Seq& m, const Encoded& enc, Tensor dmemory, const Tensor& ds0,
                                   EncoderCache& cache) {
   const Seq2SeqConfig& c = m.config_;
-  const int64_t B = dmemory.dim(0), S = dmemory.dim(1), Dv = dmemory.dim(2), H = c.enc_hidden;
+  const int64_t B = dmemory.dim(0), S = dmemory.dim(1), Dv = dmemory.dim(2), H = c.hidden;
   const int64_t dirs = c.bidirectional ? 2 : 1;
   const int32_t* len = enc.src_len.idata();
   const Tensor dfinal = m.bridge_.backward(ops::tanh_backward(ds0, cache.bridge_tanh), cache.bridge);
@@ -360,7 +360,7 @@ void Seq2SeqImpl::encode_backward(Seq2Seq& m, const Encoded& enc, Tensor dmemory
     if (dirs == 2) add_into(db + H, dfinal.data() + b * Dv + H, H);
   }
   Tensor dx = ops::permute_backward(dmemory, cache.to_batch);   // [S, B, Dv]
-  for (int64_t l = c.enc_layers - 1; l >= 0; --l) {
+  for (int64_t l = c.layers - 1; l >= 0; --l) {
     LayerCache& lc = cache.layers[l];
     const std::vector<Tensor> dys = dirs == 2 ? ops::concat_backward(dx, lc.concat) : std::vector<Tensor>{dx};
     Tensor dxl;
@@ -385,7 +385,7 @@ Impl::DecoderState Seq2SeqImpl::initial_state(const Seq2Seq& m, const Encoded& e
   st.s = m.decoder_.zero_state(B);
   st.s.h = enc.s0;
   st.gx = Tensor({B, m.decoder_.gates()});
-  if (c.style == AttentionStyle::luong) {
+  if (c.attention_style == AttentionStyle::luong) {
     st.feed = Tensor({B, c.dec_hidden});
     st.cs = Tensor({B, c.context_dim() + c.dec_hidden});
   }
@@ -403,7 +403,7 @@ Tensor Seq2SeqImpl::decoder_step(const Seq2Seq& m, int64_t t, const float* gx_e,
   auto attend_with = [&](const Tensor& q) {
     attend(c, *m.attention_, m.local_W_, m.local_v_, t, q, enc, cache, ctx, weights);
   };
-  if (c.style == AttentionStyle::bahdanau) {
+  if (c.attention_style == AttentionStyle::bahdanau) {
     // c_t from s_{t-1};  s_t = RNN([e_t; c_t], s_{t-1});  o_t = [s_t; c_t; e_t]
     if (m.attention_) {
       attend_with(st.s.h);
@@ -469,7 +469,7 @@ void run_forward(const Seq2Seq& m, const Seq2SeqConfig& c, const nn::Embedding& 
   run.gx = Tensor({T * B, G});
   decoder.project(run.emb.data(), E, T * B, /*col=*/0, E, /*with_bias=*/true, 0.0f, run.gx.data());
   run.O = Tensor({T * B, Do});
-  if (c.style == AttentionStyle::luong) run.CS = Tensor({T * B, Dv + Dd});
+  if (c.attention_style == AttentionStyle::luong) run.CS = Tensor({T * B, Dv + Dd});
   if (keep_caches) run.steps.assign(T, {});
 
   Impl::DecoderState st = Impl::initial_state(m, run.enc);
@@ -495,7 +495,7 @@ void run_forward(const Seq2Seq& m, const Seq2SeqConfig& c, const nn::Embedding& 
     }
     const Tensor w = Impl::decoder_step(m, t, run.gx.data() + t * B * G, run.emb.data() + t * B * E, st, run.enc,
                                         run.O.data() + t * B * Do,
-                                        c.style == AttentionStyle::luong ? run.CS.data() + t * B * (Dv + Dd) : nullptr,
+                                        c.attention_style == AttentionStyle::luong ? run.CS.data() + t * B * (Dv + Dd) : nullptr,
                                         keep_caches ? &run.steps[t] : nullptr);
     if (alignment != nullptr && w.defined())
       for (int64_t b = 0; b < B; ++b)
@@ -535,7 +535,7 @@ LossStats Seq2Seq::train_step(const TokenBatch& batch, Rng& dropout_rng) {
   nn::AttentionMemoryGrad grad;
   if (attention_) grad = attention_->begin_backward(run.enc.attn);
   Tensor dGX({T * B, G}), dEmb({T * B, E}), dPRE;
-  const bool luong = c.style == AttentionStyle::luong;
+  const bool luong = c.attention_style == AttentionStyle::luong;
   if (!luong) copy_rows(dO.data() + Dd + Dv, Do, dEmb.data(), E, T * B, E);   // o_t's e_t part
   else dPRE = Tensor({T * B, Dd});
   nn::RnnState dstate = decoder_.zero_state(B);   // dL/ds_t from the steps after t

@@ -76,7 +76,7 @@ Transformer::Transformer(const TransformerConfig& config, Rng& rng) : config_(co
   const float emb_std = 1.0f / std::sqrt(static_cast<float>(D));   // sqrt(D) * E ~ N(0, 1)
   const bool has_encoder = c.arch != TransformerArch::lm, has_decoder = c.arch != TransformerArch::mlm;
 
-  if (c.arch == TransformerArch::encdec && !c.shared_vocab) {
+  if (c.arch == TransformerArch::encdec && !c.shared_vocab()) {
     src_embed_ = nn::Embedding(c.src_vocab, D, "src_embed", rng, emb_std, kPad);
     tgt_embed_ = nn::Embedding(c.tgt_vocab, D, "tgt_embed", rng, emb_std, kPad);
   } else {
@@ -103,11 +103,11 @@ Transformer::Transformer(const TransformerConfig& config, Rng& rng) : config_(co
       decoder_.emplace_back(lo, c.arch == TransformerArch::encdec, "decoder/layer" + std::to_string(i), rng);
     if (c.norm == NormPosition::pre) dec_norm_.emplace(D, "decoder/final_norm");
   }
-  if (!c.tie_output) output_.emplace(D, c.tgt_vocab, "output", rng);
+  if (!c.tie_output()) output_.emplace(D, c.tgt_vocab, "output", rng);
 }
 
 bool Transformer::shared_embed() const {
-  return config_.arch != TransformerArch::encdec || config_.shared_vocab;
+  return config_.arch != TransformerArch::encdec || config_.shared_vocab();
 }
 
 ParamList Transformer::params() {

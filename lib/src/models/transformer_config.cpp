@@ -2,6 +2,8 @@
 // masking of a batch for the masked language model.
 #include <sstream>
 
+#include "attn/io/config_reader.hpp"
+
 #include "attn/models/transformer.hpp"
 
 namespace attn::models {
@@ -25,31 +27,6 @@ void unit_interval(const std::string& field, float value) {
   if (!(value >= 0.0f && value < 1.0f)) bad(field, "in [0, 1)", str(value));
 }
 
-const io::AttrValue& attr(const std::map<std::string, io::AttrValue>& attrs, const std::string& key) {
-  const auto it = attrs.find(key);
-  if (it == attrs.end()) throw FormatError("transformer config: missing attribute '" + key + "'");
-  return it->second;
-}
-
-int64_t attr_int(const std::map<std::string, io::AttrValue>& attrs, const std::string& key) {
-  const io::AttrValue& v = attr(attrs, key);
-  if (const auto* i = std::get_if<int64_t>(&v)) return *i;
-  throw FormatError("transformer config: attribute '" + key + "' must be an integer");
-}
-
-double attr_double(const std::map<std::string, io::AttrValue>& attrs, const std::string& key) {
-  const io::AttrValue& v = attr(attrs, key);
-  if (const auto* d = std::get_if<double>(&v)) return *d;
-  if (const auto* i = std::get_if<int64_t>(&v)) return static_cast<double>(*i);
-  throw FormatError("transformer config: attribute '" + key + "' must be a number");
-}
-
-std::string attr_string(const std::map<std::string, io::AttrValue>& attrs, const std::string& key) {
-  const io::AttrValue& v = attr(attrs, key);
-  if (const auto* s = std::get_if<std::string>(&v)) return *s;
-  throw FormatError("transformer config: attribute '" + key + "' must be a string");
-}
-
 }  // namespace
 
 const char* arch_name(TransformerArch arch) {
@@ -64,6 +41,14 @@ const char* positional_name(PositionalKind kind) {
   return kind == PositionalKind::sinusoidal ? "sinusoidal" : "learned";
 }
 const char* norm_name(NormPosition norm) { return norm == NormPosition::post ? "post" : "pre"; }
+const char* tie_embeddings_name(TieEmbeddings tie) {
+  switch (tie) {
+    case TieEmbeddings::none: return "none";
+    case TieEmbeddings::output: return "output";
+    case TieEmbeddings::all: return "all";
+  }
+  return "?";
+}
 
 TransformerArch arch_from_string(const std::string& name) {
   if (name == "encdec") return TransformerArch::encdec;
@@ -76,6 +61,11 @@ PositionalKind positional_from_string(const std::string& name) {
   if (name == "learned") return PositionalKind::learned;
   throw ConfigError("transformer: unknown positional encoding '" + name + "' (expected sinusoidal or learned)");
 }
+TieEmbeddings tie_embeddings_from_string(const std::string& name) {
+  for (TieEmbeddings t : {TieEmbeddings::none, TieEmbeddings::output, TieEmbeddings::all})
+    if (name == tie_embeddings_name(t)) return t;
+  throw ConfigError("transformer: unknown tie_embeddings '" + name + "' (expected none, output or all)");
+}
 NormPosition norm_from_string(const std::string& name) {
   if (name == "post") return NormPosition::post;
   if (name == "pre") return NormPosition::pre;
@@ -87,8 +77,8 @@ void TransformerConfig::validate() const {
   at_least("tgt_vocab", tgt_vocab, kFirstRegularToken + 1);
   if (arch == TransformerArch::encdec) {
     at_least("src_vocab", src_vocab, kFirstRegularToken + 1);
-    if (shared_vocab && src_vocab != tgt_vocab)
-      bad("src_vocab", "equal to tgt_vocab " + std::to_string(tgt_vocab) + " with shared_vocab",
+    if (shared_vocab() && src_vocab != tgt_vocab)
+      bad("src_vocab", "equal to tgt_vocab " + std::to_string(tgt_vocab) + " with tie_embeddings all",
           std::to_string(src_vocab));
   }
   at_least("d_model", d_model, 1);
@@ -109,8 +99,7 @@ std::map<std::string, io::AttrValue> TransformerConfig::to_attrs() const {
       {"arch", std::string(arch_name(arch))},
       {"src_vocab", src_vocab},
       {"tgt_vocab", tgt_vocab},
-      {"shared_vocab", int64_t{shared_vocab}},
-      {"tie_output", int64_t{tie_output}},
+      {"tie_embeddings", std::string(tie_embeddings_name(tie_embeddings))},
       {"d_model", d_model},
       {"heads", heads},
       {"d_ff", d_ff},
@@ -125,25 +114,26 @@ std::map<std::string, io::AttrValue> TransformerConfig::to_attrs() const {
   };
 }
 
-TransformerConfig TransformerConfig::from_attrs(const std::map<std::string, io::AttrValue>& a) {
+TransformerConfig TransformerConfig::from_attrs(const std::map<std::string, io::AttrValue>& a,
+                                                const std::string& source) {
+  const io::ConfigReader r(a, source);
   TransformerConfig c;
-  c.arch = arch_from_string(attr_string(a, "arch"));
-  c.src_vocab = attr_int(a, "src_vocab");
-  c.tgt_vocab = attr_int(a, "tgt_vocab");
-  c.shared_vocab = attr_int(a, "shared_vocab") != 0;
-  c.tie_output = attr_int(a, "tie_output") != 0;
-  c.d_model = attr_int(a, "d_model");
-  c.heads = attr_int(a, "heads");
-  c.d_ff = attr_int(a, "d_ff");
-  c.enc_layers = attr_int(a, "enc_layers");
-  c.dec_layers = attr_int(a, "dec_layers");
-  c.dropout = static_cast<float>(attr_double(a, "dropout"));
-  c.pos_encoding = positional_from_string(attr_string(a, "pos_encoding"));
-  c.norm = norm_from_string(attr_string(a, "norm"));
-  c.max_len = attr_int(a, "max_len");
-  c.attn_window = attr_int(a, "attn_window");
-  c.label_smoothing = static_cast<float>(attr_double(a, "label_smoothing"));
-  c.validate();
+  c.arch = r.parsed("arch", arch_from_string);
+  c.src_vocab = r.integer("src_vocab");
+  c.tgt_vocab = r.integer("tgt_vocab");
+  c.tie_embeddings = r.parsed("tie_embeddings", tie_embeddings_from_string);
+  c.d_model = r.integer("d_model");
+  c.heads = r.integer("heads");
+  c.d_ff = r.integer("d_ff");
+  c.enc_layers = r.integer("enc_layers");
+  c.dec_layers = r.integer("dec_layers");
+  c.dropout = static_cast<float>(r.real("dropout"));
+  c.pos_encoding = r.parsed("pos_encoding", positional_from_string);
+  c.norm = r.parsed("norm", norm_from_string);
+  c.max_len = r.integer("max_len");
+  c.attn_window = r.integer("attn_window");
+  c.label_smoothing = static_cast<float>(r.real("label_smoothing"));
+  r.validated(c);
   return c;
 }
 

@@ -26,21 +26,20 @@ float dot_scale(ScoreKind kind, int64_t Dk) {
 }  // namespace
 
 ScoreKind parse_score_kind(const std::string& name) {
-  if (name == "dot") return ScoreKind::dot;
-  if (name == "scaled_dot") return ScoreKind::scaled_dot;
-  if (name == "general") return ScoreKind::general;
-  if (name == "additive" || name == "concat") return ScoreKind::additive;
-  if (name == "location") return ScoreKind::location;
+  for (ScoreKind k : {ScoreKind::none, ScoreKind::dot, ScoreKind::scaled_dot, ScoreKind::general, ScoreKind::concat,
+                      ScoreKind::location})
+    if (name == score_kind_name(k)) return k;
   throw ConfigError("unknown attention score '" + name +
-                    "' (expected dot, scaled_dot, general, additive, concat or location)");
+                    "' (expected none, dot, scaled-dot, general, concat or location)");
 }
 
 const char* score_kind_name(ScoreKind kind) {
   switch (kind) {
+    case ScoreKind::none: return "none";
     case ScoreKind::dot: return "dot";
-    case ScoreKind::scaled_dot: return "scaled_dot";
+    case ScoreKind::scaled_dot: return "scaled-dot";
     case ScoreKind::general: return "general";
-    case ScoreKind::additive: return "additive";
+    case ScoreKind::concat: return "concat";
     case ScoreKind::location: return "location";
   }
   return "?";
@@ -57,10 +56,12 @@ Attention::Attention(const AttentionConfig& config, const std::string& name, Rng
     case ScoreKind::scaled_dot:
       if (Dq != Dk)
         throw ConfigError(what + "query_dim " + std::to_string(Dq) + " must equal key_dim " +
-                          std::to_string(Dk) + " (use general or additive scores for different widths)");
+                          std::to_string(Dk) + " (use general or concat scores for different widths)");
       break;
+    case ScoreKind::none:
+      throw ConfigError(what + "an attention layer needs a score function, not 'none'");
     case ScoreKind::general: W = Param(name + "/W", glorot_uniform({Dq, Dk}, rng)); break;
-    case ScoreKind::additive: {
+    case ScoreKind::concat: {
       if (A < 1) throw ConfigError(what + "hidden_dim must be >= 1, got " + std::to_string(A));
       W = Param(name + "/W", glorot_uniform({A, Dq}, rng));
       U = Param(name + "/U", glorot_uniform({A, Dk}, rng));
@@ -92,7 +93,7 @@ AttentionMemory Attention::prepare(const Tensor& keys, const Tensor& values, ops
                      " exceeds max_len = " + std::to_string(config_.max_len));
   ops::check_attention_mask(mask, B, 1, S, "attention");
   AttentionMemory m{keys, values, Tensor(), std::move(mask), keys.is_same(values)};
-  if (config_.score == ScoreKind::additive) {
+  if (config_.score == ScoreKind::concat) {
     const int64_t A = config_.hidden_dim, Dk = config_.key_dim;
     m.projected_keys = Tensor({B, S, A});
     // U k: [B*S, A] = keys [B*S, Dk] U^T
@@ -128,7 +129,7 @@ Tensor Attention::scores(const Tensor& query, const AttentionMemory& memory,
       if (cache != nullptr) cache->u = u;
       break;
     }
-    case ScoreKind::additive: {
+    case ScoreKind::concat: {
       const int64_t A = config_.hidden_dim;
       Tensor wq = Tensor::uninitialized({B, A});   // W q : [B, A]
       blas::gemm(Trans::N, Trans::T, B, A, Dq, 1.0f, query.data(), Dq, W.value.data(), Dq, 0.0f, wq.data(),
@@ -191,7 +192,7 @@ AttentionMemoryGrad Attention::begin_backward(const AttentionMemory& memory) con
   AttentionMemoryGrad g;
   g.dkeys = zeros_like(memory.keys);
   if (!memory.values_are_keys) g.dvalues = zeros_like(memory.values);
-  if (config_.score == ScoreKind::additive) g.dprojected_keys = zeros_like(memory.projected_keys);
+  if (config_.score == ScoreKind::concat) g.dprojected_keys = zeros_like(memory.projected_keys);
   return g;
 }
 
@@ -244,7 +245,7 @@ Tensor Attention::backward(const Tensor& dcontext, const AttentionStepCache& cac
       blas::gemm(Trans::T, Trans::N, Dq, Dk, B, 1.0f, q, Dq, du.data(), Dk, 1.0f, W.grad.data(), Dk);
       break;
     }
-    case ScoreKind::additive: {
+    case ScoreKind::concat: {
       const int64_t A = config_.hidden_dim;
       check_tensor(grad.dprojected_keys, {B, S, A},
                    "attention backward: grad.dprojected_keys [B, S, A] (from begin_backward)");
@@ -285,7 +286,7 @@ Tensor Attention::backward(const Tensor& dcontext, const AttentionStepCache& cac
 }
 
 void Attention::backward_memory(const AttentionMemory& memory, AttentionMemoryGrad& grad) {
-  if (config_.score != ScoreKind::additive) return;
+  if (config_.score != ScoreKind::concat) return;
   const Tensor& keys = memory.keys;
   const int64_t BS = keys.dim(0) * keys.dim(1), Dk = keys.dim(2), A = config_.hidden_dim;
   check_tensor(grad.dprojected_keys, memory.projected_keys.shape(),

@@ -50,7 +50,7 @@ Seq2SeqFile load_seq2seq(const std::string& path) {
   const io::File file = io::File::open_read(path);
   io::Checkpoint ckpt = io::read_checkpoint(file, kKind);
   Rng init(0);   // every value is overwritten by the file's
-  models::Seq2Seq model(models::Seq2SeqConfig::from_attrs(ckpt.config), init);
+  models::Seq2Seq model(models::Seq2SeqConfig::from_attrs(ckpt.config, file.display_name()), init);
   Vocabs v = restore_model(file, ckpt, model.params(), model.config().src_vocab, model.config().tgt_vocab);
   return {std::move(model), std::move(v.src), std::move(v.tgt), std::move(ckpt)};
 }
@@ -66,7 +66,7 @@ EvalResult evaluate_seq2seq(const models::Seq2Seq& model, const TokenSplit& spli
 }
 
 Translation translate(const models::Seq2Seq& model, const TokenSplit& split, const Seq2SeqTranslateOptions& options) {
-  const bool attention = model.config().attention != models::Seq2SeqScore::none;
+  const bool attention = model.config().attention != nn::ScoreKind::none;
   return translate_split(split, options.max_tokens, [&](const data::PaddedBatch& src) {
     decode::Seq2SeqDecodeOptions d = options.decode;
     d.max_len = generation_limit(d.max_len, src);

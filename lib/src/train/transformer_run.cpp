@@ -79,7 +79,7 @@ TrainTask transformer_task(models::Transformer& model, const TokenSplit& train, 
 TransformerFile load_transformer(const std::string& path) {
   const io::File file = io::File::open_read(path);
   io::Checkpoint ckpt = io::read_checkpoint(file, kKind);
-  const models::TransformerConfig config = models::TransformerConfig::from_attrs(ckpt.config);
+  const models::TransformerConfig config = models::TransformerConfig::from_attrs(ckpt.config, file.display_name());
   Rng init(0);   // every value is overwritten by the file's
   models::Transformer model(config, init);
   const int64_t src_size = config.arch == TransformerArch::encdec ? config.src_vocab : 0;

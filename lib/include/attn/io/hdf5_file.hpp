@@ -36,7 +36,9 @@ struct WriteOptions {
 };
 inline constexpr int64_t kCompressBytes = 1 << 20;
 // The attnlab layout version this build writes and the newest it reads (root `format_version`).
-inline constexpr int64_t kFormatVersion = 1;
+// 2: model files' /config attributes are named and valued as the tools' options (docs/FORMATS.md);
+// data sets and outputs are as in 1, which is still read.
+inline constexpr int64_t kFormatVersion = 2;
 
 // A scalar attribute value, for code that handles attributes generically (configurations).
 using AttrValue = std::variant<std::string, int64_t, double>;

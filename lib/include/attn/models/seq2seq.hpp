@@ -2,7 +2,7 @@
 // Sutskever et al. 2014 (attention `none`), Bahdanau et al. 2015 and Luong et al. 2015, with
 // every alignment function those papers compare.
 //
-// Encoder: embedding, then `enc_layers` GRU or LSTM layers, each optionally bidirectional
+// Encoder: embedding, then `layers` GRU or LSTM layers, each optionally bidirectional
 // (the two directions' states concatenated, h_i = [h->_i; h<-_i]; the backward direction reads
 // each sentence reversed within its own length, so padding never reaches a real position),
 // with dropout between layers. With `encoder_self_attention` each layer is an intra-attention
@@ -62,50 +62,50 @@
 
 namespace attn::models {
 
-// Luong et al. 2015's names; concat is Bahdanau's additive score.
-enum class Seq2SeqScore : uint8_t { none, dot, general, concat, scaled_dot, location };
 enum class AttentionStyle : uint8_t { bahdanau, luong };
+// Luong et al.'s global attention and the local-m (monotonic) and local-p (predictive) kinds.
 enum class LocalAttention : uint8_t { global, local_m, local_p };
 
-// Parsers accept the names printed by the *_name functions (and "scaled-dot", "additive",
-// "local-m", "local-p"); anything else throws ConfigError listing the valid names.
-Seq2SeqScore parse_seq2seq_score(const std::string& name);       // none, dot, general, concat, ...
-const char* seq2seq_score_name(Seq2SeqScore score);
-AttentionStyle parse_attention_style(const std::string& name);   // bahdanau, luong
+// The names are attn-seq2seq's option values: "bahdanau", "luong"; "global", "monotonic",
+// "predictive". Parsing anything else throws ConfigError listing them.
+AttentionStyle parse_attention_style(const std::string& name);
 const char* attention_style_name(AttentionStyle style);
-LocalAttention parse_local_attention(const std::string& name);   // global, local_m, local_p
+LocalAttention parse_local_attention(const std::string& name);
 const char* local_attention_name(LocalAttention local);
 
 struct Seq2SeqConfig {
   int64_t src_vocab = 0, tgt_vocab = 0;   // V_src, V (ids 0..3 are PAD, BOS, EOS, UNK)
   int64_t embed_dim = 256;                // E (source and target)
   nn::RnnCell cell = nn::RnnCell::gru;
-  int64_t enc_hidden = 256;               // H per direction
-  int64_t enc_layers = 1;
+  int64_t hidden = 256;                   // H per direction, encoder
+  int64_t layers = 1;                     // encoder layers
   bool bidirectional = true;              // memory width Dv = 2H (else H)
   bool encoder_self_attention = false;    // LSTMN-style intra-attention (see above)
   int64_t dec_hidden = 256;               // Dd
-  Seq2SeqScore attention = Seq2SeqScore::concat;
-  AttentionStyle style = AttentionStyle::bahdanau;
+  nn::ScoreKind attention = nn::ScoreKind::concat;
+  AttentionStyle attention_style = AttentionStyle::bahdanau;
   int64_t attention_dim = 256;            // A: concat scores and local_p's W_p
   LocalAttention local = LocalAttention::global;
-  int64_t window = 10;                    // D: local window radius
+  int64_t attention_window = 10;          // D: local window radius (unused by global attention)
   int64_t max_src_len = 256;              // location scores: the longest source
   float dropout = 0.0f;                   // between encoder layers and on o_t
   float teacher_forcing = 1.0f;           // probability of feeding the gold token in training
   float label_smoothing = 0.0f;
 
-  int64_t memory_dim() const { return bidirectional ? 2 * enc_hidden : enc_hidden; }   // Dv
-  int64_t context_dim() const { return attention == Seq2SeqScore::none ? 0 : memory_dim(); }
+  int64_t memory_dim() const { return bidirectional ? 2 * hidden : hidden; }   // Dv
+  int64_t context_dim() const { return attention == nn::ScoreKind::none ? 0 : memory_dim(); }
   // Do: Dd + Dv + E (bahdanau) or Dd (luong).
   int64_t output_input_dim() const;
 
   // Throws ConfigError naming the field for anything out of range or inconsistent.
   void validate() const;
-  // /config attributes of a model file: every field, as string, int64 or double.
+  // /config attributes of a model file: every field under its own name (that of attn-seq2seq's
+  // option), enumerations as the option values (docs/FORMATS.md).
   std::map<std::string, io::AttrValue> to_attrs() const;
-  // Missing keys keep their defaults; the result is validated.
-  static Seq2SeqConfig from_attrs(const std::map<std::string, io::AttrValue>& attrs);
+  // The inverse: every attribute must be present and of its type; anything wrong, validation
+  // included, is a FormatError naming `source` (the file) and the attribute.
+  static Seq2SeqConfig from_attrs(const std::map<std::string, io::AttrValue>& attrs,
+                                  const std::string& source = "/config");
 };
 
 class Seq2Seq;

@@ -18,7 +18,7 @@
 //
 // Masked LM vocabulary: an mlm model's embedding table has tgt_vocab + 1 rows; the extra id
 // tgt_vocab (mask_token_id) is "[MASK]". It is an input only: the output projection predicts
-// the tgt_vocab real tokens (with tie_output it uses the first tgt_vocab rows of the table).
+// the tgt_vocab real tokens (tied, it uses the first tgt_vocab rows of the table).
 #pragma once
 #include <cstdint>
 #include <map>
@@ -42,21 +42,25 @@ namespace attn::models {
 
 enum class TransformerArch { encdec, lm, mlm };
 enum class PositionalKind { sinusoidal, learned };
+// Which embedding tables are one: none; output: the output projection is the target embedding
+// (transposed, sec. 3.4); all: also one table for source and target (encdec with one vocabulary).
+enum class TieEmbeddings { none, output, all };
 
-// "encdec", "lm", "mlm" / "sinusoidal", "learned" / "post", "pre"; parsing throws ConfigError
-// listing the valid names.
+// The names are attn-transformer's option values: "encdec", "lm", "mlm" / "sinusoidal",
+// "learned" / "post", "pre" / "none", "output", "all"; parsing throws ConfigError listing them.
 const char* arch_name(TransformerArch arch);
 const char* positional_name(PositionalKind kind);
 const char* norm_name(NormPosition norm);
+const char* tie_embeddings_name(TieEmbeddings tie);
 TransformerArch arch_from_string(const std::string& name);
 PositionalKind positional_from_string(const std::string& name);
 NormPosition norm_from_string(const std::string& name);
+TieEmbeddings tie_embeddings_from_string(const std::string& name);
 
 struct TransformerConfig {
   TransformerArch arch = TransformerArch::encdec;
   int64_t src_vocab = 0, tgt_vocab = 0;           // lm/mlm use tgt_vocab only
-  bool shared_vocab = false;                      // one embedding table for source and target
-  bool tie_output = true;                         // output projection = target embedding^T
+  TieEmbeddings tie_embeddings = TieEmbeddings::output;
   int64_t d_model = 128, heads = 4, d_ff = 512;
   int64_t enc_layers = 2, dec_layers = 2;
   float dropout = 0.1f;
@@ -66,12 +70,18 @@ struct TransformerConfig {
   int64_t attn_window = -1;                       // >= 0: truncated self-attention radius
   float label_smoothing = 0.1f;
 
+  bool tie_output() const { return tie_embeddings != TieEmbeddings::none; }   // output = target embedding^T
+  bool shared_vocab() const { return tie_embeddings == TieEmbeddings::all && arch == TransformerArch::encdec; }
+
   // Throws ConfigError naming the field for anything out of range.
   void validate() const;
-  // /config attributes of a model file (every field, as string/int/double; bools as 0/1).
+  // /config attributes of a model file: every field under its own name (that of attn-transformer's
+  // option), enumerations as the option values (docs/FORMATS.md).
   std::map<std::string, io::AttrValue> to_attrs() const;
-  // The inverse; a missing or mistyped attribute throws FormatError naming it. Validates.
-  static TransformerConfig from_attrs(const std::map<std::string, io::AttrValue>& attrs);
+  // The inverse: every attribute must be present and of its type; anything wrong, validation
+  // included, is a FormatError naming `source` (the file) and the attribute.
+  static TransformerConfig from_attrs(const std::map<std::string, io::AttrValue>& attrs,
+                                      const std::string& source = "/config");
 };
 
 // BERT's masking (Devlin et al. 2019, sec. 3.1 and appendix C.2) of batch.src: every position

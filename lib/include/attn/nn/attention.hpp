@@ -2,11 +2,13 @@
 // step one query q [B, Dq] scores the S source states, a masked softmax turns the scores into
 // weights alpha [B, S], and the context is c = sum_j alpha_j v_j [B, Dv].
 //
-// Score functions e_j (Luong et al. 2015, sec. 3.1; Bahdanau et al. 2015, eq. 6):
+// Score functions e_j (Luong et al. 2015, sec. 3.1, whose names these are; Bahdanau et al.
+// 2015, eq. 6):
 //   dot         q . k_j                          (Dq == Dk, no parameters)
-//   scaled_dot  q . k_j / sqrt(Dk)               (Vaswani et al. 2017)
+//   scaled-dot  q . k_j / sqrt(Dk)               (Vaswani et al. 2017)
 //   general     q^T W k_j                        W: [Dq, Dk]            "<name>/W"
-//   additive    v^T tanh(W q + U k_j)            W: [A, Dq], U: [A, Dk], v: [A]
+//   concat      v^T tanh(W q + U k_j)            W: [A, Dq], U: [A, Dk], v: [A]
+//               (Bahdanau's additive score)
 //                                                "<name>/W", "<name>/U", "<name>/v"
 //   location    (W q)_j, j < S                   W: [max_len, Dq]       "<name>/W"
 //
@@ -29,9 +31,12 @@
 
 namespace attn::nn {
 
-enum class ScoreKind : uint8_t { dot, scaled_dot, general, additive, location };
+// The one enumeration of attention scores. `none` is no attention at all (a model's option, e.g.
+// the seq2seq baseline); an Attention layer cannot be made with it.
+enum class ScoreKind : uint8_t { none, dot, scaled_dot, general, concat, location };
 
-// "dot", "scaled_dot", "general", "additive" (or "concat"), "location"; ConfigError otherwise.
+// "none", "dot", "scaled-dot", "general", "concat", "location" (the tools' option values);
+// parsing anything else throws ConfigError listing them.
 ScoreKind parse_score_kind(const std::string& name);
 const char* score_kind_name(ScoreKind kind);
 
