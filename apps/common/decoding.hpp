@@ -8,14 +8,14 @@
 //   if (!opts.parse(argc, argv)) return 0;
 //   const train::Seq2SeqFile m = train::load_seq2seq(opts.get<std::string>("model"));
 //   cli::run_eval(opts, {&m.src_vocab, &m.tgt_vocab, train::seq2seq_request(m.model.config())},
-//                 [&](const train::TokenSplit& s, int64_t max_tokens) { return ...; });
+//                 [&](const data::TokenSplit& s, int64_t max_tokens) { return ...; });
 #pragma once
 #include <cstdint>
 #include <functional>
 #include <string>
 
 #include "attn/data/vocab.hpp"
-#include "attn/train/token_data.hpp"
+#include "attn/data/token_data.hpp"
 #include "attn/train/token_run.hpp"
 #include "common/options.hpp"
 
@@ -47,20 +47,20 @@ struct DecodeChoice {
 struct ModelReads {
   const data::Vocab* src_vocab = nullptr;
   const data::Vocab* tgt_vocab = nullptr;
-  train::TokenSplitRequest request;
+  data::TokenSplitRequest request;
 };
 
 // The rest of an eval verb: reads --split of --data, evaluates it (max_tokens: --max-tokens)
 // and prints the summary "<tool> eval: test: loss 0.1234, perplexity 1.131, token accuracy
 // 0.9876, sequence accuracy 0.9000 (20 sentences, 140 tokens)".
 void run_eval(const Options& opts, const ModelReads& reads,
-              const std::function<train::EvalResult(const train::TokenSplit&, int64_t max_tokens)>& evaluate);
+              const std::function<train::EvalResult(const data::TokenSplit&, int64_t max_tokens)>& evaluate);
 
 // The rest of a translate verb: reads --split of --data, translates it with the decoding
 // options, writes --out (train::write_translation, with the model's vocabularies) and prints
 // "<tool> translate: 20 sentences of test: sequence accuracy 0.9000, token accuracy 0.9876 -> OUT".
 void run_translate(const Options& opts, const ModelReads& reads, const data::Vocab& src_vocab,
                    const data::Vocab& tgt_vocab,
-                   const std::function<train::Translation(const train::TokenSplit&, const DecodeChoice&)>& translate);
+                   const std::function<train::Translation(const data::TokenSplit&, const DecodeChoice&)>& translate);
 
 }  // namespace attn::cli

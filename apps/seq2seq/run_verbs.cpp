@@ -19,7 +19,7 @@ int cmd_eval(int argc, char** argv) {
   cli::add_eval_options(opts);
   if (!opts.parse(argc, argv)) return 0;
   const train::Seq2SeqFile m = train::load_seq2seq(opts.get<std::string>("model"));
-  cli::run_eval(opts, reads(m), [&](const train::TokenSplit& s, int64_t max_tokens) {
+  cli::run_eval(opts, reads(m), [&](const data::TokenSplit& s, int64_t max_tokens) {
     return train::evaluate_seq2seq(m.model, s, max_tokens);
   });
   return 0;
@@ -40,7 +40,7 @@ int cmd_translate(int argc, char** argv) {
   if (!opts.parse(argc, argv)) return 0;
   const train::Seq2SeqFile m = train::load_seq2seq(opts.get<std::string>("model"));
   cli::run_translate(opts, reads(m), m.src_vocab, m.tgt_vocab,
-                     [&](const train::TokenSplit& s, const cli::DecodeChoice& d) {
+                     [&](const data::TokenSplit& s, const cli::DecodeChoice& d) {
                        train::Seq2SeqTranslateOptions to;
                        to.decode = {.max_len = d.max_len, .beam = d.beam, .length_penalty = d.length_penalty};
                        to.max_tokens = d.max_tokens;

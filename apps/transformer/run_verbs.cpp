@@ -31,7 +31,7 @@ int cmd_eval(int argc, char** argv) {
   cli::add_eval_options(opts);
   if (!opts.parse(argc, argv)) return 0;
   const train::TransformerFile m = train::load_transformer(opts.get<std::string>("model"));
-  cli::run_eval(opts, reads(m), [&](const train::TokenSplit& s, int64_t max_tokens) {
+  cli::run_eval(opts, reads(m), [&](const data::TokenSplit& s, int64_t max_tokens) {
     return train::evaluate_transformer(m.model, s, max_tokens);
   });
   return 0;
@@ -52,7 +52,7 @@ int cmd_translate(int argc, char** argv) {
   if (!opts.parse(argc, argv)) return 0;
   const train::TransformerFile m = train::load_transformer(opts.get<std::string>("model"));
   cli::run_translate(opts, reads(m), m.src_vocab, m.tgt_vocab,
-                     [&](const train::TokenSplit& s, const cli::DecodeChoice& d) {
+                     [&](const data::TokenSplit& s, const cli::DecodeChoice& d) {
                        train::TranslateOptions to;
                        to.decode.max_len = d.max_len;
                        to.decode.beam = d.beam;

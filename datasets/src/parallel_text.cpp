@@ -170,7 +170,7 @@ ParallelData build_parallel(const Splits<TextPairs>& text, const ParallelConfig&
     const data::PaddedBatch src = data::pad_sequences(src_ids);
     const data::PaddedBatch tgt = data::pad_sequences(tgt_ids);
     ParallelSplit& split = out.splits[k];
-    split.tokens = {src.tokens, src.lengths, tgt.tokens, tgt.lengths};
+    split.tokens = {kSplitNames[k], src.tokens, src.lengths, tgt.tokens, tgt.lengths};
     split.src_text = std::move(t.src_text);
     split.tgt_text = std::move(t.tgt_text);
     split.lines = t.lines;

@@ -35,8 +35,12 @@ Splits<TokenSplit> make_toy_translation(const ToyConfig& cfg, const SplitSizes& 
   const int64_t S = cfg.max_len, T = cfg.max_len + 1, tokens = cfg.vocab - kFirstToken;
   return draw_splits<TokenSplit>(sizes, seed, [&](int64_t n, Rng& rng, const KeySet& earlier, KeySet& drawn,
                                                   const char* split) {
-    TokenSplit s{Tensor({n, S}, DType::i32), Tensor({n}, DType::i32), Tensor({n, T}, DType::i32),
-                 Tensor({n}, DType::i32)};
+    TokenSplit s;
+    s.name = split;
+    s.src = Tensor({n, S}, DType::i32);
+    s.src_len = Tensor({n}, DType::i32);
+    s.tgt = Tensor({n, T}, DType::i32);
+    s.tgt_len = Tensor({n}, DType::i32);
     draw_disjoint(task, split, n, rng, earlier, drawn, [&](Rng& r, int64_t i) {
       int32_t* src = s.src.idata() + i * S;
       int32_t* tgt = s.tgt.idata() + i * T;
@@ -60,13 +64,7 @@ Splits<TokenSplit> make_toy_translation(const ToyConfig& cfg, const SplitSizes& 
 }
 
 void write_splits(io::File& file, const Splits<TokenSplit>& splits) {
-  for (int k = 0; k < 3; ++k) {
-    const std::string g = std::string("/") + kSplitNames[k] + "/";
-    file.write(g + "src", splits[k].src);
-    file.write(g + "src_len", splits[k].src_len);
-    file.write(g + "tgt", splits[k].tgt);
-    file.write(g + "tgt_len", splits[k].tgt_len);
-  }
+  for (int k = 0; k < 3; ++k) data::write_token_split(file, kSplitNames[k], splits[k]);
 }
 
 void write_vocabularies(io::File& file, const std::vector<std::string>& src,

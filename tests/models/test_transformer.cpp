@@ -321,7 +321,7 @@ TEST_CASE("mlm evaluation masks each example the same whatever the batches", "[u
   const int64_t N = 12, L = 9;
   std::vector<int32_t> len;
   for (int64_t i = 0; i < N; ++i) len.push_back(static_cast<int32_t>(2 + i % 7));
-  train::TokenSplit split;
+  data::TokenSplit split;
   split.name = "valid";
   split.src = random_tokens(N, L, len, c.tgt_vocab, rng, /*eos=*/false);
   split.src_len = Tensor::from_ints({N}, len);

@@ -14,8 +14,8 @@ using Catch::Contains;
 namespace {
 
 // 5 sentences of lengths 4, 1, 3, 2, 4 (ids from 4); targets = the source reversed, then EOS.
-train::TokenSplit reverse_split() {
-  train::TokenSplit s;
+data::TokenSplit reverse_split() {
+  data::TokenSplit s;
   s.name = "test";
   const std::vector<std::vector<int32_t>> src = {{4, 5, 6, 7}, {8}, {5, 9, 4}, {6, 6}, {7, 8, 9, 4}};
   std::vector<std::vector<int32_t>> tgt;
@@ -59,7 +59,7 @@ train::DecodedBatch fake_decode(const data::PaddedBatch& src, std::vector<int64_
 
 TEST_CASE("translate_split puts every batch back in split order and pads attention to the largest batch",
           "[unit][token_run]") {
-  const train::TokenSplit split = reverse_split();
+  const data::TokenSplit split = reverse_split();
   std::vector<int64_t> batch_sizes;
   // 6 source tokens per batch: several batches of different extents.
   const train::Translation tr =
@@ -95,7 +95,7 @@ TEST_CASE("translate_split puts every batch back in split order and pads attenti
       for (int64_t s = 0; s < 4; ++s)
         if (t >= 2 || s >= 2) CHECK(a.at(((n * 2 + 1) * 4 + t) * 4 + s) == 0.0f);
 
-  train::TokenSplit no_src;
+  data::TokenSplit no_src;
   no_src.name = "train";
   no_src.tgt = split.tgt, no_src.tgt_len = split.tgt_len;
   REQUIRE_THROWS_WITH(train::translate_split(no_src, 6, [&](const data::PaddedBatch& src) {
@@ -106,7 +106,7 @@ TEST_CASE("translate_split puts every batch back in split order and pads attenti
 
 TEST_CASE("write_translation stores the layout of a translation output file", "[io][token_run]") {
   test::TempDir dir;
-  const train::TokenSplit split = reverse_split();
+  const data::TokenSplit split = reverse_split();
   std::vector<int64_t> batch_sizes;
   const train::Translation tr =
       train::translate_split(split, 64, [&](const data::PaddedBatch& src) { return fake_decode(src, batch_sizes); });

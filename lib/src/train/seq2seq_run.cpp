@@ -13,19 +13,19 @@ constexpr const char* kKind = "seq2seq";
 
 }  // namespace
 
-TokenSplitRequest seq2seq_request(const models::Seq2SeqConfig& c) {
+data::TokenSplitRequest seq2seq_request(const models::Seq2SeqConfig& c) {
   return {.src = true, .tgt = true, .src_vocab = c.src_vocab, .tgt_vocab = c.tgt_vocab};
 }
 
 int64_t longest_source(const TrainingData& data) {
   int64_t m = 0;
-  for (const TokenSplit* s : {&data.train, data.valid_or_null()})
+  for (const data::TokenSplit* s : {&data.train, data.valid_or_null()})
     if (s && s->has_src())
       for (int64_t i = 0; i < s->src_len.numel(); ++i) m = std::max<int64_t>(m, s->src_len.idata()[i]);
   return m;
 }
 
-TrainTask seq2seq_task(models::Seq2Seq& model, const TokenSplit& train, const TokenSplit* valid,
+TrainTask seq2seq_task(models::Seq2Seq& model, const data::TokenSplit& train, const data::TokenSplit* valid,
                        const data::Vocab& src_vocab, const data::Vocab& tgt_vocab) {
   TrainTask task;
   task.kind = kKind;
@@ -55,7 +55,7 @@ Seq2SeqFile load_seq2seq(const std::string& path) {
   return {std::move(model), std::move(v.src), std::move(v.tgt), std::move(ckpt)};
 }
 
-EvalResult evaluate_seq2seq(const models::Seq2Seq& model, const TokenSplit& split, int64_t max_tokens) {
+EvalResult evaluate_seq2seq(const models::Seq2Seq& model, const data::TokenSplit& split, int64_t max_tokens) {
   EvalResult out;
   for (const auto& index : split_batches(data::pair_lengths(split.src_len, split.tgt_len), max_tokens)) {
     const models::TokenBatch batch = gather_token_batch(split, index);
@@ -65,7 +65,7 @@ EvalResult evaluate_seq2seq(const models::Seq2Seq& model, const TokenSplit& spli
   return out;
 }
 
-Translation translate(const models::Seq2Seq& model, const TokenSplit& split, const Seq2SeqTranslateOptions& options) {
+Translation translate(const models::Seq2Seq& model, const data::TokenSplit& split, const Seq2SeqTranslateOptions& options) {
   const bool attention = model.config().attention != nn::ScoreKind::none;
   return translate_split(split, options.max_tokens, [&](const data::PaddedBatch& src) {
     decode::Seq2SeqDecodeOptions d = options.decode;

@@ -26,7 +26,7 @@ Tensor argmax_last(const Tensor& logits) {
 }
 
 // Exact match of each sentence's tokens + EOS with the split's target, token by token.
-metrics::AccuracyCounts reference_accuracy(const std::vector<std::vector<int32_t>>& tokens, const TokenSplit& split) {
+metrics::AccuracyCounts reference_accuracy(const std::vector<std::vector<int32_t>>& tokens, const data::TokenSplit& split) {
   const auto n = static_cast<int64_t>(tokens.size());
   size_t longest = 0;
   for (const auto& t : tokens) longest = std::max(longest, t.size());
@@ -54,6 +54,12 @@ data::Vocab read_model_vocab(const io::File& file, const std::string& dataset, i
 
 }  // namespace
 
+TrainingData read_training_data(const io::File& file, const data::TokenSplitRequest& request) {
+  TrainingData out{data::read_token_split(file, "train", request), std::nullopt};
+  if (data::has_split(file, "valid")) out.valid = data::read_token_split(file, "valid", request);
+  return out;
+}
+
 BatchStats to_stats(const models::LossStats& s) {
   return {.loss_sum = s.loss_sum, .count = static_cast<double>(s.tokens), .units = s.tokens,
           .sums = {s.nll_sum, static_cast<double>(s.correct)}};
@@ -68,7 +74,7 @@ void describe_token_task(TrainTask& task) {
   task.metrics = {{"perplexity", "perplexity", perplexity}, {"accuracy", "token accuracy", token_accuracy}};
 }
 
-models::TokenBatch gather_token_batch(const TokenSplit& split, std::span<const int64_t> index) {
+models::TokenBatch gather_token_batch(const data::TokenSplit& split, std::span<const int64_t> index) {
   models::TokenBatch batch;
   if (split.has_src()) {
     data::PaddedBatch src = data::gather_batch(split.src, split.src_len, index);
@@ -104,13 +110,13 @@ void write_vocabs(io::File& file, const data::Vocab& src_vocab, const data::Voca
   data::write_vocab(file, "/vocab/tgt", tgt_vocab);
 }
 
-TokenSplit read_model_split(const io::File& data, const std::string& split, const TokenSplitRequest& request,
+data::TokenSplit read_model_split(const io::File& data, const std::string& split, const data::TokenSplitRequest& request,
                             const data::Vocab* src_vocab, const data::Vocab* tgt_vocab) {
   for (const auto& [dataset, vocab] : {std::pair{"/vocab/tgt", tgt_vocab}, std::pair{"/vocab/src", src_vocab}})
     if (vocab && data::read_vocab(data, dataset).tokens() != vocab->tokens())
       throw FormatError(data.display_name() + ": dataset '" + dataset + "' differs from the model's vocabulary (" +
                         std::to_string(vocab->size()) + " tokens): the model was trained on another data set");
-  return read_token_split(data, split, request);
+  return data::read_token_split(data, split, request);
 }
 
 std::map<std::string, io::AttrValue> resumed_config(const std::string& checkpoint, const std::string& kind,
@@ -133,7 +139,7 @@ int64_t generation_limit(int64_t max_len, const data::PaddedBatch& src) {
   return max_len > 0 ? max_len : src.tokens.dim(1) + 50;
 }
 
-Translation translate_split(const TokenSplit& split, int64_t max_tokens, const BatchDecoder& decode) {
+Translation translate_split(const data::TokenSplit& split, int64_t max_tokens, const BatchDecoder& decode) {
   if (!split.has_src()) throw ConfigError("translate: the split '" + split.name + "' has no sources");
   const int64_t n = split.size();
   Translation out;
@@ -152,7 +158,7 @@ Translation translate_split(const TokenSplit& split, int64_t max_tokens, const B
   return out;
 }
 
-void write_translation(io::File& file, const Translation& tr, const TokenSplit& split, const data::Vocab& src_vocab,
+void write_translation(io::File& file, const Translation& tr, const data::TokenSplit& split, const data::Vocab& src_vocab,
                        const data::Vocab& tgt_vocab) {
   const auto n = static_cast<int64_t>(tr.tokens.size());
   const data::PaddedBatch pred = data::pad_sequences(tr.tokens, /*min_len=*/1);

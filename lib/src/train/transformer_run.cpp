@@ -20,7 +20,7 @@ std::span<const int32_t> ints(const Tensor& t) { return {t.idata(), static_cast<
 
 }  // namespace
 
-TokenSplitRequest transformer_request(const models::TransformerConfig& c) {
+data::TokenSplitRequest transformer_request(const models::TransformerConfig& c) {
   switch (c.arch) {
     case TransformerArch::encdec: return {.src = true, .tgt = true, .src_vocab = c.src_vocab, .tgt_vocab = c.tgt_vocab};
     case TransformerArch::lm: return {.src = false, .tgt = true, .src_vocab = 0, .tgt_vocab = c.tgt_vocab};
@@ -31,14 +31,14 @@ TokenSplitRequest transformer_request(const models::TransformerConfig& c) {
 
 int64_t transformer_max_len(const TrainingData& data) {
   int64_t longest = 0;
-  for (const TokenSplit* s : {&data.train, data.valid_or_null()})
+  for (const data::TokenSplit* s : {&data.train, data.valid_or_null()})
     if (s)
       for (const Tensor* t : {&s->src, &s->tgt})
         if (!t->empty()) longest = std::max(longest, t->dim(1));
   return std::max<int64_t>(256, longest + 2);
 }
 
-std::vector<int32_t> transformer_lengths(TransformerArch arch, const TokenSplit& split) {
+std::vector<int32_t> transformer_lengths(TransformerArch arch, const data::TokenSplit& split) {
   switch (arch) {
     case TransformerArch::encdec: return data::pair_lengths(split.src_len, split.tgt_len);
     case TransformerArch::lm: return {ints(split.tgt_len).begin(), ints(split.tgt_len).end()};
@@ -47,7 +47,7 @@ std::vector<int32_t> transformer_lengths(TransformerArch arch, const TokenSplit&
   throw ConfigError("transformer: unknown architecture");
 }
 
-TrainTask transformer_task(models::Transformer& model, const TokenSplit& train, const TokenSplit* valid,
+TrainTask transformer_task(models::Transformer& model, const data::TokenSplit& train, const data::TokenSplit* valid,
                            const data::Vocab& src_vocab, const data::Vocab& tgt_vocab) {
   const models::TransformerConfig& c = model.config();
   const TransformerArch arch = c.arch;
@@ -87,7 +87,7 @@ TransformerFile load_transformer(const std::string& path) {
   return {std::move(model), std::move(v.src), std::move(v.tgt), std::move(ckpt)};
 }
 
-EvalResult evaluate_transformer(const models::Transformer& model, const TokenSplit& split, int64_t max_tokens) {
+EvalResult evaluate_transformer(const models::Transformer& model, const data::TokenSplit& split, int64_t max_tokens) {
   const TransformerArch arch = model.config().arch;
   EvalResult out;
   for (const auto& index : split_batches(transformer_lengths(arch, split), max_tokens)) {
@@ -103,7 +103,7 @@ EvalResult evaluate_transformer(const models::Transformer& model, const TokenSpl
   return out;
 }
 
-Translation translate(const models::Transformer& model, const TokenSplit& split, const TranslateOptions& options) {
+Translation translate(const models::Transformer& model, const data::TokenSplit& split, const TranslateOptions& options) {
   if (model.config().arch != TransformerArch::encdec)
     throw ConfigError("translate needs an encoder-decoder model (arch encdec), this one is '" +
                       std::string(models::arch_name(model.config().arch)) + "'; use generate for a language model");

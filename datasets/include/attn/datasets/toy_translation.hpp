@@ -16,14 +16,20 @@
 #include <vector>
 
 #include "attn/core/tensor.hpp"
+#include "attn/data/token_data.hpp"
+#include "attn/data/vocab.hpp"
 #include "attn/datasets/splits.hpp"
 
 namespace attn::io { class File; }
 
 namespace attn::datasets {
 
-// The reserved ids shared by every token data set (DESIGN.md, "HDF5 conventions").
-inline constexpr int32_t kPad = 0, kBos = 1, kEos = 2, kUnk = 3, kFirstToken = 4;
+// The reserved ids shared by every token data set (attn/data/vocab.hpp).
+using data::kBos;
+using data::kEos;
+using data::kPad;
+using data::kUnk;
+inline constexpr int32_t kFirstToken = data::kNumReserved;
 
 enum class ToyTask { reverse, sort };
 const char* toy_task_name(ToyTask task);   // "reverse", "sort"
@@ -35,12 +41,7 @@ struct ToyConfig {
   int64_t max_len = 10;
 };
 
-struct TokenSplit {
-  Tensor src;       // [N, S] int32
-  Tensor src_len;   // [N]    int32
-  Tensor tgt;       // [N, T] int32
-  Tensor tgt_len;   // [N]    int32
-};
+using data::TokenSplit;   // the layout, read and written by attn/data/token_data.hpp
 
 // "<pad>", "<s>", "</s>", "<unk>", then "t4" ... "t<vocab-1>".
 std::vector<std::string> toy_vocabulary(int64_t vocab);

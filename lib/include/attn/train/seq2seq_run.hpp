@@ -25,14 +25,14 @@
 #include "attn/decode/seq2seq.hpp"
 #include "attn/io/checkpoint.hpp"
 #include "attn/models/seq2seq.hpp"
-#include "attn/train/token_data.hpp"
+#include "attn/data/token_data.hpp"
 #include "attn/train/token_run.hpp"
 #include "attn/train/trainer.hpp"
 
 namespace attn::train {
 
 // Sources and targets, with the vocabulary bounds of `config`.
-TokenSplitRequest seq2seq_request(const models::Seq2SeqConfig& config);
+data::TokenSplitRequest seq2seq_request(const models::Seq2SeqConfig& config);
 
 // The longest source of the training and validation splits: what max_src_len must cover for
 // location scores.
@@ -43,7 +43,7 @@ int64_t longest_source(const TrainingData& data);
 // teacher-forcing draws use the trainer's stream. train and valid are read with
 // seq2seq_request(config); they, the model and the vocabularies must outlive the task; valid may
 // be null.
-TrainTask seq2seq_task(models::Seq2Seq& model, const TokenSplit& train, const TokenSplit* valid,
+TrainTask seq2seq_task(models::Seq2Seq& model, const data::TokenSplit& train, const data::TokenSplit* valid,
                        const data::Vocab& src_vocab, const data::Vocab& tgt_vocab);
 
 using Seq2SeqFile = ModelFile<models::Seq2Seq>;
@@ -53,7 +53,7 @@ Seq2SeqFile load_seq2seq(const std::string& path);
 
 // Teacher-forced forward passes over every example of `split`, batched by max_tokens in length
 // order.
-EvalResult evaluate_seq2seq(const models::Seq2Seq& model, const TokenSplit& split, int64_t max_tokens);
+EvalResult evaluate_seq2seq(const models::Seq2Seq& model, const data::TokenSplit& split, int64_t max_tokens);
 
 struct Seq2SeqTranslateOptions {
   decode::Seq2SeqDecodeOptions decode;   // beam 1: greedy; length_penalty: alpha of beam search's
@@ -62,6 +62,6 @@ struct Seq2SeqTranslateOptions {
   int64_t max_tokens = 4096;             // source tokens per decoding batch
 };
 // Decodes the sources of `split` in batches of similar lengths, with the alignment (above).
-Translation translate(const models::Seq2Seq& model, const TokenSplit& split, const Seq2SeqTranslateOptions& options);
+Translation translate(const models::Seq2Seq& model, const data::TokenSplit& split, const Seq2SeqTranslateOptions& options);
 
 }  // namespace attn::train

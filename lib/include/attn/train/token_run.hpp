@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <span>
 #include <string>
 #include <utility>
@@ -37,10 +38,19 @@
 #include "attn/models/token_batch.hpp"
 #include "attn/nn/param.hpp"
 #include "attn/train/split_run.hpp"
-#include "attn/train/token_data.hpp"
+#include "attn/data/token_data.hpp"
 #include "attn/train/trainer.hpp"
 
 namespace attn::train {
+
+// What a training run reads: /train and, when the file has it, /valid.
+struct TrainingData {
+  data::TokenSplit train;
+  std::optional<data::TokenSplit> valid;
+  const data::TokenSplit* valid_or_null() const { return valid ? &*valid : nullptr; }
+};
+TrainingData read_training_data(const io::File& file, const data::TokenSplitRequest& request);
+
 
 // A token task's BatchStats: loss and count over the counted target tokens, units = tokens,
 // sums {nll, correct} (kTokenSums).
@@ -55,7 +65,7 @@ void describe_token_task(TrainTask& task);
 
 // The padded batch of rows `index` of `split`: src/src_len when the split was read with its
 // sources, tgt/tgt_len when with its targets.
-models::TokenBatch gather_token_batch(const TokenSplit& split, std::span<const int64_t> index);
+models::TokenBatch gather_token_batch(const data::TokenSplit& split, std::span<const int64_t> index);
 
 // Teacher-forced argmax per token and per sentence (EOS included) against batch.tgt: all tokens
 // right is exactly when greedy decoding reproduces the target. logits: [B, T, V].
@@ -89,10 +99,10 @@ struct ModelFile {
 Vocabs restore_model(const io::File& file, io::Checkpoint& checkpoint, const ParamList& params, int64_t src_vocab,
                      int64_t tgt_vocab);
 
-// read_token_split after checking that the data set's /vocab/src and /vocab/tgt are the model's
+// data::read_token_split after checking that the data set's /vocab/src and /vocab/tgt are the model's
 // (token ids would mean other words otherwise; FormatError naming the file). A null vocabulary
 // is not checked.
-TokenSplit read_model_split(const io::File& data, const std::string& split, const TokenSplitRequest& request,
+data::TokenSplit read_model_split(const io::File& data, const std::string& split, const data::TokenSplitRequest& request,
                             const data::Vocab* src_vocab, const data::Vocab* tgt_vocab);
 
 // The /config of the checkpoint of `kind` that a run resumes from, after checking that its
@@ -125,11 +135,11 @@ int64_t generation_limit(int64_t max_len, const data::PaddedBatch& src);
 // and puts the results back in split order. Each named attention tensor becomes one [N, ..., T, K]
 // with T and K the largest of any batch (at least 1), zero where a batch had less. With targets
 // in the split, the exact-match accuracy of tokens + EOS is counted. ConfigError without sources.
-Translation translate_split(const TokenSplit& split, int64_t max_tokens, const BatchDecoder& decode);
+Translation translate_split(const data::TokenSplit& split, int64_t max_tokens, const BatchDecoder& decode);
 
 // Writes a translation into an open output file in the layout above (root attributes and
 // /config are the caller's).
-void write_translation(io::File& file, const Translation& translation, const TokenSplit& split,
+void write_translation(io::File& file, const Translation& translation, const data::TokenSplit& split,
                        const data::Vocab& src_vocab, const data::Vocab& tgt_vocab);
 
 }  // namespace attn::train

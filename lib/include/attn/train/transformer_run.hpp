@@ -26,14 +26,14 @@
 #include "attn/decode/decode.hpp"
 #include "attn/io/checkpoint.hpp"
 #include "attn/models/transformer.hpp"
-#include "attn/train/token_data.hpp"
+#include "attn/data/token_data.hpp"
 #include "attn/train/token_run.hpp"
 #include "attn/train/trainer.hpp"
 
 namespace attn::train {
 
 // What `arch` reads of a split (see above), with the vocabulary bounds of `config`.
-TokenSplitRequest transformer_request(const models::TransformerConfig& config);
+data::TokenSplitRequest transformer_request(const models::TransformerConfig& config);
 
 // The positions a model trained on `data` handles (TransformerConfig::max_len): its longest
 // example (BOS or EOS included) + 2, at least 256, so that decoding a little past the longest
@@ -41,14 +41,14 @@ TokenSplitRequest transformer_request(const models::TransformerConfig& config);
 int64_t transformer_max_len(const TrainingData& data);
 
 // The cost of each example of `split` in a batch (see above).
-std::vector<int32_t> transformer_lengths(models::TransformerArch arch, const TokenSplit& split);
+std::vector<int32_t> transformer_lengths(models::TransformerArch arch, const data::TokenSplit& split);
 
 // The trainer's view of a Transformer on token splits: kind "transformer", config =
 // model.config().to_attrs(), the vocabularies written with every saved file. mlm batches are
 // masked with the trainer's stream (training) or a stream fixed per example (validation, so it is
 // the same every epoch and whatever the batches). train and valid are read with transformer_request(config); they,
 // the model and the vocabularies must outlive the task; valid may be null.
-TrainTask transformer_task(models::Transformer& model, const TokenSplit& train, const TokenSplit* valid,
+TrainTask transformer_task(models::Transformer& model, const data::TokenSplit& train, const data::TokenSplit* valid,
                            const data::Vocab& src_vocab, const data::Vocab& tgt_vocab);
 
 using TransformerFile = ModelFile<models::Transformer>;
@@ -57,7 +57,7 @@ using TransformerFile = ModelFile<models::Transformer>;
 TransformerFile load_transformer(const std::string& path);
 
 // Forward passes over every example of `split`, batched by max_tokens in length order.
-EvalResult evaluate_transformer(const models::Transformer& model, const TokenSplit& split, int64_t max_tokens);
+EvalResult evaluate_transformer(const models::Transformer& model, const data::TokenSplit& split, int64_t max_tokens);
 
 struct TranslateOptions {
   decode::DecodeOptions decode;        // beam 1: greedy; want_attention: dump the weights;
@@ -66,7 +66,7 @@ struct TranslateOptions {
   int64_t max_tokens = 4096;           // source tokens per decoding batch
 };
 // Decodes the sources of `split` (encdec), in batches of similar lengths.
-Translation translate(const models::Transformer& model, const TokenSplit& split, const TranslateOptions& options);
+Translation translate(const models::Transformer& model, const data::TokenSplit& split, const TranslateOptions& options);
 
 // average_checkpoints over Transformer model files, saved with the vocabularies of the last
 // file into `out` (an open output file; the caller commits). created_by/command: provenance.

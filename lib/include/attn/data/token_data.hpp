@@ -1,16 +1,17 @@
-// Token data sets in memory: one split of a translation or language-model data set as laid out
-// in datasets/README.md (/<split>/src, src_len, tgt, tgt_len, int32, padded with 0), read and
-// checked once so that the training loop can trust every id and length.
+// The token layout of translation and language-model data sets, one definition: written by
+// attn-data's generators and importers, read and checked once by the tools that train on it so
+// that the training loop can trust every id and length. Per split (datasets/README.md):
+//   /<split>/src, src_len, tgt, tgt_len   int32 [N, S], [N], [N, T], [N], padded with 0; targets
+//                                         end with EOS (2)
 #pragma once
 #include <cstdint>
-#include <optional>
 #include <span>
 #include <string>
 
 #include "attn/core/tensor.hpp"
 #include "attn/io/hdf5_file.hpp"
 
-namespace attn::train {
+namespace attn::data {
 
 struct TokenSplit {
   std::string name;          // "train", "valid", "test"
@@ -36,12 +37,7 @@ bool has_split(const io::File& file, const std::string& split);
 // length outside [1, L] or an id outside [0, vocab) (DataError, with the row).
 TokenSplit read_token_split(const io::File& file, const std::string& split, const TokenSplitRequest& request);
 
-// What a training run reads: /train and, when the file has it, /valid.
-struct TrainingData {
-  TokenSplit train;
-  std::optional<TokenSplit> valid;
-  const TokenSplit* valid_or_null() const { return valid ? &*valid : nullptr; }
-};
-TrainingData read_training_data(const io::File& file, const TokenSplitRequest& request);
+// Writes /<split>/{src, src_len, tgt, tgt_len} of s (the four must be set).
+void write_token_split(io::File& file, const std::string& split, const TokenSplit& s);
 
-}  // namespace attn::train
+}  // namespace attn::data

@@ -1,9 +1,9 @@
-// Reading and checking token splits (token_data.hpp).
-#include "attn/train/token_data.hpp"
+// Reading, checking and writing token splits (token_data.hpp).
+#include "attn/data/token_data.hpp"
 
 #include "attn/core/error.hpp"
 
-namespace attn::train {
+namespace attn::data {
 namespace {
 
 // Reads /<split>/<name> [N, L] and /<split>/<name>_len [N]; checks lengths and ids.
@@ -49,10 +49,12 @@ TokenSplit read_token_split(const io::File& file, const std::string& split, cons
   return out;
 }
 
-TrainingData read_training_data(const io::File& file, const TokenSplitRequest& request) {
-  TrainingData out{read_token_split(file, "train", request), std::nullopt};
-  if (has_split(file, "valid")) out.valid = read_token_split(file, "valid", request);
-  return out;
+void write_token_split(io::File& file, const std::string& split, const TokenSplit& s) {
+  const std::string g = "/" + split + "/";
+  file.write(g + "src", s.src);
+  file.write(g + "src_len", s.src_len);
+  file.write(g + "tgt", s.tgt);
+  file.write(g + "tgt_len", s.tgt_len);
 }
 
-}  // namespace attn::train
+}  // namespace attn::data
