@@ -47,12 +47,9 @@ TrainTask seq2seq_task(models::Seq2Seq& model, const data::TokenSplit& train, co
 }
 
 Seq2SeqFile load_seq2seq(const std::string& path) {
-  const io::File file = io::File::open_read(path);
-  io::Checkpoint ckpt = io::read_checkpoint(file, kKind);
-  Rng init(0);   // every value is overwritten by the file's
-  models::Seq2Seq model(models::Seq2SeqConfig::from_attrs(ckpt.config, file.display_name()), init);
-  Vocabs v = restore_model(file, ckpt, model.params(), model.config().src_vocab, model.config().tgt_vocab);
-  return {std::move(model), std::move(v.src), std::move(v.tgt), std::move(ckpt)};
+  return load_token_model<models::Seq2Seq>(
+      path, kKind, [](const models::Seq2Seq& m) { return m.config().src_vocab; },
+      [](const models::Seq2Seq& m) { return m.config().tgt_vocab; });
 }
 
 EvalResult evaluate_seq2seq(const models::Seq2Seq& model, const data::TokenSplit& split, int64_t max_tokens) {

@@ -97,11 +97,7 @@ Vocabs read_data_vocabs(const io::File& data) {
   return {std::move(src), std::move(tgt)};
 }
 
-Vocabs restore_model(const io::File& file, io::Checkpoint& checkpoint, const ParamList& params, int64_t src_vocab,
-                     int64_t tgt_vocab) {
-  io::restore_params(checkpoint.params, params, file.display_name());
-  checkpoint.params.clear();
-  checkpoint.optimizer.clear();
+Vocabs read_model_vocabs(const io::File& file, int64_t src_vocab, int64_t tgt_vocab) {
   return {read_model_vocab(file, "/vocab/src", src_vocab), read_model_vocab(file, "/vocab/tgt", tgt_vocab)};
 }
 

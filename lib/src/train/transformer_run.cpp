@@ -77,14 +77,10 @@ TrainTask transformer_task(models::Transformer& model, const data::TokenSplit& t
 }
 
 TransformerFile load_transformer(const std::string& path) {
-  const io::File file = io::File::open_read(path);
-  io::Checkpoint ckpt = io::read_checkpoint(file, kKind);
-  const models::TransformerConfig config = models::TransformerConfig::from_attrs(ckpt.config, file.display_name());
-  Rng init(0);   // every value is overwritten by the file's
-  models::Transformer model(config, init);
-  const int64_t src_size = config.arch == TransformerArch::encdec ? config.src_vocab : 0;
-  Vocabs v = restore_model(file, ckpt, model.params(), src_size, config.tgt_vocab);
-  return {std::move(model), std::move(v.src), std::move(v.tgt), std::move(ckpt)};
+  return load_token_model<models::Transformer>(
+      path, kKind,
+      [](const models::Transformer& m) { return m.config().arch == TransformerArch::encdec ? m.config().src_vocab : 0; },
+      [](const models::Transformer& m) { return m.config().tgt_vocab; });
 }
 
 EvalResult evaluate_transformer(const models::Transformer& model, const data::TokenSplit& split, int64_t max_tokens) {

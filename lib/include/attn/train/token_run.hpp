@@ -4,7 +4,7 @@
 //
 // A model file of a sequence-model family is a checkpoint (io/checkpoint.hpp, with the
 // trainer's /state and /metrics) plus the vocabularies /vocab/src and /vocab/tgt of its data
-// (ModelFile in memory).
+// (ModelFile in memory, load_token_model).
 //
 // A translation output file (format "attnlab/output", kind "translation") holds, for the N
 // sentences of a split in data-set order:
@@ -37,6 +37,7 @@
 #include "attn/metrics/accuracy.hpp"
 #include "attn/models/token_batch.hpp"
 #include "attn/nn/param.hpp"
+#include "attn/train/model_file.hpp"
 #include "attn/train/split_run.hpp"
 #include "attn/data/token_data.hpp"
 #include "attn/train/trainer.hpp"
@@ -85,19 +86,27 @@ Vocabs read_data_vocabs(const io::File& data);
 // /vocab/src and /vocab/tgt.
 void write_vocabs(io::File& file, const data::Vocab& src_vocab, const data::Vocab& tgt_vocab);
 
-// A model file in memory.
+// The vocabularies of a model file, checked against the model's sizes (0: not checked;
+// FormatError naming the file otherwise).
+Vocabs read_model_vocabs(const io::File& file, int64_t src_vocab, int64_t tgt_vocab);
+
+// A model file of a sequence family: the model and the vocabularies of its data.
 template <class Model>
 struct ModelFile {
   Model model;
   data::Vocab src_vocab, tgt_vocab;
   io::Checkpoint checkpoint;   // everything but the parameters (moved into the model)
 };
-// The second half of loading a model file: moves the parameters of `checkpoint` (read from
-// `file`) into `params` (io::restore_params: FormatError / ShapeError naming the file when they
-// do not fit), drops them and the optimizer state from `checkpoint`, and reads the
-// vocabularies, checked against the model's sizes (0: /vocab/src not checked).
-Vocabs restore_model(const io::File& file, io::Checkpoint& checkpoint, const ParamList& params, int64_t src_vocab,
-                     int64_t tgt_vocab);
+// load_model (model_file.hpp), then the vocabularies, checked against src_size(model) and
+// tgt_size(model).
+template <class Model>
+ModelFile<Model> load_token_model(const std::string& path, const std::string& kind, int64_t (*src_size)(const Model&),
+                                  int64_t (*tgt_size)(const Model&)) {
+  const io::File file = io::File::open_read(path);
+  LoadedModel<Model> m = load_model<Model>(file, kind);
+  Vocabs v = read_model_vocabs(file, src_size(m.model), tgt_size(m.model));
+  return {std::move(m.model), std::move(v.src), std::move(v.tgt), std::move(m.checkpoint)};
+}
 
 // data::read_token_split after checking that the data set's /vocab/src and /vocab/tgt are the model's
 // (token ids would mean other words otherwise; FormatError naming the file). A null vocabulary
