@@ -4,7 +4,9 @@
 //
 // Buffers (time-major, allocated once per call; row (t, b) is t * B + b):
 //   X     [T*B, Win]          x_t, zero outside the input phase
-//   GX_l  [T*B, G]            controller layer l's pre-activations (LSTM: input part of the gates)
+//   GX_l  [T*B, G]            controller layer l's gates: pre-activations, then (LSTM) the
+//                             activated i, f, g, o in place
+//   C_l   [T*B, H]            LSTM cell states c_t
 //   Hl_l  [T*B, H]            controller layer l's outputs; the top one is h_t
 //   Pre   [T*B, P]            every head's raw parameters (one GEMM per step);  Act: activated
 //   Wt    [(T+1)*B, NH, N]    weightings w_0 .. w_T, write heads first (block 0: one-hot)
@@ -22,7 +24,9 @@
 #include "attn/blas/blas.hpp"
 #include "attn/core/flops.hpp"
 #include "attn/core/threading.hpp"
+#include "attn/ops/activation.hpp"
 #include "attn/ops/addressing.hpp"
+#include "attn/ops/softmax.hpp"
 
 namespace attn::models {
 namespace {
@@ -54,14 +58,13 @@ struct NtmImpl {
     Dims d;
     std::vector<int32_t> in_len, tgt_len;
     Tensor X;
-    std::vector<Tensor> GX, Hl;
-    std::vector<nn::RnnStepCache> steps;   // [l * T + t], lstm with caches only
+    std::vector<Tensor> GX, C, Hl;         // per controller layer (C: lstm only)
     Tensor Pre, Act, Wt, Sv, Mem, Nrm, Rd;
     Tensor logits;                         // [T*B, Wout]
   };
 
   static Dims dims(const Ntm& m, const SequenceBatch& batch);
-  static void forward(const Ntm& m, const SequenceBatch& batch, Rng* memory_rng, bool keep_caches, Run& run);
+  static void forward(const Ntm& m, const SequenceBatch& batch, Rng* memory_rng, Run& run);
   static NtmStats loss(const Run& run, const SequenceBatch& batch, float* dlogits, float* outputs);
   static void backward(Ntm& m, Run& run, const Tensor& dlogits);
 
@@ -70,12 +73,14 @@ struct NtmImpl {
   static void memory_backward(Run& run, int64_t t, int64_t b, float* dPre, const float* dRd, float* dM,
                               float* dWc, float* dWp, float* scratch);
 
-  // The controller layer l's input projection, as nn::Rnn::project for either controller.
-  static void project(const Ntm& m, int64_t l, const float* x, int64_t ldx, int64_t rows, int64_t col,
-                      int64_t width, bool with_bias, float beta, float* gx);
-  static void project_backward(Ntm& m, int64_t l, const float* dgx, int64_t rows, const float* x, int64_t ldx,
-                               int64_t col, int64_t width, bool with_bias);
-  static const float* input_weights(const Ntm& m, int64_t l);   // W_ih (lstm) or W (ff): [G, I_l]
+  // Controller layer l's parameters, for either controller: the input weights [G, I_l]
+  // (W_ih or W), the bias [G] (b), the recurrent weights [G, H] (W_hh; lstm only).
+  static Param& input_weights(Ntm& m, int64_t l) { return m.lstm_.empty() ? m.ff_[l].W : m.lstm_[l].W_ih; }
+  static Param& bias(Ntm& m, int64_t l) { return m.lstm_.empty() ? m.ff_[l].b : m.lstm_[l].b_ih; }
+  static const Param& input_weights(const Ntm& m, int64_t l) {
+    return m.lstm_.empty() ? m.ff_[l].W : m.lstm_[l].W_ih;
+  }
+  static const Param& bias(const Ntm& m, int64_t l) { return m.lstm_.empty() ? m.ff_[l].b : m.lstm_[l].b_ih; }
 };
 
 namespace {
@@ -154,8 +159,88 @@ void add_column_sums(const float* d, int64_t rows, int64_t cols, float* out) {
     for (int64_t j = 0; j < cols; ++j) out[j] += d[r * cols + j];
 }
 
-// Whether the per-row memory tasks of a step are worth a thread team.
-bool parallel_rows(const Dims& d) { return d.B > 1 && d.B * d.NH * d.N * d.M >= kParallelMinElements; }
+// C[B, n] = A[B, k] op(Wm) + beta C, with op(Wm) = Wm^T (Wm stored [n, k], tw = T) or Wm
+// (stored [k, n], tw = N); rows of stride lda, ldw, ldc. One row is a gemv: OpenBLAS packs both
+// operands of every gemm, which for a single row costs more than the product itself.
+void times_weights(Trans tw, int64_t B, int64_t n, int64_t k, const float* A, int64_t lda, const float* Wm,
+                   int64_t ldw, float beta, float* C, int64_t ldc) {
+  if (B == 0 || n == 0) return;
+  if (B > 1) {
+    blas::gemm(Trans::N, tw, B, n, k, 1.0f, A, lda, Wm, ldw, beta, C, ldc);
+    return;
+  }
+  if (beta == 0.0f) std::fill(C, C + n, 0.0f);   // never let gemv scale uninitialised memory
+  if (tw == Trans::T) blas::gemv(Trans::N, n, k, 1.0f, Wm, ldw, A, beta, C);
+  else blas::gemv(Trans::T, k, n, 1.0f, Wm, ldw, A, beta, C);
+}
+
+// gx[rows, G] = beta gx + x W[:, col : col + width]^T (+ b): part of a controller layer's input
+// projection (nn::Rnn::project's layout, for either controller).
+void project(const Param& W, const Param& b, const float* x, int64_t ldx, int64_t rows, int64_t col,
+             int64_t width, bool with_bias, float beta, float* gx) {
+  const int64_t G = W.value.dim(0), I = W.value.dim(1);
+  if (width > 0) times_weights(Trans::T, rows, G, width, x, ldx, W.value.data() + col, I, beta, gx, G);
+  else if (beta == 0.0f) std::fill(gx, gx + rows * G, 0.0f);
+  if (!with_bias) return;
+  const float* bv = b.value.data();
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t g = 0; g < G; ++g) gx[r * G + g] += bv[g];
+}
+
+// Its weight gradients over all rows: dW[:, col : col + width] += dgx^T x (+ db = column sums).
+void project_backward(Param& W, Param& b, const float* dgx, int64_t rows, const float* x, int64_t ldx, int64_t col,
+                      int64_t width, bool with_bias) {
+  const int64_t G = W.value.dim(0), I = W.value.dim(1);
+  if (width > 0 && rows > 0)
+    blas::gemm(Trans::T, Trans::N, G, width, rows, 1.0f, dgx, G, x, ldx, 1.0f, W.grad.data() + col, I);
+  if (with_bias) add_column_sums(dgx, rows, G, b.grad.data());
+}
+
+inline float sigmoid_fast(float x) { return 1.0f / (1.0f + ops::exp_approx(-x)); }
+
+// The LSTM cell's elementwise part for one row, torch.nn.LSTM's equations (ops/lstm_cell.hpp):
+// g: [4H] pre-activations i, f, g, o in, activated out; c' = f c + i g, h' = o tanh(c').
+void lstm_row_forward(int64_t H, float* g, const float* c, float* c_next, float* h_next) {
+  for (int64_t j = 0; j < H; ++j) {
+    const float i = sigmoid_fast(g[j]), f = sigmoid_fast(g[H + j]);
+    const float n = ops::tanh_fast(g[2 * H + j]), o = sigmoid_fast(g[3 * H + j]);
+    g[j] = i;
+    g[H + j] = f;
+    g[2 * H + j] = n;
+    g[3 * H + j] = o;
+    c_next[j] = f * c[j] + i * n;
+    h_next[j] = o * ops::tanh_fast(c_next[j]);
+  }
+}
+
+// Its backward: dh: [H] gradient w.r.t. h'; dc: [H] w.r.t. c' in, w.r.t. c out (in place);
+// writes dg: [4H], the gradient w.r.t. the pre-activations.
+void lstm_row_backward(int64_t H, const float* g, const float* c, const float* c_next, const float* dh, float* dc,
+                       float* dg) {
+  for (int64_t j = 0; j < H; ++j) {
+    const float i = g[j], f = g[H + j], n = g[2 * H + j], o = g[3 * H + j];
+    const float tc = ops::tanh_fast(c_next[j]);
+    const float dcj = dc[j] + dh[j] * o * (1.0f - tc * tc);
+    dg[j] = dcj * n * i * (1.0f - i);
+    dg[H + j] = dcj * c[j] * f * (1.0f - f);
+    dg[2 * H + j] = dcj * i * (1.0f - n * n);
+    dg[3 * H + j] = dh[j] * tc * o * (1.0f - o);
+    dc[j] = dcj * f;
+  }
+}
+
+// Runs task(b) for every batch row: on the threads when the rows' memory work is worth a team
+// (a static schedule, one thread per row), else in a plain loop (an OpenMP region with a false
+// `if` still costs a call into the runtime, which at batch 1 showed up in profiles).
+template <class Task>
+void for_each_row(const Dims& d, const Task& task) {
+  if (d.B > 1 && d.B * d.NH * d.N * d.M >= kParallelMinElements) {
+#pragma omp parallel for schedule(static)
+    for (int64_t b = 0; b < d.B; ++b) task(b);
+  } else {
+    for (int64_t b = 0; b < d.B; ++b) task(b);
+  }
+}
 
 // Multiply-adds of one batch row's memory work in a step (the ops' conventions: dot products,
 // shifts, reads and writes).
@@ -219,40 +304,6 @@ ParamList Ntm::params() {
   nn::append(list, output_.params());
   if (memory_init_.value.defined()) list.push_back(&memory_init_);
   return list;
-}
-
-// ---- the controller's input projection ---------------------------------------------------------
-
-const float* NtmImpl::input_weights(const Ntm& m, int64_t l) {
-  return m.lstm_.empty() ? m.ff_[l].W.value.data() : m.lstm_[l].W_ih.value.data();
-}
-
-void NtmImpl::project(const Ntm& m, int64_t l, const float* x, int64_t ldx, int64_t rows, int64_t col,
-                      int64_t width, bool with_bias, float beta, float* gx) {
-  if (!m.lstm_.empty()) {
-    m.lstm_[l].project(x, ldx, rows, col, width, with_bias, beta, gx);
-    return;
-  }
-  const nn::Linear& f = m.ff_[l];
-  const int64_t G = f.out_features(), I = f.in_features();
-  if (width > 0) blas::gemm(Trans::N, Trans::T, rows, G, width, 1.0f, x, ldx, f.W.value.data() + col, I, beta, gx, G);
-  else if (beta == 0.0f) std::fill(gx, gx + rows * G, 0.0f);
-  if (!with_bias) return;
-  const float* b = f.b.value.data();
-  for (int64_t n = 0; n < rows; ++n)
-    for (int64_t g = 0; g < G; ++g) gx[n * G + g] += b[g];
-}
-
-void NtmImpl::project_backward(Ntm& m, int64_t l, const float* dgx, int64_t rows, const float* x, int64_t ldx,
-                               int64_t col, int64_t width, bool with_bias) {
-  if (!m.lstm_.empty()) {
-    m.lstm_[l].project_backward(dgx, rows, x, ldx, col, width, with_bias, nullptr, 0);
-    return;
-  }
-  nn::Linear& f = m.ff_[l];
-  const int64_t G = f.out_features(), I = f.in_features();
-  if (width > 0) blas::gemm(Trans::T, Trans::N, G, width, rows, 1.0f, dgx, G, x, ldx, 1.0f, f.W.grad.data() + col, I);
-  if (with_bias) add_column_sums(dgx, rows, G, f.b.grad.data());
 }
 
 // ---- forward ---------------------------------------------------------------------------------
@@ -345,7 +396,7 @@ void NtmImpl::memory_forward(Run& run, int64_t t, int64_t b) {
   }
 }
 
-void NtmImpl::forward(const Ntm& m, const SequenceBatch& batch, Rng* memory_rng, bool keep_caches, Run& run) {
+void NtmImpl::forward(const Ntm& m, const SequenceBatch& batch, Rng* memory_rng, Run& run) {
   const NtmConfig& c = m.config_;
   run.d = dims(m, batch);
   const Dims& d = run.d;
@@ -360,14 +411,16 @@ void NtmImpl::forward(const Ntm& m, const SequenceBatch& batch, Rng* memory_rng,
       std::memcpy(run.X.data() + (t * B + b) * d.Win, batch.inputs.data() + (b * d.Tin + t) * d.Win,
                   static_cast<size_t>(d.Win) * sizeof(float));
   run.GX.assign(d.L, Tensor());
+  run.C.assign(d.L, Tensor());
   run.Hl.assign(d.L, Tensor());
   for (int64_t l = 0; l < d.L; ++l) {
     run.GX[l] = Tensor::uninitialized({T * B, G});
     run.Hl[l] = Tensor::uninitialized({T * B, H});
+    if (d.lstm) run.C[l] = Tensor::uninitialized({T * B, H});
   }
   // The input part of layer 0's projection, with its bias, for every step at once.
-  project(m, 0, run.X.data(), d.Win, T * B, /*col=*/0, d.Win, /*with_bias=*/true, 0.0f, run.GX[0].data());
-  if (d.lstm && keep_caches) run.steps.assign(d.L * T, {});
+  project(input_weights(m, 0), bias(m, 0), run.X.data(), d.Win, T * B, /*col=*/0, d.Win, /*with_bias=*/true, 0.0f,
+          run.GX[0].data());
 
   // The initial state: M_0, its norms, w_0 one-hot on row 0, r_0 = row 0 of M_0.
   if (c.has_memory()) {
@@ -403,35 +456,38 @@ void NtmImpl::forward(const Ntm& m, const SequenceBatch& batch, Rng* memory_rng,
     for (int64_t h = 0; h < d.R; ++h)
       std::memcpy(run.Rd.data() + b * RM + h * M, mem_at(run, 0, b), static_cast<size_t>(M) * sizeof(float));
 
-  std::vector<nn::RnnState> state;
-  if (d.lstm)
-    for (int64_t l = 0; l < d.L; ++l) state.push_back(m.lstm_[l].zero_state(B));
+  const Tensor zeros({B, H});   // h_{-1} = c_{-1} = 0
   for (int64_t t = 0; t < T; ++t) {
     // The controller: u_t = [x_t; r_{t-1}] -> h_t.
     for (int64_t l = 0; l < d.L; ++l) {
       float* gx = run.GX[l].data() + t * B * G;
       float* h = run.Hl[l].data() + t * B * H;
       if (l == 0)
-        project(m, 0, run.Rd.data() + t * B * RM, RM, B, /*col=*/d.Win, RM, /*with_bias=*/false, 1.0f, gx);
+        project(input_weights(m, 0), bias(m, 0), run.Rd.data() + t * B * RM, RM, B, /*col=*/d.Win, RM,
+                /*with_bias=*/false, 1.0f, gx);
       else
-        project(m, l, run.Hl[l - 1].data() + t * B * H, H, B, /*col=*/0, H, /*with_bias=*/true, 0.0f, gx);
+        project(input_weights(m, l), bias(m, l), run.Hl[l - 1].data() + t * B * H, H, B, /*col=*/0, H,
+                /*with_bias=*/true, 0.0f, gx);
       if (d.lstm) {
-        state[l] = m.lstm_[l].step(run.GX[l].rows(t * B, (t + 1) * B), state[l],
-                                   keep_caches ? &run.steps[l * T + t] : nullptr);
-        std::memcpy(h, state[l].h.data(), static_cast<size_t>(B * H) * sizeof(float));
+        if (t > 0)   // gates += h_{t-1} W_hh^T
+          times_weights(Trans::T, B, G, H, h - B * H, H, m.lstm_[l].W_hh.value.data(), H, 1.0f, gx, G);
+        float* cs = run.C[l].data() + t * B * H;
+        const float* c_prev = t > 0 ? cs - B * H : zeros.data();
+        for (int64_t b = 0; b < B; ++b)
+          lstm_row_forward(H, gx + b * G, c_prev + b * H, cs + b * H, h + b * H);
       } else {
-        for (int64_t i = 0; i < B * H; ++i) h[i] = std::tanh(gx[i]);
+        for (int64_t i = 0; i < B * H; ++i) h[i] = ops::tanh_fast(gx[i]);
       }
     }
     if (!c.has_memory()) continue;
     // Every head's parameters in one GEMM, then the memory work, one task per batch row.
     const float* ht = run.Hl[d.L - 1].data() + t * B * H;
     float* pre = run.Pre.data() + t * B * d.P;
-    blas::gemm(Trans::N, Trans::T, B, d.P, H, 1.0f, ht, H, m.heads_W_.data(), H, 0.0f, pre, d.P);
+    times_weights(Trans::T, B, d.P, H, ht, H, m.heads_W_.data(), H, 0.0f, pre, d.P);
+    const float* hb = m.heads_b_.data();
     for (int64_t b = 0; b < B; ++b)
-      for (int64_t p = 0; p < d.P; ++p) pre[b * d.P + p] += m.heads_b_.at(p);
-#pragma omp parallel for schedule(static) if (parallel_rows(d))
-    for (int64_t b = 0; b < B; ++b) memory_forward(run, t, b);
+      for (int64_t p = 0; p < d.P; ++p) pre[b * d.P + p] += hb[p];
+    for_each_row(d, [&](int64_t b) { memory_forward(run, t, b); });
     flops::add(B * memory_flops_forward(d));
   }
 
@@ -445,8 +501,9 @@ void NtmImpl::forward(const Ntm& m, const SequenceBatch& batch, Rng* memory_rng,
     blas::gemm(Trans::N, Trans::T, T * B, Wout, RM, 1.0f, run.Rd.data() + B * RM, RM, Wo + H, Do, 1.0f,
                run.logits.data(), Wout);
   const float* bo = m.output_.b.value.data();
+  float* logits = run.logits.data();
   for (int64_t i = 0; i < T * B; ++i)
-    for (int64_t j = 0; j < Wout; ++j) run.logits.at(i * Wout + j) += bo[j];
+    for (int64_t j = 0; j < Wout; ++j) logits[i * Wout + j] += bo[j];
 }
 
 NtmStats NtmImpl::loss(const Run& run, const SequenceBatch& batch, float* dlogits, float* outputs) {
@@ -511,10 +568,14 @@ void NtmImpl::memory_backward(Run& run, int64_t t, int64_t b, float* dPre, const
     const float* dr = dr_all + (h - d.W) * M;
     float* dw = dWc + h * N;
     for (int64_t i = 0; i < N; ++i) {
+      const float wi = w[i];
+      const float* mi = mem + i * M;
+      float* dmi = dM + i * M;
       float acc = 0.0f;
+#pragma omp simd reduction(+ : acc)
       for (int64_t j = 0; j < M; ++j) {
-        acc += mem[i * M + j] * dr[j];
-        dM[i * M + j] += w[i] * dr[j];
+        acc += mi[j] * dr[j];
+        dmi[j] += wi * dr[j];
       }
       dw[i] += acc;
     }
@@ -532,13 +593,16 @@ void NtmImpl::memory_backward(Run& run, int64_t t, int64_t b, float* dPre, const
     float* dw = dWc + h * N;
     for (int64_t i = 0; i < N; ++i) {
       const float wi = w[i];
+      const float* xi = in + i * M;
+      float* dmi = dM + i * M;
       float acc = 0.0f;
+#pragma omp simd reduction(+ : acc)
       for (int64_t j = 0; j < M; ++j) {
-        const float g = dM[i * M + j], x = in[i * M + j];
+        const float g = dmi[j], x = xi[j];
         acc += g * (a[j] - x * e[j]);
         de[j] -= g * x * wi;
         da[j] += g * wi;
-        dM[i * M + j] = g * (1.0f - wi * e[j]);
+        dmi[j] = g * (1.0f - wi * e[j]);
       }
       dw[i] += acc;
     }
@@ -582,9 +646,14 @@ void NtmImpl::backward(Ntm& m, Run& run, const Tensor& dlogits) {
   }
   std::vector<Tensor> dGX(d.L);
   for (int64_t l = 0; l < d.L; ++l) dGX[l] = Tensor::uninitialized({T * B, G});
-  std::vector<nn::RnnState> dnext;
+  // LSTM: the gradients w.r.t. h_t and c_t that step t + 1 passes back, per layer.
+  std::vector<Tensor> dh_next(d.L), dc_next(d.L);
   if (d.lstm)
-    for (int64_t l = 0; l < d.L; ++l) dnext.push_back(m.lstm_[l].zero_state(B));
+    for (int64_t l = 0; l < d.L; ++l) {
+      dh_next[l] = Tensor({B, H});
+      dc_next[l] = Tensor({B, H});
+    }
+  const Tensor zeros({B, H});
   Tensor dh({B, H}), din({B, H});
 
   for (int64_t t = T - 1; t >= 0; --t) {
@@ -597,44 +666,58 @@ void NtmImpl::backward(Ntm& m, Run& run, const Tensor& dlogits) {
       float* dwp = dWp.data();
       float* scr = scratch.data();
       const int64_t nh = d.NH * N, ns = ops::head_address_scratch_size(N);
-#pragma omp parallel for schedule(static) if (parallel_rows(d))
-      for (int64_t b = 0; b < B; ++b)
+      for_each_row(d, [&](int64_t b) {
         memory_backward(run, t, b, dpre, drd, dm + b * N * M, dwc + b * nh, dwp + b * nh, scr + b * ns);
+      });
       flops::add(B * memory_flops_backward(d));
       std::swap(dWc, dWp);
       // dh_t += dPre_t W_heads
-      blas::gemm(Trans::N, Trans::N, B, H, d.P, 1.0f, dPre.data() + t * B * d.P, d.P, m.heads_W_.data(), H, 1.0f,
-                 dh_t, H);
+      times_weights(Trans::N, B, H, d.P, dPre.data() + t * B * d.P, d.P, m.heads_W_.data(), H, 1.0f, dh_t, H);
     }
     // The controller, top layer first; layer 0 passes dr_{t-1} back to the reads.
     for (int64_t l = d.L - 1; l >= 0; --l) {
       const float* dabove = l == d.L - 1 ? dh_t : din.data();
       float* dg = dGX[l].data() + t * B * G;
       if (d.lstm) {
-        const float* dn = dnext[l].h.data();
-        for (int64_t i = 0; i < B * H; ++i) dh.at(i) = dabove[i] + dn[i];
-        nn::RnnState dprev;
-        const Tensor g = m.lstm_[l].step_backward({dh, dnext[l].c}, run.steps[l * T + t], dprev);
-        std::memcpy(dg, g.data(), static_cast<size_t>(B * G) * sizeof(float));
-        dnext[l] = dprev;
+        const float* dn = dh_next[l].data();
+        float* dhp = dh.data();
+        for (int64_t i = 0; i < B * H; ++i) dhp[i] = dabove[i] + dn[i];
+        const float* gates = run.GX[l].data() + t * B * G;
+        const float* cs = run.C[l].data() + t * B * H;
+        const float* c_prev = t > 0 ? cs - B * H : zeros.data();
+        for (int64_t b = 0; b < B; ++b)
+          lstm_row_backward(H, gates + b * G, c_prev + b * H, cs + b * H, dh.data() + b * H,
+                            dc_next[l].data() + b * H, dg + b * G);
+        // dh_{t-1} = dg W_hh (W_hh's own gradient is one GEMM after the loop)
+        if (t > 0)
+          times_weights(Trans::N, B, H, G, dg, G, m.lstm_[l].W_hh.value.data(), H, 0.0f, dh_next[l].data(), H);
       } else {
         const float* h = run.Hl[l].data() + t * B * H;
         for (int64_t i = 0; i < B * H; ++i) dg[i] = dabove[i] * (1.0f - h[i] * h[i]);
       }
-      const float* Wl = input_weights(m, l);
+      const float* Wl = input_weights(m, l).value.data();
       const int64_t I = l == 0 ? d.Win + RM : H;
       if (l > 0)
-        blas::gemm(Trans::N, Trans::N, B, H, G, 1.0f, dg, G, Wl, I, 0.0f, din.data(), H);
+        times_weights(Trans::N, B, H, G, dg, G, Wl, I, 0.0f, din.data(), H);
       else if (RM > 0)
-        blas::gemm(Trans::N, Trans::N, B, RM, G, 1.0f, dg, G, Wl + d.Win, I, 1.0f, dRd.data() + t * B * RM, RM);
+        times_weights(Trans::N, B, RM, G, dg, G, Wl + d.Win, I, 1.0f, dRd.data() + t * B * RM, RM);
     }
   }
 
   // Weight gradients over all T*B rows: the controller's input projections, the heads.
-  project_backward(m, 0, dGX[0].data(), T * B, run.X.data(), d.Win, /*col=*/0, d.Win, /*with_bias=*/true);
-  project_backward(m, 0, dGX[0].data(), T * B, run.Rd.data(), RM, /*col=*/d.Win, RM, /*with_bias=*/false);
-  for (int64_t l = 1; l < d.L; ++l)
-    project_backward(m, l, dGX[l].data(), T * B, run.Hl[l - 1].data(), H, /*col=*/0, H, /*with_bias=*/true);
+  // LSTM: dW_hh += Σ_t dg_t^T h_{t-1} (h_{-1} = 0).
+  project_backward(input_weights(m, 0), bias(m, 0), dGX[0].data(), T * B, run.X.data(), d.Win, /*col=*/0, d.Win,
+                   /*with_bias=*/true);
+  project_backward(input_weights(m, 0), bias(m, 0), dGX[0].data(), T * B, run.Rd.data(), RM, /*col=*/d.Win, RM,
+                   /*with_bias=*/false);
+  for (int64_t l = 0; l < d.L; ++l) {
+    if (l > 0)
+      project_backward(input_weights(m, l), bias(m, l), dGX[l].data(), T * B, run.Hl[l - 1].data(), H, /*col=*/0, H,
+                       /*with_bias=*/true);
+    if (d.lstm && T > 1)
+      blas::gemm(Trans::T, Trans::N, G, H, (T - 1) * B, 1.0f, dGX[l].data() + B * G, G, run.Hl[l].data(), H, 1.0f,
+                 m.lstm_[l].W_hh.grad.data(), H);
+  }
   if (!c.has_memory()) return;
   blas::gemm(Trans::T, Trans::N, d.P, H, T * B, 1.0f, dPre.data(), d.P, Hs, H, 1.0f, m.heads_dW_.data(), H);
   add_column_sums(dPre.data(), T * B, d.P, m.heads_db_.data());
@@ -657,7 +740,7 @@ void NtmImpl::backward(Ntm& m, Run& run, const Tensor& dlogits) {
 
 NtmStats Ntm::train_step(const SequenceBatch& batch, Rng& rng) {
   Impl::Run run;
-  Impl::forward(*this, batch, &rng, /*keep_caches=*/true, run);
+  Impl::forward(*this, batch, &rng, run);
   Tensor dlogits({run.d.T * run.d.B, run.d.Wout});
   const NtmStats stats = Impl::loss(run, batch, dlogits.data(), nullptr);
   Impl::backward(*this, run, dlogits);
@@ -666,13 +749,13 @@ NtmStats Ntm::train_step(const SequenceBatch& batch, Rng& rng) {
 
 NtmStats Ntm::evaluate(const SequenceBatch& batch, Rng* memory_rng) const {
   Impl::Run run;
-  Impl::forward(*this, batch, memory_rng, /*keep_caches=*/false, run);
+  Impl::forward(*this, batch, memory_rng, run);
   return Impl::loss(run, batch, nullptr, nullptr);
 }
 
 NtmRun Ntm::run(const SequenceBatch& batch, Rng* memory_rng) const {
   Impl::Run r;
-  Impl::forward(*this, batch, memory_rng, /*keep_caches=*/false, r);
+  Impl::forward(*this, batch, memory_rng, r);
   const Dims& d = r.d;
   NtmRun out;
   out.outputs = Tensor({d.B, d.Tout, d.Wout});

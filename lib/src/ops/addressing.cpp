@@ -253,6 +253,7 @@ void head_address_row_forward(const HeadAddressDims& d, const HeadAddressRow& in
   }
   // w_c = softmax(β K)   (eq. 5)
   float sum = 0.0f;
+#pragma omp simd reduction(+ : sum)
   for (int64_t i = 0; i < N; ++i) {
     wc[i] = exp_approx(beta * K[i] - zmax);
     sum += wc[i];
@@ -275,16 +276,17 @@ void head_address_row_forward(const HeadAddressDims& d, const HeadAddressRow& in
   float mx = 0.0f;
   for (int64_t i = 0; i < N; ++i) mx = std::max(mx, w[i]);
   for (int64_t i = 0; i < N; ++i) l[i] = std::log(w[i] / mx);
-  double total = 0.0;
+  float total = 0.0f;
+#pragma omp simd reduction(+ : total)
   for (int64_t i = 0; i < N; ++i) {
     w[i] = exp_approx(gamma * l[i]);
     total += w[i];
   }
-  const float inv_total = static_cast<float>(1.0 / total);
+  const float inv_total = 1.0f / total;
   for (int64_t i = 0; i < N; ++i) w[i] *= inv_total;
   saved[4 * N] = a;
   saved[4 * N + 1] = mx;
-  saved[4 * N + 2] = static_cast<float>(total);
+  saved[4 * N + 2] = total;
 }
 
 void head_address_row_backward(const HeadAddressDims& d, const HeadAddressRow& in, const float* w,
@@ -299,18 +301,19 @@ void head_address_row_backward(const HeadAddressDims& d, const HeadAddressRow& i
   float* dws = scratch;       // dL/dw~, later dL/dK
   float* dwg = scratch + N;   // dL/dw_g
 
-  // Sharpening (sharpen_backward's formulas, with (w~/max)^(γ-1) = exp((γ-1) l)).
-  double r = 0.0, dy_y_l = 0.0, y_l = 0.0;
+  // Sharpening (sharpen_backward's formulas, with (w~/max)^(γ-1) = exp((γ-1) l)); terms with
+  // w = 0 are 0 (l may be -inf there).
+  float r = 0.0f, dy_y_l = 0.0f, y_l = 0.0f;
+#pragma omp simd reduction(+ : r, dy_y_l, y_l)
   for (int64_t i = 0; i < N; ++i) {
-    r += static_cast<double>(dw[i]) * w[i];
-    if (w[i] > 0.0f) {
-      dy_y_l += static_cast<double>(dw[i]) * w[i] * l[i];
-      y_l += static_cast<double>(w[i]) * l[i];
-    }
+    const float y = w[i], li = y > 0.0f ? l[i] : 0.0f;
+    r += dw[i] * y;
+    dy_y_l += dw[i] * y * li;
+    y_l += y * li;
   }
-  grads.dgamma = static_cast<float>(dy_y_l - r * y_l);
-  const float scale = static_cast<float>(gamma / (static_cast<double>(mx) * total));
-  const float rf = static_cast<float>(r);
+  grads.dgamma = dy_y_l - r * y_l;
+  const float scale = gamma / (mx * total);
+  const float rf = r;
   if (gamma == 1.0f) {   // (w~/max)^0 = 1, also where w~ = 0 (l = -inf would give 0 * inf)
     for (int64_t i = 0; i < N; ++i) dws[i] = scale * (dw[i] - rf);
   } else {
@@ -324,10 +327,12 @@ void head_address_row_backward(const HeadAddressDims& d, const HeadAddressRow& i
     const int64_t rot = rotation(jj, S, N);
     const float sj = in.s[jj];
     float acc = 0.0f;
+#pragma omp simd reduction(+ : acc)
     for (int64_t i = 0; i < rot; ++i) {
       dwg[i - rot + N] += sj * dws[i];
       acc += dws[i] * wg[i - rot + N];
     }
+#pragma omp simd reduction(+ : acc)
     for (int64_t i = rot; i < N; ++i) {
       dwg[i - rot] += sj * dws[i];
       acc += dws[i] * wg[i - rot];
@@ -336,22 +341,23 @@ void head_address_row_backward(const HeadAddressDims& d, const HeadAddressRow& i
   }
 
   // Interpolation and the content softmax: dz_i = g w_c,i (dw_g,i - Σ_j dw_g,j w_c,j).
-  double dg = 0.0, dwg_wc = 0.0;
+  float dg = 0.0f, sdw = 0.0f;
+#pragma omp simd reduction(+ : dg, sdw)
   for (int64_t i = 0; i < N; ++i) {
-    dg += static_cast<double>(dwg[i]) * (wc[i] - in.w_prev[i]);
-    dwg_wc += static_cast<double>(dwg[i]) * wc[i];
+    dg += dwg[i] * (wc[i] - in.w_prev[i]);
+    sdw += dwg[i] * wc[i];
   }
-  grads.dg = static_cast<float>(dg);
+  grads.dg = dg;
   if (grads.dw_prev != nullptr)
     for (int64_t i = 0; i < N; ++i) grads.dw_prev[i] += (1.0f - g) * dwg[i];
-  double dbeta = 0.0;
-  const float sdw = static_cast<float>(dwg_wc);
+  float dbeta = 0.0f;
+#pragma omp simd reduction(+ : dbeta)
   for (int64_t i = 0; i < N; ++i) {
     const float dz = g * wc[i] * (dwg[i] - sdw);
-    dbeta += static_cast<double>(dz) * K[i];
+    dbeta += dz * K[i];
     dws[i] = beta * dz;   // dK_i
   }
-  grads.dbeta = static_cast<float>(dbeta);
+  grads.dbeta = dbeta;
 
   // Cosine similarity (cosine_similarity_backward's formulas; D = a c + eps).
   float* dk = grads.dk;
