@@ -297,10 +297,16 @@ TEST_CASE("ntm: every weighting sums to 1, run() lays them out per head", "[unit
           if (u < batch.target_len.idata()[b]) CHECK((y > 0.0f && y < 1.0f));
           else CHECK(y == 0.0f);
         }
+    // evaluate() and run() keep one step's memory stages (rings), train_step() all of them:
+    // the same numbers either way.
     const models::NtmStats s = model.evaluate(batch);
     CHECK(run.stats.bce_nats == s.bce_nats);
     CHECK(s.bits == (3 + 1 + 2) * 2);
     CHECK(s.sequences == 3);
+    Rng unused(1);
+    const models::NtmStats trained = model.train_step(batch, unused);
+    CHECK(trained.bce_nats == s.bce_nats);
+    CHECK(trained.bit_errors == s.bit_errors);
   }
 }
 

@@ -15,6 +15,8 @@
 //                             step t, so stage t*W is M_{t-1} and stage (t+1)*W is M_t
 //   Nrm   [(T+1)*B, N]        row norms of stage t*W (one block when W = 0: memory never changes)
 //   Rd    [(T+1)*B, R*M]      read vectors r_0 .. r_T
+// Without a backward (evaluate, run), Mem keeps only the W + 1 stages of one step, Nrm two
+// blocks and Sv one step, as rings: evaluating many sequences at once stays small.
 #include "attn/models/ntm.hpp"
 
 #include <algorithm>
@@ -61,10 +63,13 @@ struct NtmImpl {
     std::vector<Tensor> GX, C, Hl;         // per controller layer (C: lstm only)
     Tensor Pre, Act, Wt, Sv, Mem, Nrm, Rd;
     Tensor logits;                         // [T*B, Wout]
+    // Blocks each ring holds: every stage / step when training, else the ones a step uses.
+    int64_t mem_stages = 1, norm_blocks = 1, saved_steps = 1;
   };
 
   static Dims dims(const Ntm& m, const SequenceBatch& batch);
-  static void forward(const Ntm& m, const SequenceBatch& batch, Rng* memory_rng, Run& run);
+  // keep_all: keep what the backward needs (train_step), else rings (see above).
+  static void forward(const Ntm& m, const SequenceBatch& batch, Rng* memory_rng, bool keep_all, Run& run);
   static NtmStats loss(const Run& run, const SequenceBatch& batch, float* dlogits, float* outputs);
   static void backward(Ntm& m, Run& run, const Tensor& dlogits);
 
@@ -87,19 +92,20 @@ namespace {
 
 using Impl = NtmImpl;
 
-// Index helpers into the run's buffers.
+// Index helpers into the run's buffers (rings when the run keeps only what a step uses).
 inline int64_t stage(const Dims& d, int64_t t) { return t * d.W; }          // memory M_{t-1}
-inline int64_t norm_block(const Dims& d, int64_t t) { return d.W > 0 ? t : 0; }
 
-float* mem_at(Impl::Run& r, int64_t s, int64_t b) { return r.Mem.data() + (s * r.d.B + b) * r.d.N * r.d.M; }
-float* norm_at(Impl::Run& r, int64_t t, int64_t b) {
-  return r.Nrm.data() + (norm_block(r.d, t) * r.d.B + b) * r.d.N;
+float* mem_at(Impl::Run& r, int64_t s, int64_t b) {
+  return r.Mem.data() + ((s % r.mem_stages) * r.d.B + b) * r.d.N * r.d.M;
+}
+float* norm_at(Impl::Run& r, int64_t t, int64_t b) {   // norms of stage t*W
+  return r.Nrm.data() + ((r.d.W > 0 ? t % r.norm_blocks : 0) * r.d.B + b) * r.d.N;
 }
 float* w_at(Impl::Run& r, int64_t t, int64_t b, int64_t h) {
   return r.Wt.data() + ((t * r.d.B + b) * r.d.NH + h) * r.d.N;
 }
 float* saved_at(Impl::Run& r, int64_t t, int64_t b, int64_t h) {
-  return r.Sv.data() + ((t * r.d.B + b) * r.d.NH + h) * r.d.Z;
+  return r.Sv.data() + (((t % r.saved_steps) * r.d.B + b) * r.d.NH + h) * r.d.Z;
 }
 
 // One head's addressing inputs from its activated parameters `act` (its first column).
@@ -396,7 +402,7 @@ void NtmImpl::memory_forward(Run& run, int64_t t, int64_t b) {
   }
 }
 
-void NtmImpl::forward(const Ntm& m, const SequenceBatch& batch, Rng* memory_rng, Run& run) {
+void NtmImpl::forward(const Ntm& m, const SequenceBatch& batch, Rng* memory_rng, bool keep_all, Run& run) {
   const NtmConfig& c = m.config_;
   run.d = dims(m, batch);
   const Dims& d = run.d;
@@ -426,10 +432,13 @@ void NtmImpl::forward(const Ntm& m, const SequenceBatch& batch, Rng* memory_rng,
   if (c.has_memory()) {
     run.Pre = Tensor::uninitialized({T * B, d.P});
     run.Act = Tensor::uninitialized({T * B, d.P});
+    run.mem_stages = keep_all ? T * d.W + 1 : d.W + 1;
+    run.norm_blocks = d.W == 0 ? 1 : keep_all ? T + 1 : 2;
+    run.saved_steps = keep_all ? std::max<int64_t>(T, 1) : 1;
     run.Wt = Tensor::uninitialized({(T + 1) * B, d.NH, N});
-    run.Sv = Tensor::uninitialized({T * B, d.NH, d.Z});
-    run.Mem = Tensor::uninitialized({(T * d.W + 1) * B, N, M});
-    run.Nrm = Tensor::uninitialized({(d.W > 0 ? T + 1 : 1) * B, N});
+    run.Sv = Tensor::uninitialized({run.saved_steps * B, d.NH, d.Z});
+    run.Mem = Tensor::uninitialized({run.mem_stages * B, N, M});
+    run.Nrm = Tensor::uninitialized({run.norm_blocks * B, N});
     Tensor m0 = run.Mem.rows(0, B);
     switch (c.memory_init) {
       case NtmMemoryInit::constant: m0.fill(kNtmConstantMemory); break;
@@ -740,7 +749,7 @@ void NtmImpl::backward(Ntm& m, Run& run, const Tensor& dlogits) {
 
 NtmStats Ntm::train_step(const SequenceBatch& batch, Rng& rng) {
   Impl::Run run;
-  Impl::forward(*this, batch, &rng, run);
+  Impl::forward(*this, batch, &rng, /*keep_all=*/true, run);
   Tensor dlogits({run.d.T * run.d.B, run.d.Wout});
   const NtmStats stats = Impl::loss(run, batch, dlogits.data(), nullptr);
   Impl::backward(*this, run, dlogits);
@@ -749,13 +758,13 @@ NtmStats Ntm::train_step(const SequenceBatch& batch, Rng& rng) {
 
 NtmStats Ntm::evaluate(const SequenceBatch& batch, Rng* memory_rng) const {
   Impl::Run run;
-  Impl::forward(*this, batch, memory_rng, run);
+  Impl::forward(*this, batch, memory_rng, /*keep_all=*/false, run);
   return Impl::loss(run, batch, nullptr, nullptr);
 }
 
 NtmRun Ntm::run(const SequenceBatch& batch, Rng* memory_rng) const {
   Impl::Run r;
-  Impl::forward(*this, batch, memory_rng, r);
+  Impl::forward(*this, batch, memory_rng, /*keep_all=*/false, r);
   const Dims& d = r.d;
   NtmRun out;
   out.outputs = Tensor({d.B, d.Tout, d.Wout});

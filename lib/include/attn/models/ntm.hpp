@@ -4,8 +4,9 @@
 //
 // At time step t (0-based; x_t the input row, zero in the output phase):
 //   controller input  u_t = [x_t; r_{t-1}]                   (every read head's vector, in order)
-//   controller        h_t = LSTM stack(u_t) (controller_layers nn::Rnn LSTM cells, zero initial
-//                     state) or tanh(W_l ... tanh(W_0 u_t + b_0) ... + b_l) (feedforward)
+//   controller        h_t = LSTM stack(u_t) (controller_layers LSTM cells stepped one at a time,
+//                     zero initial state; torch.nn.LSTM's equations, parameters held by nn::Rnn)
+//                     or tanh(W_l ... tanh(W_0 u_t + b_0) ... + b_l) (feedforward)
 //   head parameters   one linear layer per head on h_t (all heads' layers are ONE GEMM):
 //                     k = tanh(.) [M], β = softplus(.), g = σ(.), s = softmax(.) [2r+1],
 //                     γ = 1 + softplus(.); a write head also e = σ(.) [M], a = tanh(.) [M]
@@ -13,9 +14,9 @@
 //                     (ops::head_address_row_forward; Graves eq. 5-9)
 //   writes            every write head addresses M_{t-1}; then, in head order, each applies its
 //                     erase and then its add: M <- M ∘ (1 - w e^T) + w a^T (Graves eq. 3-4).
-//                     The result is M_t. (Collier & Beel write in the same order.)
+//                     The result is M_t. (Collier & Beel apply write heads the same way.)
 //   reads             every read head addresses M_t and reads r = w^T M_t (Graves eq. 2), so a
-//                     read sees the same step's writes.
+//                     read sees the same step's writes (Collier & Beel read M_{t-1}).
 //   output            y_t = W_o [h_t; r_t] + b_o, logits; outputs are σ(y_t).
 // With read_heads = write_heads = 0 there is no memory at all: u_t = x_t and y_t = W_o h_t + b_o,
 // the LSTM (or feed-forward) baseline of Graves Fig. 3.
@@ -44,12 +45,17 @@
 // controller layers, heads and output Glorot-uniform with zero biases (nn::Linear).
 //
 // Cost: the input part of the controller's input projection and the output layer run as one
-// GEMM each over all T*B rows, as do the weight gradients of the heads, the output and the input
-// projections after the backward loop. A step does the read part of the input projection, the
-// recurrent GEMM, the heads' GEMM (and their transposes backward); the addressing and memory
-// work of a step is one task per batch row (parallel over rows for large batches, each row on
-// one thread, so results do not depend on the thread count). Everything the backward needs is
-// kept in per-sequence buffers [T, B, ...] allocated once per call.
+// GEMM each over all T*B rows, as do the weight gradients of the heads, the output, the input
+// projections and W_hh after the backward loop. A step does the read part of the input
+// projection, the recurrent product and the heads' product (and their transposes backward);
+// at batch 1 each is one gemv, since OpenBLAS packs both operands of every gemm, which for one
+// row costs more than the product. That is why the LSTM step runs here rather than through
+// nn::Rnn::step (whose backward also adds a rank-B update of dW_hh per step). The addressing and
+// memory work of a step is one task per batch row (ops::head_address_row_*; parallel over rows
+// for large batches, each row on one thread, so the model's own code gives the same bits at any
+// thread count; GEMMs the BLAS seam or OpenBLAS split over threads may round differently in the
+// last place). Everything the backward needs is kept in per-sequence buffers [T, B, ...]
+// allocated once per call; nothing is allocated inside the time loop.
 #pragma once
 #include <cstdint>
 #include <map>
