@@ -466,6 +466,7 @@ void NtmImpl::forward(const Ntm& m, const SequenceBatch& batch, Rng* memory_rng,
       std::memcpy(run.Rd.data() + b * RM + h * M, mem_at(run, 0, b), static_cast<size_t>(M) * sizeof(float));
 
   const Tensor zeros({B, H});   // h_{-1} = c_{-1} = 0
+  flops::add_sequential_steps(T);   // the time loop is a recurrence (core/flops.hpp)
   for (int64_t t = 0; t < T; ++t) {
     // The controller: u_t = [x_t; r_{t-1}] -> h_t.
     for (int64_t l = 0; l < d.L; ++l) {
@@ -665,6 +666,7 @@ void NtmImpl::backward(Ntm& m, Run& run, const Tensor& dlogits) {
   const Tensor zeros({B, H});
   Tensor dh({B, H}), din({B, H});
 
+  flops::add_sequential_steps(T);
   for (int64_t t = T - 1; t >= 0; --t) {
     float* dh_t = dHs.data() + t * B * H;
     if (c.has_memory()) {

@@ -9,6 +9,7 @@
 
 #include "attn/core/flops.hpp"
 #include "attn/ops/softmax.hpp"
+#include "vector_clones.hpp"
 
 namespace attn::ops {
 namespace {
@@ -228,6 +229,7 @@ inline int64_t rotation(int64_t jj, int64_t S, int64_t N) { return wrap(jj - (S 
 
 }  // namespace
 
+ATTN_VECTOR_CLONES
 void head_address_row_forward(const HeadAddressDims& d, const HeadAddressRow& in, float* w, float* saved) {
   const int64_t N = d.N, M = d.M, S = d.S;
   float* K = saved;
@@ -289,6 +291,7 @@ void head_address_row_forward(const HeadAddressDims& d, const HeadAddressRow& in
   saved[4 * N + 2] = total;
 }
 
+ATTN_VECTOR_CLONES
 void head_address_row_backward(const HeadAddressDims& d, const HeadAddressRow& in, const float* w,
                                const float* saved, const float* dw, float* scratch, HeadAddressRowGrads& grads) {
   const int64_t N = d.N, M = d.M, S = d.S;
