@@ -7,7 +7,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "attn/core/threading.hpp"
@@ -215,6 +217,15 @@ TEST_CASE("ntm gradients: two controller layers", "[gradcheck][ntm]") {
   }
 }
 
+TEST_CASE("ntm gradients: shifts -2..2 over 5 rows, six steps", "[gradcheck][ntm]") {
+  uint64_t seed = 350;
+  for (NtmController controller : {NtmController::lstm, NtmController::feedforward}) {
+    models::NtmConfig c = tiny_config(controller, 1, 1, NtmMemoryInit::random);
+    c.shift_range = 2;   // S = N = 5
+    check_gradients(c, make_batch(c.input_size, c.output_size, {3, 2}, {3, 4}, 13), seed++);
+  }
+}
+
 TEST_CASE("ntm gradients: no memory, the plain LSTM and feed-forward baselines", "[gradcheck][ntm]") {
   uint64_t seed = 400;
   for (NtmController controller : {NtmController::lstm, NtmController::feedforward}) {
@@ -238,8 +249,7 @@ HeadRows head_rows(const models::NtmConfig& c) {
 Param& param(models::Ntm& m, const std::string& name) {
   for (Param* p : m.params())
     if (p->name == name) return *p;
-  FAIL("no parameter " << name);
-  throw 0;
+  throw std::logic_error("the model has no parameter " + name);
 }
 
 // Every head's parameters from its bias alone: W = 0, then `set` adjusts each head's bias.
