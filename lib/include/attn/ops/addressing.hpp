@@ -96,8 +96,9 @@ SharpenGrads sharpen_backward(const Tensor& dy, const SharpenCache& cache);
 // s), γ). An NTM addresses every head at every time step, and at batch 1 four batched ops per
 // head would spend more on tensors and dispatch than on arithmetic; models/ntm calls the row
 // functions from its own loop over batch rows (one thread per row, so no reduction is shared).
-// `head_address_forward/backward` run them over a batch [B, ...]; they check their inputs, and
-// their test checks the fusion against the four ops above.
+// `head_address_forward/backward` run them over a batch [B, ...]; they check their inputs, count
+// their multiply-adds, and their test checks the fusion against the four ops above. The row
+// functions count nothing (their caller does, once per step).
 //
 // Preconditions of the row functions (the batched op checks them; the NTM's activations give
 // them by construction): β finite and >= 0, g in [0, 1], s >= 0 with a positive entry, γ finite
@@ -160,7 +161,8 @@ struct HeadAddressCache {
 
 // The fused chain over a batch.
 //   k: [B, M]   beta, g, gamma: [B]   s: [B, S]   w_prev: [B, N]   mem: [B, N, M]   -> w: [B, N]
-// Inputs outside the preconditions above throw DataError naming the entry; shapes ShapeError.
+// Inputs outside the preconditions above, or a row whose w~ is all zero (g = 0 with w_prev = 0),
+// throw DataError naming the entry; shapes ShapeError.
 Tensor head_address_forward(const Tensor& k, const Tensor& beta, const Tensor& g, const Tensor& s,
                             const Tensor& gamma, const Tensor& w_prev, const Tensor& mem,
                             HeadAddressCache* cache);
