@@ -320,6 +320,20 @@ TEST_CASE("ntm: every weighting sums to 1, run() lays them out per head", "[unit
   }
 }
 
+TEST_CASE("ntm: without heads there is no memory: run() has empty weightings", "[unit][ntm]") {
+  const models::NtmConfig c = tiny_config(NtmController::feedforward, 0, 0, NtmMemoryInit::random);
+  Rng rng(35);
+  models::Ntm model(c, rng);
+  const models::SequenceBatch batch = make_batch(c.input_size, c.output_size, {2, 1}, {1, 2}, 36);
+  const models::NtmRun run = model.run(batch);
+  CHECK(run.read_weights.shape() == Shape{2, 3, 0, 5});
+  CHECK(run.write_weights.shape() == Shape{2, 3, 0, 5});
+  CHECK(run.outputs.shape() == Shape{2, 2, 2});
+  Rng a(1), b(2);   // no M_0 to draw: the stream is not used
+  CHECK(model.evaluate(batch, &a).bce_nats == model.evaluate(batch, &b).bce_nats);
+  CHECK(a.state().counter == 0);
+}
+
 TEST_CASE("ntm: with g = 0 and a one-hot shift the weighting moves by exactly one row per step",
           "[unit][ntm]") {
   models::NtmConfig c = tiny_config(NtmController::lstm, 1, 1, NtmMemoryInit::random);
