@@ -207,6 +207,7 @@ inline float sigmoid_fast(float x) { return 1.0f / (1.0f + ops::exp_approx(-x));
 // The LSTM cell's elementwise part for one row, torch.nn.LSTM's equations (ops/lstm_cell.hpp):
 // g: [4H] pre-activations i, f, g, o in, activated out; c' = f c + i g, h' = o tanh(c').
 void lstm_row_forward(int64_t H, float* g, const float* c, float* c_next, float* h_next) {
+#pragma omp simd   // one vector lane per hidden unit (the four gate blocks do not overlap)
   for (int64_t j = 0; j < H; ++j) {
     const float i = sigmoid_fast(g[j]), f = sigmoid_fast(g[H + j]);
     const float n = ops::tanh_fast(g[2 * H + j]), o = sigmoid_fast(g[3 * H + j]);
@@ -223,6 +224,7 @@ void lstm_row_forward(int64_t H, float* g, const float* c, float* c_next, float*
 // writes dg: [4H], the gradient w.r.t. the pre-activations.
 void lstm_row_backward(int64_t H, const float* g, const float* c, const float* c_next, const float* dh, float* dc,
                        float* dg) {
+#pragma omp simd
   for (int64_t j = 0; j < H; ++j) {
     const float i = g[j], f = g[H + j], n = g[2 * H + j], o = g[3 * H + j];
     const float tc = ops::tanh_fast(c_next[j]);
@@ -486,6 +488,7 @@ void NtmImpl::forward(const Ntm& m, const SequenceBatch& batch, Rng* memory_rng,
         for (int64_t b = 0; b < B; ++b)
           lstm_row_forward(H, gx + b * G, c_prev + b * H, cs + b * H, h + b * H);
       } else {
+#pragma omp simd
         for (int64_t i = 0; i < B * H; ++i) h[i] = ops::tanh_fast(gx[i]);
       }
     }
