@@ -1,11 +1,15 @@
-// NTM addressing: cosine similarity, circular convolution and sharpening, forward and backward.
+// NTM addressing: cosine similarity, circular convolution and sharpening, forward and backward,
+// and the whole chain fused for one head.
 #include "attn/ops/addressing.hpp"
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <string>
 
 #include "attn/core/flops.hpp"
+#include "attn/ops/softmax.hpp"
+#include "vector_clones.hpp"
 
 namespace attn::ops {
 namespace {
@@ -204,6 +208,272 @@ SharpenGrads sharpen_backward(const Tensor& dy, const SharpenCache& cache) {
   }
   flops::add(3 * B * N);
   return g;
+}
+
+// ---- the fused head ----------------------------------------------------------------------------
+
+void memory_row_norms(const float* mem, int64_t N, int64_t M, float* norms) {
+  for (int64_t i = 0; i < N; ++i) {
+    const float* row = mem + i * M;
+    float rr = 0.0f;
+#pragma omp simd reduction(+ : rr)
+    for (int64_t m = 0; m < M; ++m) rr += row[m] * row[m];
+    norms[i] = std::sqrt(rr);
+  }
+}
+
+namespace {
+
+// The shift j = jj - (S-1)/2 as a rotation in [0, N): w~[i] takes w_g[(i - rot) mod N].
+inline int64_t rotation(int64_t jj, int64_t S, int64_t N) { return wrap(jj - (S - 1) / 2, N); }
+
+}  // namespace
+
+ATTN_VECTOR_CLONES
+void head_address_row_forward(const HeadAddressDims& d, const HeadAddressRow& in, float* w, float* saved) {
+  const int64_t N = d.N, M = d.M, S = d.S;
+  float* K = saved;
+  float* wc = saved + N;
+  float* wg = saved + 2 * N;
+  float* l = saved + 3 * N;
+  const float* k = in.k;
+  const float beta = in.beta, g = in.g, gamma = in.gamma;
+
+  // K_i = k . mem_i / (||k|| ||mem_i|| + eps)   (eq. 6)
+  float kk = 0.0f;
+#pragma omp simd reduction(+ : kk)
+  for (int64_t m = 0; m < M; ++m) kk += k[m] * k[m];
+  const float a = std::sqrt(kk);
+  float zmax = -std::numeric_limits<float>::infinity();
+  for (int64_t i = 0; i < N; ++i) {
+    const float* row = in.mem + i * M;
+    float dot = 0.0f;
+#pragma omp simd reduction(+ : dot)
+    for (int64_t m = 0; m < M; ++m) dot += k[m] * row[m];
+    K[i] = dot / (a * in.mem_norm[i] + kCosineEps);
+    zmax = std::max(zmax, beta * K[i]);
+  }
+  // w_c = softmax(β K)   (eq. 5)
+  float sum = 0.0f;
+#pragma omp simd reduction(+ : sum)
+  for (int64_t i = 0; i < N; ++i) {
+    wc[i] = exp_approx(beta * K[i] - zmax);
+    sum += wc[i];
+  }
+  const float inv = 1.0f / sum;
+  // w_g = g w_c + (1 - g) w_prev   (eq. 7)
+  for (int64_t i = 0; i < N; ++i) {
+    wc[i] *= inv;
+    wg[i] = g * wc[i] + (1.0f - g) * in.w_prev[i];
+  }
+  // w~[i] = Σ_j w_g[i - j] s_j   (eq. 8): each shift is a rotation, two contiguous runs
+  std::fill(w, w + N, 0.0f);
+  for (int64_t jj = 0; jj < S; ++jj) {
+    const int64_t rot = rotation(jj, S, N);
+    const float sj = in.s[jj];
+    for (int64_t i = 0; i < rot; ++i) w[i] += sj * wg[i - rot + N];
+    for (int64_t i = rot; i < N; ++i) w[i] += sj * wg[i - rot];
+  }
+  // w = (w~ / max w~)^γ / Σ   (eq. 9), through l = ln(w~ / max w~) (-inf where w~ = 0)
+  float mx = 0.0f;
+  for (int64_t i = 0; i < N; ++i) mx = std::max(mx, w[i]);
+  for (int64_t i = 0; i < N; ++i) l[i] = std::log(w[i] / mx);
+  float total = 0.0f;
+#pragma omp simd reduction(+ : total)
+  for (int64_t i = 0; i < N; ++i) {
+    w[i] = exp_approx(gamma * l[i]);
+    total += w[i];
+  }
+  const float inv_total = 1.0f / total;
+  for (int64_t i = 0; i < N; ++i) w[i] *= inv_total;
+  saved[4 * N] = a;
+  saved[4 * N + 1] = mx;
+  saved[4 * N + 2] = total;
+}
+
+ATTN_VECTOR_CLONES
+void head_address_row_backward(const HeadAddressDims& d, const HeadAddressRow& in, const float* w,
+                               const float* saved, const float* dw, float* scratch, HeadAddressRowGrads& grads) {
+  const int64_t N = d.N, M = d.M, S = d.S;
+  const float* K = saved;
+  const float* wc = saved + N;
+  const float* wg = saved + 2 * N;
+  const float* l = saved + 3 * N;
+  const float a = saved[4 * N], mx = saved[4 * N + 1], total = saved[4 * N + 2];
+  const float beta = in.beta, g = in.g, gamma = in.gamma;
+  float* dws = scratch;       // dL/dw~, later dL/dK
+  float* dwg = scratch + N;   // dL/dw_g
+
+  // Sharpening (sharpen_backward's formulas, with (w~/max)^(γ-1) = exp((γ-1) l)); terms with
+  // w = 0 are 0 (l may be -inf there).
+  float r = 0.0f, dy_y_l = 0.0f, y_l = 0.0f;
+#pragma omp simd reduction(+ : r, dy_y_l, y_l)
+  for (int64_t i = 0; i < N; ++i) {
+    const float y = w[i], li = y > 0.0f ? l[i] : 0.0f;
+    r += dw[i] * y;
+    dy_y_l += dw[i] * y * li;
+    y_l += y * li;
+  }
+  grads.dgamma = dy_y_l - r * y_l;
+  const float scale = gamma / (mx * total);
+  const float rf = r;
+  if (gamma == 1.0f) {   // (w~/max)^0 = 1, also where w~ = 0 (l = -inf would give 0 * inf)
+    for (int64_t i = 0; i < N; ++i) dws[i] = scale * (dw[i] - rf);
+  } else {
+    const float gm1 = gamma - 1.0f;
+    for (int64_t i = 0; i < N; ++i) dws[i] = scale * (dw[i] - rf) * exp_approx(gm1 * l[i]);
+  }
+
+  // Shift: dw_g[(i - rot) mod N] += s_j dw~[i];  ds_j = Σ_i dw~[i] w_g[(i - rot) mod N]
+  std::fill(dwg, dwg + N, 0.0f);
+  for (int64_t jj = 0; jj < S; ++jj) {
+    const int64_t rot = rotation(jj, S, N);
+    const float sj = in.s[jj];
+    float acc = 0.0f;
+#pragma omp simd reduction(+ : acc)
+    for (int64_t i = 0; i < rot; ++i) {
+      dwg[i - rot + N] += sj * dws[i];
+      acc += dws[i] * wg[i - rot + N];
+    }
+#pragma omp simd reduction(+ : acc)
+    for (int64_t i = rot; i < N; ++i) {
+      dwg[i - rot] += sj * dws[i];
+      acc += dws[i] * wg[i - rot];
+    }
+    grads.ds[jj] = acc;
+  }
+
+  // Interpolation and the content softmax: dz_i = g w_c,i (dw_g,i - Σ_j dw_g,j w_c,j).
+  float dg = 0.0f, sdw = 0.0f;
+#pragma omp simd reduction(+ : dg, sdw)
+  for (int64_t i = 0; i < N; ++i) {
+    dg += dwg[i] * (wc[i] - in.w_prev[i]);
+    sdw += dwg[i] * wc[i];
+  }
+  grads.dg = dg;
+  if (grads.dw_prev != nullptr)
+    for (int64_t i = 0; i < N; ++i) grads.dw_prev[i] += (1.0f - g) * dwg[i];
+  float dbeta = 0.0f;
+#pragma omp simd reduction(+ : dbeta)
+  for (int64_t i = 0; i < N; ++i) {
+    const float dz = g * wc[i] * (dwg[i] - sdw);
+    dbeta += dz * K[i];
+    dws[i] = beta * dz;   // dK_i
+  }
+  grads.dbeta = dbeta;
+
+  // Cosine similarity (cosine_similarity_backward's formulas; D = a c + eps).
+  float* dk = grads.dk;
+  std::fill(dk, dk + M, 0.0f);
+  double k_coef = 0.0;
+  for (int64_t i = 0; i < N; ++i) {
+    const float dK = dws[i];
+    if (dK == 0.0f) continue;
+    const float c = in.mem_norm[i];
+    const float D = a * c + kCosineEps;
+    const float to_k = dK / D;
+    const float to_row = c > 0.0f ? -dK * K[i] * a / (D * c) : 0.0f;
+    const float* row = in.mem + i * M;
+    for (int64_t m = 0; m < M; ++m) dk[m] += to_k * row[m];
+    if (grads.dmem != nullptr) {
+      float* drow = grads.dmem + i * M;
+      for (int64_t m = 0; m < M; ++m) drow[m] += to_k * in.k[m] + to_row * row[m];
+    }
+    k_coef += static_cast<double>(dK) * K[i] * c / D;
+  }
+  if (a > 0.0f) {
+    const float sk = static_cast<float>(-k_coef / a);
+    for (int64_t m = 0; m < M; ++m) dk[m] += sk * in.k[m];
+  }
+}
+
+namespace {
+
+// Every entry of t (rows of `width`) in [lo, hi], finite; `expected` says so in words.
+void check_range(const Tensor& t, int64_t width, const std::string& name, float lo, float hi,
+                 const char* expected) {
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    const float v = t.at(i);
+    if (v >= lo && v <= hi && std::isfinite(v)) continue;
+    // (Appended piece by piece: GCC 12 warns falsely on "[" + std::string inlined here.)
+    std::string message = "head_address: " + name;
+    message.append("[");
+    if (width > 0) message.append(std::to_string(i / width)).append(", ").append(std::to_string(i % width));
+    else message.append(std::to_string(i));
+    message.append("]");
+    throw DataError(message + " = " + std::to_string(v) + ", expected " + expected);
+  }
+}
+
+}  // namespace
+
+Tensor head_address_forward(const Tensor& k, const Tensor& beta, const Tensor& g, const Tensor& s,
+                            const Tensor& gamma, const Tensor& w_prev, const Tensor& mem,
+                            HeadAddressCache* cache) {
+  check_tensor(mem, {kAny, kAny, kAny}, "head_address: mem [B, N, M]");
+  const int64_t B = mem.dim(0), N = mem.dim(1), M = mem.dim(2);
+  check_tensor(k, {B, M}, "head_address: k [B, M]");
+  check_tensor(beta, {B}, "head_address: beta [B]");
+  check_tensor(g, {B}, "head_address: g [B]");
+  check_tensor(s, {B, kAny}, "head_address: s [B, S]");
+  check_tensor(gamma, {B}, "head_address: gamma [B]");
+  check_tensor(w_prev, {B, N}, "head_address: w_prev [B, N]");
+  const int64_t S = s.dim(1);
+  if (S % 2 == 0)
+    throw ShapeError("head_address: s [B, S] has " + std::to_string(S) +
+                     " shifts, expected an odd number (shifts -(S-1)/2 ... (S-1)/2)");
+  if (N == 0) throw ShapeError("head_address: mem [B, N, M] has no memory rows (N = 0)");
+  const float big = std::numeric_limits<float>::max();
+  check_range(beta, 0, "beta", 0.0f, big, "a finite value >= 0");
+  check_range(g, 0, "g", 0.0f, 1.0f, "a value in [0, 1]");
+  check_range(gamma, 0, "gamma", 1.0f, big, "a finite value >= 1 (Graves et al. 2014, eq. 9)");
+  check_range(s, S, "s", 0.0f, big, "a finite shift weight >= 0");
+  check_range(w_prev, N, "w_prev", 0.0f, big, "a finite weight >= 0");
+
+  const HeadAddressDims d{N, M, S};
+  const int64_t Z = head_address_saved_size(N);
+  Tensor w = Tensor::uninitialized({B, N}), mem_norm = Tensor::uninitialized({B, N});
+  Tensor saved = Tensor::uninitialized({B, Z});
+  for (int64_t b = 0; b < B; ++b) {
+    const float* mb = mem.data() + b * N * M;
+    memory_row_norms(mb, N, M, mem_norm.data() + b * N);
+    const HeadAddressRow row{k.data() + b * M, beta.at(b),          g.at(b), s.data() + b * S, gamma.at(b),
+                             w_prev.data() + b * N, mb, mem_norm.data() + b * N};
+    head_address_row_forward(d, row, w.data() + b * N, saved.data() + b * Z);
+    if (!(saved.at(b * Z + 4 * N + 1) > 0.0f))
+      throw DataError("head_address: row " + std::to_string(b) +
+                      " of the shifted weighting is all zero (w_prev and s leave no mass to sharpen)");
+  }
+  flops::add(B * (M + 2 * N * M + N * S + 3 * N));
+  if (cache) *cache = {k, beta, g, s, gamma, w_prev, mem, mem_norm, w, saved};
+  return w;
+}
+
+HeadAddressGrads head_address_backward(const Tensor& dw, const HeadAddressCache& cache) {
+  const int64_t B = cache.mem.dim(0), N = cache.mem.dim(1), M = cache.mem.dim(2), S = cache.s.dim(1);
+  check_tensor(dw, {B, N}, "head_address_backward: dw [B, N]");
+  const HeadAddressDims d{N, M, S};
+  const int64_t Z = head_address_saved_size(N);
+  HeadAddressGrads out{Tensor({B, M}), Tensor({B}), Tensor({B}), Tensor({B, S}),
+                       Tensor({B}), Tensor({B, N}), Tensor({B, N, M})};
+  Tensor scratch({head_address_scratch_size(N)});
+  for (int64_t b = 0; b < B; ++b) {
+    const HeadAddressRow row{cache.k.data() + b * M,      cache.beta.at(b),           cache.g.at(b),
+                             cache.s.data() + b * S,      cache.gamma.at(b),          cache.w_prev.data() + b * N,
+                             cache.mem.data() + b * N * M, cache.mem_norm.data() + b * N};
+    HeadAddressRowGrads grads;
+    grads.dk = out.dk.data() + b * M;
+    grads.ds = out.ds.data() + b * S;
+    grads.dw_prev = out.dw_prev.data() + b * N;
+    grads.dmem = out.dmem.data() + b * N * M;
+    head_address_row_backward(d, row, cache.w.data() + b * N, cache.saved.data() + b * Z, dw.data() + b * N,
+                              scratch.data(), grads);
+    out.dbeta.at(b) = grads.dbeta;
+    out.dg.at(b) = grads.dg;
+    out.dgamma.at(b) = grads.dgamma;
+  }
+  flops::add(B * (M + 3 * N * M + 2 * N * S + 4 * N));
+  return out;
 }
 
 }  // namespace attn::ops

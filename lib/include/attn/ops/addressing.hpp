@@ -9,7 +9,10 @@
 //   w_g = g w_c + (1 - g) w_prev        interpolation
 //   w~  = circular_conv(w_g, s)         location shift
 //   w   = sharpen(w~, γ)
+// `head_address_*` at the end of this file is that whole chain fused, for a model's time loop.
 #pragma once
+#include <cstdint>
+
 #include "attn/core/tensor.hpp"
 
 namespace attn::ops {
@@ -85,5 +88,95 @@ struct SharpenGrads {
 //   dw_k = γ (dy_k - Σ_i dy_i y_i) w_k^(γ-1) / Σ_j w_j^γ
 //   dγ   = Σ_i dy_i y_i (ln w_i - Σ_j y_j ln w_j)      (terms with w_i = 0 are 0)
 SharpenGrads sharpen_backward(const Tensor& dy, const SharpenCache& cache);
+
+// ---- one head's whole addressing, fused (eq. 5-9) ------------------------------------------
+//
+// The chain above plus the softmax and the interpolation, for one head and one batch row on raw
+// rows, allocating nothing: w = sharpen(circular_conv(g softmax(β K(k, mem)) + (1 - g) w_prev,
+// s), γ). An NTM addresses every head at every time step, and at batch 1 four batched ops per
+// head would spend more on tensors and dispatch than on arithmetic; models/ntm calls the row
+// functions from its own loop over batch rows (one thread per row, so no reduction is shared).
+// `head_address_forward/backward` run them over a batch [B, ...]; they check their inputs, count
+// their multiply-adds, and their test checks the fusion against the four ops above. The row
+// functions count nothing (their caller does, once per step).
+//
+// Preconditions of the row functions (the batched op checks them; the NTM's activations give
+// them by construction): β finite and >= 0, g in [0, 1], s >= 0 with a positive entry, γ finite
+// and >= 1, w_prev >= 0; then w~ sums to what w_prev and s sum to and sharpening is defined.
+// Sharpening keeps l = ln(w~ / max w~) from the forward, so it cannot underflow (as
+// sharpen_forward) and its backward needs no pow: w^(γ-1) / Σ w^γ = exp((γ-1) l) / (max Σ).
+
+struct HeadAddressDims {
+  int64_t N = 0;   // memory rows
+  int64_t M = 0;   // memory row width
+  int64_t S = 0;   // shifts, odd: -(S-1)/2 ... (S-1)/2 (circular_conv_forward's order)
+};
+
+// One head's inputs for one batch row. The row functions read them again in the backward.
+struct HeadAddressRow {
+  const float* k = nullptr;          // [M] key
+  float beta = 0.0f;                 // key strength β
+  float g = 0.0f;                    // interpolation gate
+  const float* s = nullptr;          // [S] shift weights
+  float gamma = 1.0f;                // sharpening exponent γ
+  const float* w_prev = nullptr;     // [N] the head's previous weighting
+  const float* mem = nullptr;        // [N, M] the memory (row stride M)
+  const float* mem_norm = nullptr;   // [N] ||mem[i]||, from memory_row_norms
+};
+
+// Floats a row's forward saves for its backward: K, w_c, w_g and ln(w~ / max w~) ([N] each),
+// then ||k||, max w~ and Σ (w~ / max w~)^γ.
+inline int64_t head_address_saved_size(int64_t N) { return 4 * N + 3; }
+// Floats of scratch a row's backward needs.
+inline int64_t head_address_scratch_size(int64_t N) { return 2 * N; }
+
+// norms[i] = ||mem[i]|| for the N rows of mem [N, M]; every head that addresses one memory
+// shares them.
+void memory_row_norms(const float* mem, int64_t N, int64_t M, float* norms);
+
+// Writes w [N] and saved [head_address_saved_size(N)].
+void head_address_row_forward(const HeadAddressDims& d, const HeadAddressRow& in, float* w, float* saved);
+
+struct HeadAddressRowGrads {
+  float* dk = nullptr;        // [M] overwritten
+  float* ds = nullptr;        // [S] overwritten
+  float dbeta = 0.0f;         // written
+  float dg = 0.0f;            // written
+  float dgamma = 0.0f;        // written
+  float* dw_prev = nullptr;   // [N] ADDED into; null when not wanted
+  float* dmem = nullptr;      // [N, M] ADDED into; null when not wanted
+};
+
+// dw: [N] the gradient w.r.t. the row's output w (what the forward wrote); in, w and saved
+// as the forward had them. scratch: [head_address_scratch_size(N)].
+void head_address_row_backward(const HeadAddressDims& d, const HeadAddressRow& in, const float* w,
+                               const float* saved, const float* dw, float* scratch, HeadAddressRowGrads& grads);
+
+struct HeadAddressCache {
+  Tensor k, beta, g, s, gamma, w_prev, mem;   // the inputs (shared)
+  Tensor mem_norm;                            // [B, N]
+  Tensor w;                                   // [B, N] the output
+  Tensor saved;                               // [B, head_address_saved_size(N)]
+};
+
+// The fused chain over a batch.
+//   k: [B, M]   beta, g, gamma: [B]   s: [B, S]   w_prev: [B, N]   mem: [B, N, M]   -> w: [B, N]
+// Inputs outside the preconditions above, or a row whose w~ is all zero (g = 0 with w_prev = 0),
+// throw DataError naming the entry; shapes ShapeError.
+Tensor head_address_forward(const Tensor& k, const Tensor& beta, const Tensor& g, const Tensor& s,
+                            const Tensor& gamma, const Tensor& w_prev, const Tensor& mem,
+                            HeadAddressCache* cache);
+
+struct HeadAddressGrads {
+  Tensor dk;       // [B, M]
+  Tensor dbeta;    // [B]
+  Tensor dg;       // [B]
+  Tensor ds;       // [B, S]
+  Tensor dgamma;   // [B]
+  Tensor dw_prev;  // [B, N]
+  Tensor dmem;     // [B, N, M]
+};
+// dw: [B, N]. Every gradient is fresh.
+HeadAddressGrads head_address_backward(const Tensor& dw, const HeadAddressCache& cache);
 
 }  // namespace attn::ops
