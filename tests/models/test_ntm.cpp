@@ -110,7 +110,7 @@ void check_gradients(const models::NtmConfig& config, const models::SequenceBatc
 TEST_CASE("ntm config: validation and attributes", "[unit][ntm]") {
   models::NtmConfig c = tiny_config(NtmController::feedforward, 2, 1, NtmMemoryInit::random, 2);
   const auto attrs = c.to_attrs();
-  CHECK(std::get<std::string>(attrs.at("controller")) == "feedforward");
+  CHECK(std::get<std::string>(attrs.at("controller")) == "ff");
   CHECK(std::get<std::string>(attrs.at("memory_init")) == "random");
   CHECK(std::get<int64_t>(attrs.at("memory_rows")) == 5);
   CHECK(attrs.size() == 11);
@@ -119,12 +119,12 @@ TEST_CASE("ntm config: validation and attributes", "[unit][ntm]") {
   CHECK(back.controller == NtmController::feedforward);
   CHECK(back.memory_init == NtmMemoryInit::random);
   CHECK(back.controller_layers == 2);
-  for (const char* name : {"lstm", "feedforward"})
+  for (const char* name : {"lstm", "ff"})
     CHECK(models::ntm_controller_name(models::parse_ntm_controller(name)) == std::string(name));
   for (const char* name : {"constant", "learned", "random"})
     CHECK(models::ntm_memory_init_name(models::parse_ntm_memory_init(name)) == std::string(name));
   REQUIRE_THROWS_WITH(models::parse_ntm_controller("gru"),
-                      Catch::Contains("unknown controller 'gru' (expected lstm or feedforward)"));
+                      Catch::Contains("unknown controller 'gru' (expected lstm or ff)"));
 
   auto rejects = [&](auto change, const std::string& message) {
     models::NtmConfig bad = c;
@@ -148,15 +148,16 @@ TEST_CASE("ntm config: validation and attributes", "[unit][ntm]") {
   REQUIRE_THROWS_WITH(models::NtmConfig::from_attrs(bad_attrs), Catch::Contains("unknown memory_init 'zeros'"));
   bad_attrs = attrs;
   bad_attrs["read_heads"] = 1.5;
-  REQUIRE_THROWS_WITH(models::NtmConfig::from_attrs(bad_attrs),
-                      Catch::Contains("attribute 'read_heads' must be an integer"));
+  REQUIRE_THROWS_WITH(models::NtmConfig::from_attrs(bad_attrs, "ntm.h5"),
+                      Catch::Contains("ntm.h5: /config attribute 'read_heads' is a number, expected an integer"));
   bad_attrs = attrs;
   bad_attrs["memory_width"] = int64_t{0};
   REQUIRE_THROWS_WITH(models::NtmConfig::from_attrs(bad_attrs), Catch::Contains("memory_width must be >= 1, got 0"));
-  // Missing keys keep their defaults.
+  // Every key must be there: a model file says all it is.
   auto partial = attrs;
   partial.erase("shift_range");
-  CHECK(models::NtmConfig::from_attrs(partial).shift_range == 1);
+  REQUIRE_THROWS_WITH(models::NtmConfig::from_attrs(partial, "ntm.h5"),
+                      Catch::Contains("ntm.h5: no attribute 'shift_range' in /config"));
 }
 
 TEST_CASE("ntm: parameters are named by module path", "[unit][ntm]") {

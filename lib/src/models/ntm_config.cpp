@@ -1,6 +1,7 @@
 // NtmConfig: names of the enumerations, range checks and the /config attributes.
 #include <string>
 
+#include "attn/io/config_reader.hpp"
 #include "attn/models/ntm.hpp"
 
 namespace attn::models {
@@ -16,11 +17,11 @@ std::string got(int64_t v) { return ", got " + std::to_string(v); }
 
 NtmController parse_ntm_controller(const std::string& name) {
   if (name == "lstm") return NtmController::lstm;
-  if (name == "feedforward") return NtmController::feedforward;
-  throw ConfigError("unknown controller '" + name + "' (expected lstm or feedforward)");
+  if (name == "ff") return NtmController::feedforward;
+  throw ConfigError("unknown controller '" + name + "' (expected lstm or ff)");
 }
 const char* ntm_controller_name(NtmController controller) {
-  return controller == NtmController::lstm ? "lstm" : "feedforward";
+  return controller == NtmController::lstm ? "lstm" : "ff";
 }
 
 NtmMemoryInit parse_ntm_memory_init(const std::string& name) {
@@ -67,39 +68,21 @@ std::map<std::string, io::AttrValue> NtmConfig::to_attrs() const {
           {"memory_init", std::string(ntm_memory_init_name(memory_init))}};
 }
 
-NtmConfig NtmConfig::from_attrs(const std::map<std::string, io::AttrValue>& attrs) {
+NtmConfig NtmConfig::from_attrs(const std::map<std::string, io::AttrValue>& attrs, const std::string& source) {
+  const io::ConfigReader r(attrs, source);
   NtmConfig c;
-  auto get = [&](const std::string& key) -> const io::AttrValue* {
-    auto it = attrs.find(key);
-    return it == attrs.end() ? nullptr : &it->second;
-  };
-  auto type_error = [](const std::string& key, const char* want) {
-    return ConfigError("ntm config: attribute '" + key + "' must be " + want);
-  };
-  auto int_of = [&](const std::string& key, int64_t& out) {
-    if (const io::AttrValue* v = get(key)) {
-      if (const int64_t* i = std::get_if<int64_t>(v)) out = *i;
-      else throw type_error(key, "an integer");
-    }
-  };
-  auto string_of = [&](const std::string& key, auto parse, auto& out) {
-    if (const io::AttrValue* v = get(key)) {
-      if (const std::string* s = std::get_if<std::string>(v)) out = parse(*s);
-      else throw type_error(key, "a string");
-    }
-  };
-  int_of("input_size", c.input_size);
-  int_of("output_size", c.output_size);
-  string_of("controller", parse_ntm_controller, c.controller);
-  int_of("controller_size", c.controller_size);
-  int_of("controller_layers", c.controller_layers);
-  int_of("memory_rows", c.memory_rows);
-  int_of("memory_width", c.memory_width);
-  int_of("read_heads", c.read_heads);
-  int_of("write_heads", c.write_heads);
-  int_of("shift_range", c.shift_range);
-  string_of("memory_init", parse_ntm_memory_init, c.memory_init);
-  c.validate();
+  c.input_size = r.integer("input_size");
+  c.output_size = r.integer("output_size");
+  c.controller = r.parsed("controller", parse_ntm_controller);
+  c.controller_size = r.integer("controller_size");
+  c.controller_layers = r.integer("controller_layers");
+  c.memory_rows = r.integer("memory_rows");
+  c.memory_width = r.integer("memory_width");
+  c.read_heads = r.integer("read_heads");
+  c.write_heads = r.integer("write_heads");
+  c.shift_range = r.integer("shift_range");
+  c.memory_init = r.parsed("memory_init", parse_ntm_memory_init);
+  r.validated(c);
   return c;
 }
 

@@ -64,6 +64,7 @@
 
 #include "attn/core/rng.hpp"
 #include "attn/core/tensor.hpp"
+#include "attn/data/sequence_data.hpp"
 #include "attn/io/hdf5_file.hpp"
 #include "attn/nn/layers.hpp"
 #include "attn/nn/param.hpp"
@@ -74,8 +75,8 @@ namespace attn::models {
 enum class NtmController : uint8_t { lstm, feedforward };
 enum class NtmMemoryInit : uint8_t { constant, learned, random };
 
-// "lstm", "feedforward" / "constant", "learned", "random"; anything else throws ConfigError
-// listing the valid names.
+// The names are attn-ntm's option values: "lstm", "ff" / "constant", "learned", "random";
+// anything else throws ConfigError listing them.
 NtmController parse_ntm_controller(const std::string& name);
 const char* ntm_controller_name(NtmController controller);
 NtmMemoryInit parse_ntm_memory_init(const std::string& name);
@@ -105,20 +106,18 @@ struct NtmConfig {
 
   // Throws ConfigError naming the field for anything out of range.
   void validate() const;
-  // /config attributes of a model file: every field under its own name; the enumerations as
-  // the strings "lstm", "feedforward", "constant", "learned", "random".
+  // /config attributes of a model file: every field under its own name, the enumerations as
+  // attn-ntm's option values (docs/FORMATS.md).
   std::map<std::string, io::AttrValue> to_attrs() const;
-  // Missing keys keep their defaults; the result is validated.
-  static NtmConfig from_attrs(const std::map<std::string, io::AttrValue>& attrs);
+  // The inverse: every attribute must be present and of its type; anything wrong, validation
+  // included, is a FormatError naming `source` (the file) and the attribute.
+  static NtmConfig from_attrs(const std::map<std::string, io::AttrValue>& attrs, const std::string& source = "/config");
 };
 
-// A batch of sequences in the data-set layout (datasets/README.md, "NTM tasks").
-struct SequenceBatch {
-  Tensor inputs;       // float32 [B, Tin, Win]; rows t >= input_len[b] are ignored
-  Tensor input_len;    // int32 [B], each in [0, Tin]
-  Tensor targets;      // float32 [B, Tout, Wout]; rows t >= target_len[b] are ignored
-  Tensor target_len;   // int32 [B], each in [0, Tout]
-};
+// A batch of sequences in the data-set layout (attn/data/sequence_data.hpp): inputs [B, Tin, Win]
+// (rows t >= input_len[b] are ignored), input_len [B] in [0, Tin], targets [B, Tout, Wout] (rows
+// t >= target_len[b] are ignored), target_len [B] in [0, Tout].
+using SequenceBatch = data::SequenceSplit;
 
 // Sums over a batch (add them up over batches with +=).
 struct NtmStats {

@@ -1,0 +1,73 @@
+// attn-ntm eval | run: a trained model on a split of a task's data set (attn/train/ntm_run.hpp).
+#include <cstdio>
+
+#include "attn/train/ntm_run.hpp"
+#include "common/options.hpp"
+#include "verbs.hpp"
+
+namespace attn::ntm_tool {
+namespace {
+
+// --split of --data as `model` reads it: the sequence layout, with the model's widths.
+data::SequenceSplit read_split(const cli::Options& opts, const models::NtmConfig& config) {
+  const io::File data = io::File::open_read(opts.get<std::string>("data"));
+  const std::string split = opts.get<std::string>("split");
+  data::SequenceSplit s = data::read_sequence_split(data, split);
+  train::check_widths(config, s, data.display_name(), split);
+  return s;
+}
+
+// "1000 sequences: cost 0.0123 bits per sequence, 0.0120 bit errors per sequence, bit error rate
+// 0.00010, sequence accuracy 0.9900"
+std::string describe(const train::BatchStats& s) {
+  char line[256];
+  std::snprintf(line, sizeof line,
+                "%lld sequences: cost %.4f bits per sequence, %.4f bit errors per sequence, bit error rate "
+                "%.5f, sequence accuracy %.4f",
+                static_cast<long long>(s.count), s.loss(), train::bit_errors_per_sequence(s),
+                train::bit_error_rate(s), train::sequence_accuracy(s));
+  return line;
+}
+
+void add_common(cli::Options& opts) {
+  opts.model("trained model, HDF5 (attn-ntm train)").data("NTM task data set, HDF5 (attn-data copy, ...)").split("test");
+  opts.batch_size(32);
+  opts.threads();
+}
+
+}  // namespace
+
+int cmd_eval(int argc, char** argv) {
+  cli::Options opts(kTool, "--model FILE --data FILE [options]",
+                    "Evaluates a model on one split: the cost in bits per sequence (binary cross-entropy of the\n"
+                    "output bits), bit errors per sequence (outputs thresholded at 0.5), the bit error rate and\n"
+                    "the fraction of sequences without an error.");
+  add_common(opts);
+  if (!opts.parse(argc, argv)) return 0;
+  const train::NtmFile m = train::load_ntm(opts.get<std::string>("model"));
+  const data::SequenceSplit s = read_split(opts, m.model.config());
+  const train::BatchStats stats = train::evaluate_ntm(m.model, s, opts.get<int64_t>("batch-size"));
+  cli::print_summary(opts, std::string(kTool) + " eval: " + opts.get<std::string>("split") + ": " + describe(stats));
+  return 0;
+}
+
+int cmd_run(int argc, char** argv) {
+  cli::Options opts(kTool, "--model FILE --data FILE --out FILE [options]",
+                    "Runs a model on one split and writes, per sequence, the inputs, targets, outputs and every\n"
+                    "head's weighting at every step (/read_weights [N, T, R, N_mem], /write_weights), the layout\n"
+                    "of docs/FORMATS.md. Draw sequence 0 as Graves et al. Fig. 6 with:\n"
+                    "  attn-plot weights OUT --index 0 --inputs /inputs --outputs /outputs\n"
+                    "    --write /write_weights --read /read_weights --out copy.png");
+  add_common(opts);
+  opts.out("run file, HDF5");
+  if (!opts.parse(argc, argv)) return 0;
+  const train::NtmFile m = train::load_ntm(opts.get<std::string>("model"));
+  const data::SequenceSplit s = read_split(opts, m.model.config());
+  const train::NtmRunResult r = train::run_ntm(m.model, s, opts.get<int64_t>("batch-size"));
+  cli::write_output(opts, "attnlab/output", "ntm-run", [&](io::File& file) { train::write_ntm_run(file, s, r); });
+  cli::print_summary(opts, std::string(kTool) + " run: " + opts.get<std::string>("split") + ": " + describe(r.stats) +
+                               " -> " + opts.get<std::string>("out"));
+  return 0;
+}
+
+}  // namespace attn::ntm_tool
