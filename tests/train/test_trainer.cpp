@@ -199,6 +199,10 @@ TEST_CASE("the trainer learns a separable task and records one curve entry per e
   CHECK(file.read("/metrics/valid_accuracy", DType::f32, {12}).at(11) ==
         static_cast<float>(Classifier::accuracy(epochs.back().valid)));
   CHECK(file.exists("/metrics/train_accuracy"));
+  // The x axis of a learning curve: the work trained on when each epoch ended.
+  const Tensor seen = file.read("/metrics/trained_examples", DType::f32, {12});
+  CHECK(seen.at(0) == static_cast<float>(Classifier::kN));
+  CHECK(seen.at(11) == static_cast<float>(12 * Classifier::kN));
   CHECK(file.attr_string("/state", "unit") == "examples");
   CHECK(file.attr_int("/metrics", "last_epoch_partial") == 0);
   CHECK(file.attr_int("/state", "step") == 12 * 9);

@@ -36,9 +36,12 @@ struct RunState {
 
 constexpr const char* kSecondsCurve = "train_seconds";
 
+// The curve of the work trained on when each epoch ended: "trained_tokens", "trained_sequences".
+std::string units_curve(const TrainTask& task) { return "trained_" + task.unit.plural; }
+
 // Every curve of the task, in the order /metrics lists them and EpochReport::values gives them;
-// train_seconds (wall time, so unlike the others it differs between a resumed run and an
-// uninterrupted one) comes last.
+// then the units trained on and train_seconds (wall time, so unlike the others it differs between
+// a resumed run and an uninterrupted one).
 std::vector<std::string> curve_names(const TrainTask& task) {
   std::vector<std::string> names{"train_loss", "valid_loss"};
   for (const Metric& m : task.metrics) {
@@ -46,6 +49,7 @@ std::vector<std::string> curve_names(const TrainTask& task) {
     names.push_back("valid_" + m.name);
   }
   for (const EpochMetric& m : task.epoch_metrics) names.push_back("valid_" + m.name);
+  names.push_back(units_curve(task));
   names.push_back(kSecondsCurve);
   return names;
 }
@@ -94,15 +98,16 @@ EpochReport report_epoch(const TrainTask& task, const TrainConfig& c, int64_t ep
   return r;
 }
 
-// Appends one epoch's entries (and train_seconds) to the curves.
-void record(std::vector<Curve>& curves, const EpochReport& r, double train_seconds) {
+// Appends one epoch's entries, the units trained on and train_seconds to the curves.
+void record(std::vector<Curve>& curves, const EpochReport& r, const RunState& s) {
   for (size_t k = 0; k < r.values.size(); ++k) curves[k].values.push_back(static_cast<float>(r.values[k].second));
-  curves.back().values.push_back(static_cast<float>(train_seconds));
+  curves[curves.size() - 2].values.push_back(static_cast<float>(s.train_units));
+  curves.back().values.push_back(static_cast<float>(s.train_seconds));
 }
 
 void write_metrics(io::File& file, const RunState& s, const std::optional<EpochReport>& partial) {
   std::vector<Curve> curves = s.curves;
-  if (partial) record(curves, *partial, s.train_seconds);
+  if (partial) record(curves, *partial, s);
   const auto n = static_cast<int64_t>(curves.front().values.size());
   if (n > 0)
     for (const Curve& c : curves) file.write("/metrics/" + c.name, Tensor::from({n}, c.values));
@@ -301,7 +306,7 @@ TrainResult fit(const TrainTask& task, const TrainConfig& config, const TrainCal
     if (stopped) break;
     const EpochReport report = report_epoch(task, config, s.epoch, s.step, /*partial=*/false, s.epoch_train);
     if (task.end_epoch) task.end_epoch(report);
-    record(s.curves, report, s.train_seconds);
+    record(s.curves, report, s);
     result.last = report;
     ++s.epoch;
     s.epoch_batch = 0;
@@ -322,7 +327,7 @@ TrainResult fit(const TrainTask& task, const TrainConfig& config, const TrainCal
   result.train_seconds = s.train_seconds;
   result.train_units = s.train_units;
   std::vector<Curve> curves = s.curves;
-  if (partial) record(curves, *partial, s.train_seconds);
+  if (partial) record(curves, *partial, s);
   for (Curve& c : curves) result.curves[c.name] = std::move(c.values);
   return result;
 }

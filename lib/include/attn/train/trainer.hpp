@@ -24,8 +24,10 @@
 //              steps and units of work trained on since the run began, resumed parts included;
 //              unit: what a unit is ("tokens", "sequences", ...); plus the task's own state
 //   /metrics   float32 [E], one entry per epoch: train_loss, valid_loss, train_<m> and
-//              valid_<m> for every metric m of the task, valid_<m> for every epoch metric, and
-//              train_seconds (the state's train_seconds when the epoch ended); valid_* are NaN
+//              valid_<m> for every metric m of the task, valid_<m> for every epoch metric,
+//              trained_<unit> (units of work trained on when the epoch ended: trained_tokens,
+//              trained_sequences; the x axis of a learning curve) and train_seconds (the state's
+//              train_seconds when the epoch ended); valid_* are NaN
 //              without a validation set. Attribute last_epoch_partial = 1 when the last entry
 //              covers an unfinished epoch (a run stopped by max_steps), which a resumed run
 //              replaces.
@@ -158,7 +160,8 @@ struct EpochReport {
   BatchStats train;               // sums over the epoch's training batches
   BatchStats valid;               // over the validation set (count 0 without one)
   std::vector<std::pair<std::string, double>> values;   // every curve's entry for this epoch
-                                                         // but train_seconds, in curve order
+                                                         // but trained_<unit> and train_seconds,
+                                                         // in curve order
 };
 
 struct TrainCallbacks {
