@@ -31,8 +31,11 @@ void add_options(cli::Options& opts) {
        "the memory before the first step: 1e-6 everywhere, a learned matrix, or random per sequence "
        "(Collier & Beel 2018 compare the three)")
       ("baseline", cli::choice("baseline", "none", {"none", "lstm"}),
-       "lstm: train Graves et al.'s baseline instead of the NTM: an LSTM of --controller-layers layers "
-       "and no memory, as wide as it takes to match the NTM's parameter count");
+       "lstm: train Graves et al.'s baseline instead of the NTM the other options describe: an LSTM "
+       "of --baseline-layers layers and no memory, as wide as it takes to match that NTM's parameter "
+       "count")
+      ("baseline-layers", int_value(3)->notifier(cli::positive<int64_t>("baseline-layers")),
+       "layers of the LSTM baseline (Graves et al.: 3)");
   opts.add()
       ("epoch-size", int_value(1000)->notifier(cli::at_least<int64_t>("epoch-size", 0)),
        "sequences per epoch, after each of which come validation and a learning-curve entry (0: the "
@@ -63,7 +66,7 @@ models::NtmConfig config_from_options(const cli::Options& opts, const data::Sequ
   c.memory_init = models::parse_ntm_memory_init(opts.get<std::string>("memory-init"));
   c.validate();
   if (opts.get<std::string>("baseline") == "lstm") {
-    const models::NtmConfig baseline = train::lstm_baseline(c, c.controller_layers);
+    const models::NtmConfig baseline = train::lstm_baseline(c, opts.get<int64_t>("baseline-layers"));
     if (!opts.quiet())
       std::cerr << kTool << " train: the LSTM baseline: " << baseline.controller_layers << " layers of "
                 << baseline.controller_size << " units, " << train::parameter_count(baseline)

@@ -112,11 +112,21 @@ TEST_CASE("attn-ntm train --resume with a curriculum continues to the same bits"
 TEST_CASE("attn-ntm --baseline lstm trains an LSTM of the NTM's size", "[cli][attn-ntm]") {
   test::TempDir dir;
   REQUIRE(run(dir, std::string(kData) + " --out d.h5").code == 0);
-  const Result base = run(dir, "{ntm} train --data d.h5 --model b.h5 --epochs 1 --baseline lstm --controller-layers 2 " +
+  const Result base = run(dir, "{ntm} train --data d.h5 --model b.h5 --epochs 1 --baseline lstm --baseline-layers 2 " +
                                    std::string(kTiny).substr(0, std::string(kTiny).size() - 8));   // without --quiet
   INFO(base.err);
   REQUIRE(base.code == 0);
   CHECK_THAT(base.err, Contains("the LSTM baseline: 2 layers of"));
+  // Its size matches the NTM the same options describe (one controller layer of 16, memory 16 x 6).
+  const std::string err = base.err;
+  const auto count = [&](const std::string& after) {
+    const size_t at = err.find(after);
+    REQUIRE(at != std::string::npos);
+    return std::stol(err.substr(at + after.size()));
+  };
+  const long lstm = count(" units, "), ntm = count("the NTM it stands in for: ");
+  CHECK(lstm >= ntm);
+  CHECK(lstm < ntm * 13 / 10);
   const io::File b = io::File::open_read(dir.file("b.h5"));
   CHECK(b.attr_int("/config", "read_heads") == 0);
   CHECK(b.attr_int("/config", "write_heads") == 0);
