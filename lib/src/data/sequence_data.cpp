@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "attn/core/error.hpp"
+#include "attn/data/splits.hpp"
 
 namespace attn::data {
 namespace {
@@ -63,12 +64,7 @@ void write_sequence_split(io::File& file, const std::string& split, const Sequen
 
 SequenceSplit read_sequence_split(const io::File& file, const std::string& split) {
   const std::string g = "/" + split + "/";
-  if (!file.is_group("/" + split)) {
-    std::string found;
-    for (const auto& name : file.list("/")) found += (found.empty() ? "" : ", ") + ("/" + name);
-    throw FormatError(file.display_name() + ": no split '/" + split + "' (found: " +
-                      (found.empty() ? std::string("nothing") : found) + ")");
-  }
+  require_split(file, split);
   SequenceSplit s;
   s.inputs = file.read(g + "inputs", DType::f32, {kAny, kAny, kAny});
   const int64_t n = s.inputs.dim(0);

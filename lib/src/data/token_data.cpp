@@ -1,6 +1,8 @@
 // Reading, checking and writing token splits (token_data.hpp).
 #include "attn/data/token_data.hpp"
 
+#include "attn/data/splits.hpp"
+
 #include "attn/core/error.hpp"
 
 namespace attn::data {
@@ -30,15 +32,8 @@ void read_sequences(const io::File& file, const std::string& split, const std::s
 
 }  // namespace
 
-bool has_split(const io::File& file, const std::string& split) { return file.is_group("/" + split); }
-
 TokenSplit read_token_split(const io::File& file, const std::string& split, const TokenSplitRequest& request) {
-  if (!has_split(file, split))
-    throw FormatError(file.display_name() + ": no split '/" + split + "' (found: " + [&] {
-      std::string found;
-      for (const auto& g : file.list("/")) found += (found.empty() ? "" : ", ") + ("/" + g);
-      return found.empty() ? std::string("nothing") : found;
-    }() + ")");
+  require_split(file, split);
   TokenSplit out;
   out.name = split;
   if (request.src) read_sequences(file, split, "src", request.src_vocab, out.src, out.src_len);

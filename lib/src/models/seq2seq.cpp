@@ -505,14 +505,6 @@ void run_forward(const Seq2Seq& m, const Seq2SeqConfig& c, const nn::Embedding& 
   run.logits = output.forward(o, keep_caches ? &run.out : nullptr);
 }
 
-LossStats loss_stats(const ops::CrossEntropyResult& ce) {
-  LossStats s;
-  s.loss_sum = ce.sum;
-  s.nll_sum = ce.nll_sum;
-  s.tokens = ce.count;
-  s.correct = ce.correct;
-  return s;
-}
 
 }  // namespace
 

@@ -53,15 +53,6 @@ void scale_inplace(Tensor& x, float alpha) {
   for (int64_t i = 0; i < n; ++i) p[i] *= alpha;
 }
 
-// Loss sums from a cross-entropy forward.
-LossStats loss_stats(const ops::CrossEntropyResult& r) {
-  LossStats s;
-  s.loss_sum = r.sum;
-  s.nll_sum = r.nll_sum;
-  s.tokens = r.count;
-  s.correct = r.correct;
-  return s;
-}
 
 }  // namespace
 

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "attn/core/tensor.hpp"
+#include "attn/data/splits.hpp"
 #include "attn/io/hdf5_file.hpp"
 
 namespace attn::data {
@@ -29,8 +30,6 @@ struct TokenSplitRequest {
   int64_t tgt_vocab = 0;     // > 0: every target id must be below it
 };
 
-// Whether the file has the group /<split>.
-bool has_split(const io::File& file, const std::string& split);
 
 // Reads one split. Every failure names the file and the dataset: a missing dataset or wrong
 // rank (FormatError / ShapeError from io), rows that differ between src and tgt (ShapeError), a

@@ -7,6 +7,7 @@
 
 #include "attn/core/tensor.hpp"
 #include "attn/data/vocab.hpp"
+#include "attn/ops/cross_entropy.hpp"
 
 namespace attn::models {
 
@@ -33,5 +34,10 @@ struct LossStats {              // summed over the batch's counted tokens
   int64_t tokens = 0;
   int64_t correct = 0;          // argmax == target
 };
+
+// The sums of a cross-entropy over a batch's targets.
+inline LossStats loss_stats(const ops::CrossEntropyResult& ce) {
+  return {.loss_sum = ce.sum, .nll_sum = ce.nll_sum, .tokens = ce.count, .correct = ce.correct};
+}
 
 }  // namespace attn::models
