@@ -15,7 +15,7 @@
 #include "attn/models/token_batch.hpp"
 #include "attn/models/transformer.hpp"
 #include "attn/train/seq2seq_run.hpp"
-#include "attn/train/token_data.hpp"
+#include "attn/data/token_data.hpp"
 #include "attn/train/token_run.hpp"
 #include "attn/train/transformer_run.hpp"
 #include "test_support.hpp"
@@ -57,9 +57,9 @@ void train(const test::TempDir& dir, const std::string& name, const std::string&
 }
 
 // The first kRows examples of the test split, as `request` reads them.
-models::TokenBatch test_batch(const test::TempDir& dir, const train::TokenSplitRequest& request) {
+models::TokenBatch test_batch(const test::TempDir& dir, const data::TokenSplitRequest& request) {
   const io::File data = io::File::open_read(dir.file("data.h5"));
-  const train::TokenSplit split = train::read_token_split(data, "test", request);
+  const data::TokenSplit split = data::read_token_split(data, "test", request);
   std::vector<int64_t> index(kRows);
   std::iota(index.begin(), index.end(), int64_t{0});
   return train::gather_token_batch(split, index);
