@@ -212,9 +212,10 @@ train::TrainConfig train_config(const Options& opts, const std::string& resume) 
   return tc;
 }
 
-// /config: the verb's own options as given, the optimizer as resolved, the model's fields.
-void describe_task(const Options& opts, const std::map<std::string, io::AttrValue>& optimizer,
-                   train::TrainTask& task) {
+// /config: the verb's own options as given (the number of epochs as the trainer took it: 0 when
+// --steps alone bounds the run), the optimizer as resolved, the model's fields.
+void describe_task(const Options& opts, const train::TrainConfig& tc,
+                   const std::map<std::string, io::AttrValue>& optimizer, train::TrainTask& task) {
   std::map<std::string, io::AttrValue> stored;
   for (const ConfigEntry& e : opts.config()) {
     if (e.group != OptionGroup::own) continue;
@@ -222,6 +223,7 @@ void describe_task(const Options& opts, const std::map<std::string, io::AttrValu
     std::replace(key.begin(), key.end(), '-', '_');
     stored[key] = e.value;
   }
+  stored["epochs"] = tc.epochs;
   for (const auto& [key, value] : optimizer) stored[key] = value;
   for (const auto& [key, value] : task.config) stored[key] = value;
   task.config = std::move(stored);
@@ -328,7 +330,7 @@ int run_train_verb(const char* tool, int argc, char** argv, const TrainVerb& ver
   std::map<std::string, io::AttrValue> optimizer;
   tc.optimizer = optimizer_config(opts, verb.optimizer, train::batches_per_epoch(run->task, tc), run->model_width,
                                   optimizer);
-  describe_task(opts, optimizer, run->task);
+  describe_task(opts, tc, optimizer, run->task);
   run_training(opts, run->task, tc);
   return 0;
 }

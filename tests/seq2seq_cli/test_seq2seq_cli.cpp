@@ -202,6 +202,7 @@ TEST_CASE("attn-seq2seq train --optimizer: each kind trains, resumes to the same
   CHECK(m.attr_double("/config", "momentum") == 0.9);
   CHECK(m.attr_int("/config", "nesterov") == 0);
   CHECK(m.attr_int("/config", "lr_decay_every") == 1);
+  CHECK(m.attr_int("/config", "epochs") == 0);   // --steps alone bounded the run: no epoch limit
   CHECK_FALSE(m.has_attr("/config", "beta1"));
   CHECK_FALSE(m.has_attr("/config", "warmup"));
   CHECK(m.exists("/optimizer/sgd/momentum/output/W"));

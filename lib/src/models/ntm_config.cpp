@@ -1,7 +1,7 @@
 // NtmConfig: names of the enumerations, range checks and the /config attributes.
 #include <string>
 
-#include "attn/io/config_reader.hpp"
+#include "attn/io/config_fields.hpp"
 #include "attn/models/ntm.hpp"
 
 namespace attn::models {
@@ -54,36 +54,10 @@ void NtmConfig::validate() const {
                                          got(shift_range));
 }
 
-std::map<std::string, io::AttrValue> NtmConfig::to_attrs() const {
-  return {{"input_size", input_size},
-          {"output_size", output_size},
-          {"controller", std::string(ntm_controller_name(controller))},
-          {"controller_size", controller_size},
-          {"controller_layers", controller_layers},
-          {"memory_rows", memory_rows},
-          {"memory_width", memory_width},
-          {"read_heads", read_heads},
-          {"write_heads", write_heads},
-          {"shift_range", shift_range},
-          {"memory_init", std::string(ntm_memory_init_name(memory_init))}};
-}
+std::map<std::string, io::AttrValue> NtmConfig::to_attrs() const { return io::write_fields(*this); }
 
 NtmConfig NtmConfig::from_attrs(const std::map<std::string, io::AttrValue>& attrs, const std::string& source) {
-  const io::ConfigReader r(attrs, source);
-  NtmConfig c;
-  c.input_size = r.integer("input_size");
-  c.output_size = r.integer("output_size");
-  c.controller = r.parsed("controller", parse_ntm_controller);
-  c.controller_size = r.integer("controller_size");
-  c.controller_layers = r.integer("controller_layers");
-  c.memory_rows = r.integer("memory_rows");
-  c.memory_width = r.integer("memory_width");
-  c.read_heads = r.integer("read_heads");
-  c.write_heads = r.integer("write_heads");
-  c.shift_range = r.integer("shift_range");
-  c.memory_init = r.parsed("memory_init", parse_ntm_memory_init);
-  r.validated(c);
-  return c;
+  return io::read_fields<NtmConfig>(attrs, source);
 }
 
 }  // namespace attn::models

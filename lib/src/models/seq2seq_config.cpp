@@ -2,7 +2,7 @@
 #include <cmath>
 #include <string>
 
-#include "attn/io/config_reader.hpp"
+#include "attn/io/config_fields.hpp"
 #include "attn/models/seq2seq.hpp"
 
 namespace attn::models {
@@ -73,50 +73,10 @@ void Seq2SeqConfig::validate() const {
           "label_smoothing must be in [0, 1), got " + num(label_smoothing));
 }
 
-std::map<std::string, io::AttrValue> Seq2SeqConfig::to_attrs() const {
-  return {{"src_vocab", src_vocab},
-          {"tgt_vocab", tgt_vocab},
-          {"embed_dim", embed_dim},
-          {"cell", std::string(nn::rnn_cell_name(cell))},
-          {"hidden", hidden},
-          {"layers", layers},
-          {"bidirectional", int64_t{bidirectional}},
-          {"encoder_self_attention", int64_t{encoder_self_attention}},
-          {"dec_hidden", dec_hidden},
-          {"attention", std::string(nn::score_kind_name(attention))},
-          {"attention_style", std::string(attention_style_name(attention_style))},
-          {"attention_dim", attention_dim},
-          {"local", std::string(local_attention_name(local))},
-          {"attention_window", attention_window},
-          {"max_src_len", max_src_len},
-          {"dropout", double{dropout}},
-          {"teacher_forcing", double{teacher_forcing}},
-          {"label_smoothing", double{label_smoothing}}};
-}
+std::map<std::string, io::AttrValue> Seq2SeqConfig::to_attrs() const { return io::write_fields(*this); }
 
 Seq2SeqConfig Seq2SeqConfig::from_attrs(const std::map<std::string, io::AttrValue>& attrs, const std::string& source) {
-  const io::ConfigReader r(attrs, source);
-  Seq2SeqConfig c;
-  c.src_vocab = r.integer("src_vocab");
-  c.tgt_vocab = r.integer("tgt_vocab");
-  c.embed_dim = r.integer("embed_dim");
-  c.cell = r.parsed("cell", nn::parse_rnn_cell);
-  c.hidden = r.integer("hidden");
-  c.layers = r.integer("layers");
-  c.bidirectional = r.flag("bidirectional");
-  c.encoder_self_attention = r.flag("encoder_self_attention");
-  c.dec_hidden = r.integer("dec_hidden");
-  c.attention = r.parsed("attention", nn::parse_score_kind);
-  c.attention_style = r.parsed("attention_style", parse_attention_style);
-  c.attention_dim = r.integer("attention_dim");
-  c.local = r.parsed("local", parse_local_attention);
-  c.attention_window = r.integer("attention_window");
-  c.max_src_len = r.integer("max_src_len");
-  c.dropout = static_cast<float>(r.real("dropout"));
-  c.teacher_forcing = static_cast<float>(r.real("teacher_forcing"));
-  c.label_smoothing = static_cast<float>(r.real("label_smoothing"));
-  r.validated(c);
-  return c;
+  return io::read_fields<Seq2SeqConfig>(attrs, source);
 }
 
 }  // namespace attn::models

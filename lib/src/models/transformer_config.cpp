@@ -2,7 +2,7 @@
 // masking of a batch for the masked language model.
 #include <sstream>
 
-#include "attn/io/config_reader.hpp"
+#include "attn/io/config_fields.hpp"
 
 #include "attn/models/transformer.hpp"
 
@@ -94,47 +94,11 @@ void TransformerConfig::validate() const {
   unit_interval("label_smoothing", label_smoothing);
 }
 
-std::map<std::string, io::AttrValue> TransformerConfig::to_attrs() const {
-  return {
-      {"arch", std::string(arch_name(arch))},
-      {"src_vocab", src_vocab},
-      {"tgt_vocab", tgt_vocab},
-      {"tie_embeddings", std::string(tie_embeddings_name(tie_embeddings))},
-      {"d_model", d_model},
-      {"heads", heads},
-      {"d_ff", d_ff},
-      {"enc_layers", enc_layers},
-      {"dec_layers", dec_layers},
-      {"dropout", static_cast<double>(dropout)},
-      {"pos_encoding", std::string(positional_name(pos_encoding))},
-      {"norm", std::string(norm_name(norm))},
-      {"max_len", max_len},
-      {"attn_window", attn_window},
-      {"label_smoothing", static_cast<double>(label_smoothing)},
-  };
-}
+std::map<std::string, io::AttrValue> TransformerConfig::to_attrs() const { return io::write_fields(*this); }
 
 TransformerConfig TransformerConfig::from_attrs(const std::map<std::string, io::AttrValue>& a,
                                                 const std::string& source) {
-  const io::ConfigReader r(a, source);
-  TransformerConfig c;
-  c.arch = r.parsed("arch", arch_from_string);
-  c.src_vocab = r.integer("src_vocab");
-  c.tgt_vocab = r.integer("tgt_vocab");
-  c.tie_embeddings = r.parsed("tie_embeddings", tie_embeddings_from_string);
-  c.d_model = r.integer("d_model");
-  c.heads = r.integer("heads");
-  c.d_ff = r.integer("d_ff");
-  c.enc_layers = r.integer("enc_layers");
-  c.dec_layers = r.integer("dec_layers");
-  c.dropout = static_cast<float>(r.real("dropout"));
-  c.pos_encoding = r.parsed("pos_encoding", positional_from_string);
-  c.norm = r.parsed("norm", norm_from_string);
-  c.max_len = r.integer("max_len");
-  c.attn_window = r.integer("attn_window");
-  c.label_smoothing = static_cast<float>(r.real("label_smoothing"));
-  r.validated(c);
-  return c;
+  return io::read_fields<TransformerConfig>(a, source);
 }
 
 namespace {

@@ -98,6 +98,22 @@ struct NtmConfig {
   int64_t shift_range = 1;           // r: shifts -r..r, 2r + 1 shift weights
   NtmMemoryInit memory_init = NtmMemoryInit::constant;
 
+  // The fields of /config, each once (io/config_fields.hpp).
+  template <class C, class V>
+  static void fields(C& c, V& v) {
+    v("input_size", c.input_size);
+    v("output_size", c.output_size);
+    v("controller", c.controller, ntm_controller_name, parse_ntm_controller);
+    v("controller_size", c.controller_size);
+    v("controller_layers", c.controller_layers);
+    v("memory_rows", c.memory_rows);
+    v("memory_width", c.memory_width);
+    v("read_heads", c.read_heads);
+    v("write_heads", c.write_heads);
+    v("shift_range", c.shift_range);
+    v("memory_init", c.memory_init, ntm_memory_init_name, parse_ntm_memory_init);
+  }
+
   bool has_memory() const { return read_heads + write_heads > 0; }
   int64_t shifts() const { return 2 * shift_range + 1; }                   // S
   int64_t read_head_size() const { return memory_width + shifts() + 3; }   // k, β, g, s, γ

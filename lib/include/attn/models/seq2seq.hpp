@@ -92,6 +92,29 @@ struct Seq2SeqConfig {
   float teacher_forcing = 1.0f;           // probability of feeding the gold token in training
   float label_smoothing = 0.0f;
 
+  // The fields of /config, each once (io/config_fields.hpp).
+  template <class C, class V>
+  static void fields(C& c, V& v) {
+    v("src_vocab", c.src_vocab);
+    v("tgt_vocab", c.tgt_vocab);
+    v("embed_dim", c.embed_dim);
+    v("cell", c.cell, nn::rnn_cell_name, nn::parse_rnn_cell);
+    v("hidden", c.hidden);
+    v("layers", c.layers);
+    v("bidirectional", c.bidirectional);
+    v("encoder_self_attention", c.encoder_self_attention);
+    v("dec_hidden", c.dec_hidden);
+    v("attention", c.attention, nn::score_kind_name, nn::parse_score_kind);
+    v("attention_style", c.attention_style, attention_style_name, parse_attention_style);
+    v("attention_dim", c.attention_dim);
+    v("local", c.local, local_attention_name, parse_local_attention);
+    v("attention_window", c.attention_window);
+    v("max_src_len", c.max_src_len);
+    v("dropout", c.dropout);
+    v("teacher_forcing", c.teacher_forcing);
+    v("label_smoothing", c.label_smoothing);
+  }
+
   int64_t memory_dim() const { return bidirectional ? 2 * hidden : hidden; }   // Dv
   int64_t context_dim() const { return attention == nn::ScoreKind::none ? 0 : memory_dim(); }
   // Do: Dd + Dv + E (bahdanau) or Dd (luong).

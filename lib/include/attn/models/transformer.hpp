@@ -70,6 +70,26 @@ struct TransformerConfig {
   int64_t attn_window = -1;                       // >= 0: truncated self-attention radius
   float label_smoothing = 0.1f;
 
+  // The fields of /config, each once (io/config_fields.hpp).
+  template <class C, class V>
+  static void fields(C& c, V& v) {
+    v("arch", c.arch, arch_name, arch_from_string);
+    v("src_vocab", c.src_vocab);
+    v("tgt_vocab", c.tgt_vocab);
+    v("tie_embeddings", c.tie_embeddings, tie_embeddings_name, tie_embeddings_from_string);
+    v("d_model", c.d_model);
+    v("heads", c.heads);
+    v("d_ff", c.d_ff);
+    v("enc_layers", c.enc_layers);
+    v("dec_layers", c.dec_layers);
+    v("dropout", c.dropout);
+    v("pos_encoding", c.pos_encoding, positional_name, positional_from_string);
+    v("norm", c.norm, norm_name, norm_from_string);
+    v("max_len", c.max_len);
+    v("attn_window", c.attn_window);
+    v("label_smoothing", c.label_smoothing);
+  }
+
   bool tie_output() const { return tie_embeddings != TieEmbeddings::none; }   // output = target embedding^T
   bool shared_vocab() const { return tie_embeddings == TieEmbeddings::all && arch == TransformerArch::encdec; }
 
