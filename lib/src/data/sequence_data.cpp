@@ -55,11 +55,8 @@ SequenceSplit SequenceSplit::gather(std::span<const int64_t> index) const {
 }
 
 void write_sequence_split(io::File& file, const std::string& split, const SequenceSplit& s) {
-  const std::string g = "/" + split + "/";
-  file.write(g + "inputs", s.inputs);
-  file.write(g + "input_len", s.input_len);
-  file.write(g + "targets", s.targets);
-  file.write(g + "target_len", s.target_len);
+  file.write_all("/" + split + "/", {{"inputs", s.inputs}, {"input_len", s.input_len}, {"targets", s.targets},
+                                     {"target_len", s.target_len}});
 }
 
 SequenceSplit read_sequence_split(const io::File& file, const std::string& split) {

@@ -45,11 +45,7 @@ TokenSplit read_token_split(const io::File& file, const std::string& split, cons
 }
 
 void write_token_split(io::File& file, const std::string& split, const TokenSplit& s) {
-  const std::string g = "/" + split + "/";
-  file.write(g + "src", s.src);
-  file.write(g + "src_len", s.src_len);
-  file.write(g + "tgt", s.tgt);
-  file.write(g + "tgt_len", s.tgt_len);
+  file.write_all("/" + split + "/", {{"src", s.src}, {"src_len", s.src_len}, {"tgt", s.tgt}, {"tgt_len", s.tgt_len}});
 }
 
 }  // namespace attn::data

@@ -176,4 +176,8 @@ void File::write(const std::string& dataset, const Tensor& t, const WriteOptions
     throw IoError(m.label + ": cannot write " + what + with_detail());
 }
 
+void File::write_all(const std::string& group, std::initializer_list<std::pair<const char*, const Tensor&>> tensors) {
+  for (const auto& [name, t] : tensors) write(group + name, t);
+}
+
 }  // namespace attn::io

@@ -65,10 +65,7 @@ EvalResult evaluate_seq2seq(const models::Seq2Seq& model, const data::TokenSplit
 Translation translate(const models::Seq2Seq& model, const data::TokenSplit& split, const Seq2SeqTranslateOptions& options) {
   const bool attention = model.config().attention != nn::ScoreKind::none;
   return translate_split(split, options.max_tokens, [&](const data::PaddedBatch& src) {
-    decode::Seq2SeqDecodeOptions d = options.decode;
-    d.max_len = generation_limit(d.max_len, src);
-    decode::Seq2SeqDecodeResult r = d.beam > 1 ? decode::beam_search(model, src.tokens, src.lengths, d)
-                                               : decode::greedy(model, src.tokens, src.lengths, d);
+    decode::Seq2SeqDecodeResult r = decode_batch(model, src, options.decode);
     DecodedBatch out{std::move(r.tokens), std::move(r.scores), {}};
     if (attention) out.attention.emplace_back("alignment", std::move(r.alignment));
     return out;

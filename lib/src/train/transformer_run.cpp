@@ -104,10 +104,7 @@ Translation translate(const models::Transformer& model, const data::TokenSplit& 
     throw ConfigError("translate needs an encoder-decoder model (arch encdec), this one is '" +
                       std::string(models::arch_name(model.config().arch)) + "'; use generate for a language model");
   return translate_split(split, options.max_tokens, [&](const data::PaddedBatch& src) {
-    decode::DecodeOptions d = options.decode;
-    d.max_len = generation_limit(d.max_len, src);
-    decode::DecodeResult r = d.beam > 1 ? decode::beam_search(model, src.tokens, src.lengths, d)
-                                        : decode::greedy(model, src.tokens, src.lengths, d);
+    decode::DecodeResult r = decode_batch(model, src, options.decode);
     DecodedBatch out{std::move(r.tokens), std::move(r.scores), {}};
     for (size_t l = 0; l < r.self_attention.size(); ++l) {
       out.attention.emplace_back("self/layer" + std::to_string(l), std::move(r.self_attention[l]));

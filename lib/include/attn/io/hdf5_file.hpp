@@ -20,8 +20,10 @@
 // is used by one thread at a time (distinct Files may be used from distinct threads).
 #pragma once
 #include <cstdint>
+#include <initializer_list>
 #include <memory>
 #include <string>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -79,6 +81,8 @@ class File {
   // Creates intermediate groups. Overwrites nothing: writing an existing name throws.
   // One H5Dwrite per call; chunked + compressed when opts.compress or above kCompressBytes.
   void write(const std::string& dataset, const Tensor& t, const WriteOptions& opts = {});
+  // Several tensors under one group: group + name for every (name, tensor).
+  void write_all(const std::string& group, std::initializer_list<std::pair<const char*, const Tensor&>> tensors);
 
   // UTF-8 string arrays (variable length), e.g. vocabularies. Reading also accepts
   // fixed-length string datasets (numpy "S" arrays written by h5py).

@@ -31,7 +31,10 @@
 
 #include "attn/core/tensor.hpp"
 #include "attn/data/batching.hpp"
+#include "attn/data/token_data.hpp"
 #include "attn/data/vocab.hpp"
+#include "attn/decode/decode.hpp"
+#include "attn/decode/seq2seq.hpp"
 #include "attn/io/checkpoint.hpp"
 #include "attn/io/hdf5_file.hpp"
 #include "attn/metrics/accuracy.hpp"
@@ -39,7 +42,6 @@
 #include "attn/nn/param.hpp"
 #include "attn/train/model_file.hpp"
 #include "attn/train/split_run.hpp"
-#include "attn/data/token_data.hpp"
 #include "attn/train/trainer.hpp"
 
 namespace attn::train {
@@ -139,6 +141,16 @@ using BatchDecoder = std::function<DecodedBatch(const data::PaddedBatch& src)>;
 // The generation limit of a decoding batch: max_len when > 0, else the batch's longest source
 // + 50 (Vaswani et al. 2017, sec. 6.1).
 int64_t generation_limit(int64_t max_len, const data::PaddedBatch& src);
+
+// One batch of sources through a family's greedy search (options.beam 1) or beam search (the
+// decode::greedy / decode::beam_search overloads of its model), generating at most
+// generation_limit(options.max_len, src) tokens.
+template <class Model, class Options>
+auto decode_batch(const Model& model, const data::PaddedBatch& src, Options options) {
+  options.max_len = generation_limit(options.max_len, src);
+  return options.beam > 1 ? decode::beam_search(model, src.tokens, src.lengths, options)
+                          : decode::greedy(model, src.tokens, src.lengths, options);
+}
 
 // Decodes the sources of `split` in batches of about max_tokens source tokens of similar lengths
 // and puts the results back in split order. Each named attention tensor becomes one [N, ..., T, K]
