@@ -146,15 +146,17 @@ TEST_CASE("attention decoder gradients: both orders, both cells, with and withou
 TEST_CASE("attention decoder gradients: every score, local-m, local-p and no attention",
           "[gradcheck][attention_decoder]") {
   uint64_t seed = 30;
-  for (const Form& f : {Form{AttentionStyle::bahdanau, RnnCell::gru, true, ScoreKind::general, LocalAttention::local_m},
-                        Form{AttentionStyle::luong, RnnCell::lstm, false, ScoreKind::general, LocalAttention::local_m},
-                        Form{AttentionStyle::bahdanau, RnnCell::lstm, false, ScoreKind::concat, LocalAttention::local_p},
-                        Form{AttentionStyle::luong, RnnCell::gru, true, ScoreKind::concat, LocalAttention::local_p},
-                        Form{AttentionStyle::bahdanau, RnnCell::gru, false, ScoreKind::dot},
-                        Form{AttentionStyle::luong, RnnCell::lstm, true, ScoreKind::scaled_dot},
-                        Form{AttentionStyle::bahdanau, RnnCell::lstm, true, ScoreKind::location},
-                        Form{AttentionStyle::bahdanau, RnnCell::gru, false, ScoreKind::none},
-                        Form{AttentionStyle::luong, RnnCell::lstm, false, ScoreKind::none}})
+  using enum AttentionStyle;
+  const std::vector<Form> forms{Form{bahdanau, RnnCell::gru, true, ScoreKind::general, LocalAttention::local_m},
+                                Form{luong, RnnCell::lstm, false, ScoreKind::general, LocalAttention::local_m},
+                                Form{bahdanau, RnnCell::lstm, false, ScoreKind::concat, LocalAttention::local_p},
+                                Form{luong, RnnCell::gru, true, ScoreKind::concat, LocalAttention::local_p},
+                                Form{bahdanau, RnnCell::gru, false, ScoreKind::dot},
+                                Form{luong, RnnCell::lstm, true, ScoreKind::scaled_dot},
+                                Form{bahdanau, RnnCell::lstm, true, ScoreKind::location},
+                                Form{bahdanau, RnnCell::gru, false, ScoreKind::none},
+                                Form{luong, RnnCell::lstm, false, ScoreKind::none}};
+  for (const Form& f : forms)
     check_gradients(f, seed++);
 }
 

@@ -261,8 +261,8 @@ namespace {
 // The teacher-forced forward (scheduled sampling when training with teacher_forcing < 1):
 // fills run.enc, run.O and run.logits; with caches, everything backward needs.
 void run_forward(const Seq2Seq& m, const Seq2SeqConfig& c, const nn::Embedding& tgt_embed,
-                 const nn::AttentionDecoder& decoder, const nn::Linear& output, const TokenBatch& batch, bool training, bool keep_caches, Rng& rng,
-                 Impl::Run& run, float* alignment) {
+                 const nn::AttentionDecoder& decoder, const nn::Linear& output, const TokenBatch& batch, bool training,
+                 bool keep_caches, Rng& rng, Impl::Run& run, float* alignment) {
   Impl::check_source(m, batch.src, batch.src_len, "seq2seq");
   const int64_t B = batch.src.dim(0), S = batch.src.dim(1);
   check_tensor(batch.tgt, {B, kAny}, "seq2seq: tgt [B, T]", DType::i32);
