@@ -1,14 +1,11 @@
-// models::Seq2Seq: construction, the encoder, the decoder step, and the teacher-forced forward
-// and backward of a training step. Searches are in seq2seq_search.cpp, the config in
-// seq2seq_config.cpp.
+// models::Seq2Seq: construction, the encoder, and the teacher-forced forward and backward of a
+// training step around the decoder's steps (nn::AttentionDecoder). Step-by-step decoding is in
+// seq2seq_step.cpp, the config in seq2seq_config.cpp.
 #include "attn/models/seq2seq.hpp"
 
-#include <algorithm>
-#include <cmath>
 #include <cstring>
 
 #include "attn/blas/blas.hpp"
-#include "attn/nn/init.hpp"
 #include "attn/ops/activation.hpp"
 #include "seq2seq_impl.hpp"
 
@@ -115,126 +112,22 @@ Tensor backward_direction(nn::Rnn& rnn, nn::Attention* self_attn, const Tensor& 
   return dx;
 }
 
-nn::ScoreKind score_kind(nn::ScoreKind s) {
-  switch (s) {
-    case nn::ScoreKind::dot: return nn::ScoreKind::dot;
-    case nn::ScoreKind::scaled_dot: return nn::ScoreKind::scaled_dot;
-    case nn::ScoreKind::general: return nn::ScoreKind::general;
-    case nn::ScoreKind::concat: return nn::ScoreKind::concat;
-    case nn::ScoreKind::location: return nn::ScoreKind::location;
-    case nn::ScoreKind::none: break;
-  }
-  throw ConfigError("seq2seq: attention 'none' has no score function");
+// The decoder's configuration: the decoder step of seq2seq.hpp, without the context gate.
+nn::AttentionDecoderConfig decoder_config(const Seq2SeqConfig& c) {
+  return {.cell = c.cell,
+          .input_dim = c.embed_dim,
+          .hidden = c.dec_hidden,
+          .score = c.attention,
+          .memory_dim = c.memory_dim(),
+          .attention_dim = c.attention_dim,
+          .max_len = c.max_src_len,
+          .style = c.attention_style,
+          .local = c.local,
+          .window = c.attention_window,
+          .gate = false};
 }
 
-// Local-p's Gaussian width sigma = D / 2 (Luong et al. 2015, eq. 10).
-float local_sigma(int64_t window) { return static_cast<float>(window) / 2.0f; }
-
-// c_t, a_t = attend(q) at target step t (see seq2seq.hpp), with local_p's predicted position.
-void attend(const Seq2SeqConfig& c, const nn::Attention& attention, const Param& W_p,
-            const Param& v_p, int64_t t, const Tensor& q, Impl::Encoded& enc, Impl::StepCache* cache, Tensor& ctx,
-            Tensor& weights) {
-  if (c.local != LocalAttention::local_p) {
-    const nn::AttentionStep a = attention.forward(q, enc.attn, t, cache ? &cache->attn : nullptr);
-    ctx = a.context;
-    weights = a.weights;
-    if (cache != nullptr) cache->weights = weights;
-    return;
-  }
-  const int64_t B = q.dim(0), Dq = q.dim(1), A = c.attention_dim, S = enc.memory.dim(1), Dv = enc.memory.dim(2);
-  // zp = tanh(W_p q) [B, A];  p_t = S_b sigmoid(v_p . zp)
-  Tensor zp({B, A});
-  blas::gemm(Trans::N, Trans::T, B, A, Dq, 1.0f, q.data(), Dq, W_p.value.data(), Dq, 0.0f, zp.data(), A);
-  for (float& z : zp.values()) z = std::tanh(z);
-  Tensor sig({B}), pos({B});
-  blas::gemv(Trans::N, B, A, 1.0f, zp.data(), A, v_p.value.data(), 0.0f, sig.data());
-  const int32_t* len = enc.src_len.idata();
-  const float D = static_cast<float>(c.attention_window);
-  int32_t* keep = enc.attn.mask.keep.idata();
-  for (int64_t b = 0; b < B; ++b) {
-    const float s = 1.0f / (1.0f + std::exp(-sig.at(b)));
-    sig.at(b) = s;
-    pos.at(b) = static_cast<float>(len[b]) * s;
-    for (int64_t j = 0; j < S; ++j) keep[b * S + j] = std::fabs(static_cast<float>(j) - pos.at(b)) <= D ? 1 : 0;
-  }
-  const nn::AttentionStep a = attention.forward(q, enc.attn, t, cache ? &cache->attn : nullptr);
-  Tensor gauss({B, S});
-  weights = Tensor({B, S});
-  const float inv2s2 = 1.0f / (2.0f * local_sigma(c.attention_window) * local_sigma(c.attention_window));
-  for (int64_t b = 0; b < B; ++b)
-    for (int64_t j = 0; j < S; ++j) {
-      const float d = static_cast<float>(j) - pos.at(b);
-      gauss.at(b * S + j) = std::exp(-d * d * inv2s2);
-      weights.at(b * S + j) = a.weights.at(b * S + j) * gauss.at(b * S + j);
-    }
-  // c[b] = w[b] memory[b] : [Dv]
-  ctx = Tensor({B, Dv});
-  blas::gemm_strided_batched(Trans::N, Trans::N, 1, Dv, S, 1.0f, weights.data(), S, S, enc.memory.data(), Dv,
-                             S * Dv, 0.0f, ctx.data(), Dv, Dv, B);
-  if (cache != nullptr) {
-    cache->zp = zp;
-    cache->sig = sig;
-    cache->pos = pos;
-    cache->gauss = gauss;
-    cache->weights = weights;
-  }
-}
-
-// dctx: [B, Dv] -> dq [B, Dq]; adds into the attention's (and local_p's) grads and `grad`.
-Tensor attend_backward(const Seq2SeqConfig& c, nn::Attention& attention, Param& W_p, Param& v_p,
-                       const Tensor& dctx, const Impl::StepCache& cache, const Impl::Encoded& enc,
-                       nn::AttentionMemoryGrad& grad) {
-  if (c.local != LocalAttention::local_p) return attention.backward(dctx, cache.attn, enc.attn, grad);
-  const Tensor& mem = enc.memory;
-  const int64_t B = dctx.dim(0), S = mem.dim(1), Dv = mem.dim(2), A = c.attention_dim;
-  const Tensor& q = cache.attn.query;
-  const int64_t Dq = q.dim(1);
-  // c = w memory:  dw[b] = memory[b] dc[b] : [S];  dmemory[b] += w[b]^T dc[b]
-  Tensor dw({B, S});
-  blas::gemm_strided_batched(Trans::N, Trans::N, S, 1, Dv, 1.0f, mem.data(), Dv, S * Dv, dctx.data(), 1, Dv, 0.0f,
-                             dw.data(), 1, S, B);
-  blas::gemm_strided_batched(Trans::T, Trans::N, S, Dv, 1, 1.0f, cache.weights.data(), S, S, dctx.data(), Dv, Dv,
-                             1.0f, grad.dkeys.data(), Dv, S * Dv, B);
-  // w = alpha g:  dalpha = dw g;  dp = sum_j dw_j alpha_j g_j (j - p) / sigma^2
-  const float inv_s2 = 1.0f / (local_sigma(c.attention_window) * local_sigma(c.attention_window));
-  Tensor dalpha({B, S}), da({B});
-  const int32_t* len = enc.src_len.idata();
-  for (int64_t b = 0; b < B; ++b) {
-    double dp = 0.0;
-    const float p = cache.pos.at(b);
-    for (int64_t j = 0; j < S; ++j) {
-      const int64_t i = b * S + j;
-      dalpha.at(i) = dw.at(i) * cache.gauss.at(i);
-      dp += static_cast<double>(dw.at(i)) * cache.weights.at(i) * (static_cast<float>(j) - p) * inv_s2;
-    }
-    const float s = cache.sig.at(b);   // p = S_b sigmoid(a)
-    da.at(b) = static_cast<float>(dp) * static_cast<float>(len[b]) * s * (1.0f - s);
-  }
-  Tensor dq = attention.backward(Tensor({B, Dv}), cache.attn, enc.attn, grad, dalpha);
-  // a = v_p . zp:  dv_p += zp^T da;  dzp = da v_p;  zp = tanh(W_p q)
-  blas::gemv(Trans::T, B, A, 1.0f, cache.zp.data(), A, da.data(), 1.0f, v_p.grad.data());
-  Tensor dpre({B, A});
-  for (int64_t b = 0; b < B; ++b)
-    for (int64_t k = 0; k < A; ++k) {
-      const float z = cache.zp.at(b * A + k);
-      dpre.at(b * A + k) = da.at(b) * v_p.value.at(k) * (1.0f - z * z);
-    }
-  blas::gemm(Trans::T, Trans::N, A, Dq, B, 1.0f, dpre.data(), A, q.data(), Dq, 1.0f, W_p.grad.data(), Dq);
-  blas::gemm(Trans::N, Trans::N, B, Dq, A, 1.0f, dpre.data(), A, W_p.value.data(), Dq, 1.0f, dq.data(), Dq);
-  return dq;
-}
-
-// The decoder attention's memory: padding mask, window for local_m, a per-step keep mask for local_p.
 }  // namespace
-
-void Seq2SeqImpl::prepare_attention(const Seq2SeqConfig& c, const nn::Attention* attention, Encoded& enc) {
-  if (attention == nullptr) return;
-  ops::AttentionMask mask = ops::AttentionMask::padding(enc.src_len);
-  if (c.local == LocalAttention::local_m) mask.window = c.attention_window;
-  enc.attn = attention->prepare(enc.memory, enc.memory, mask);
-  if (c.local == LocalAttention::local_p)
-    enc.attn.mask.keep = Tensor({enc.memory.dim(0), 1, enc.memory.dim(1)}, DType::i32);
-}
 
 // ---- construction ----------------------------------------------------------------------------
 
@@ -242,7 +135,7 @@ Seq2Seq::Seq2Seq(const Seq2SeqConfig& config, Rng& rng) : config_(config) {
   config.validate();
   const Seq2SeqConfig& c = config_;
   const int64_t E = c.embed_dim, H = c.hidden, dirs = c.bidirectional ? 2 : 1, Dv = c.memory_dim();
-  const int64_t Dd = c.dec_hidden, Dc = c.context_dim();
+  const int64_t Dd = c.dec_hidden;
   src_embed_ = nn::Embedding(c.src_vocab, E, "encoder/embedding", rng, 1.0f, kPad);
   for (int64_t l = 0; l < c.layers; ++l)
     for (int64_t d = 0; d < dirs; ++d) {
@@ -256,19 +149,7 @@ Seq2Seq::Seq2Seq(const Seq2SeqConfig& config, Rng& rng) : config_(config) {
     }
   bridge_ = nn::Linear(Dv, Dd, "bridge", rng);
   tgt_embed_ = nn::Embedding(c.tgt_vocab, E, "decoder/embedding", rng, 1.0f, kPad);
-  const int64_t extra = c.attention_style == AttentionStyle::bahdanau ? Dc : Dd;   // [e; c] or [e; h~]
-  decoder_ = nn::Rnn(c.cell, E + extra, Dd, "decoder/rnn", rng);
-  if (c.attention != nn::ScoreKind::none)
-    attention_ = std::make_unique<nn::Attention>(
-        nn::AttentionConfig{score_kind(c.attention), Dd, Dv, c.attention_dim, c.max_src_len}, "decoder/attention",
-        rng);
-  if (c.local == LocalAttention::local_p) {
-    const int64_t A = c.attention_dim;
-    local_W_ = Param("decoder/local_p/W", nn::glorot_uniform({A, Dd}, rng));
-    const float bound = 1.0f / std::sqrt(static_cast<float>(A));
-    local_v_ = Param("decoder/local_p/v", rand_uniform({A}, rng, -bound, bound));
-  }
-  if (c.attention_style == AttentionStyle::luong) combine_ = nn::Linear(Dc + Dd, Dd, "decoder/combine", rng, /*bias=*/false);
+  decoder_ = nn::AttentionDecoder(decoder_config(c), "decoder", rng);
   output_ = nn::Linear(c.output_input_dim(), c.tgt_vocab, "output", rng);
 }
 
@@ -285,9 +166,6 @@ ParamList Seq2Seq::params() {
   nn::append(list, bridge_.params());
   nn::append(list, tgt_embed_.params());
   nn::append(list, decoder_.params());
-  if (attention_) nn::append(list, attention_->params());
-  if (local_W_.value.defined()) nn::append(list, {&local_W_, &local_v_});
-  if (combine_.W.value.defined()) nn::append(list, combine_.params());
   nn::append(list, output_.params());
   return list;
 }
@@ -343,7 +221,7 @@ Impl::Encoded Seq2SeqImpl::encode(const Seq2Seq& m, const Tensor& src, const Ten
   }
   enc.s0 = ops::tanh_forward(m.bridge_.forward(final_states, cache ? &cache->bridge : nullptr),
                              cache ? &cache->bridge_tanh : nullptr);
-  prepare_attention(c, m.attention_.get(), enc);
+  enc.attn = m.decoder_.prepare(enc.memory, enc.src_len);
   return enc;
 }
 
@@ -378,70 +256,18 @@ void Seq2SeqImpl::encode_backward(Seq2Seq& m, const Encoded& enc, Tensor dmemory
 
 // ---- decoder ---------------------------------------------------------------------------------
 
-Impl::DecoderState Seq2SeqImpl::initial_state(const Seq2Seq& m, const Encoded& enc) {
-  const Seq2SeqConfig& c = m.config_;
-  const int64_t B = enc.s0.dim(0);
-  DecoderState st;
-  st.s = m.decoder_.zero_state(B);
-  st.s.h = enc.s0;
-  st.gx = Tensor({B, m.decoder_.gates()});
-  if (c.attention_style == AttentionStyle::luong) {
-    st.feed = Tensor({B, c.dec_hidden});
-    st.cs = Tensor({B, c.context_dim() + c.dec_hidden});
-  }
-  return st;
-}
-
-Tensor Seq2SeqImpl::decoder_step(const Seq2Seq& m, int64_t t, const float* gx_e, const float* e, DecoderState& st,
-                                 Encoded& enc, float* o, float* cs, StepCache* cache) {
-  const Seq2SeqConfig& c = m.config_;
-  const int64_t B = st.s.h.dim(0), E = c.embed_dim, Dd = c.dec_hidden, Dv = c.context_dim();
-  const int64_t Do = c.output_input_dim(), G = m.decoder_.gates();
-  std::memcpy(st.gx.data(), gx_e, static_cast<size_t>(B * G) * sizeof(float));
-  nn::RnnStepCache* rc = cache ? &cache->rnn : nullptr;
-  Tensor ctx, weights;
-  auto attend_with = [&](const Tensor& q) {
-    attend(c, *m.attention_, m.local_W_, m.local_v_, t, q, enc, cache, ctx, weights);
-  };
-  if (c.attention_style == AttentionStyle::bahdanau) {
-    // c_t from s_{t-1};  s_t = RNN([e_t; c_t], s_{t-1});  o_t = [s_t; c_t; e_t]
-    if (m.attention_) {
-      attend_with(st.s.h);
-      m.decoder_.project(ctx.data(), Dv, B, /*col=*/E, Dv, /*with_bias=*/false, 1.0f, st.gx.data());
-    }
-    st.s = m.decoder_.step(st.gx, st.s, rc);
-    copy_rows(st.s.h.data(), Dd, o, Do, B, Dd);
-    if (m.attention_) copy_rows(ctx.data(), Dv, o + Dd, Do, B, Dv);
-    copy_rows(e, E, o + Dd + Dv, Do, B, E);
-  } else {
-    // s_t = RNN([e_t; h~_{t-1}], s_{t-1});  c_t from s_t;  o_t = h~_t = tanh(W_c [c_t; s_t])
-    m.decoder_.project(st.feed.data(), Dd, B, /*col=*/E, Dd, /*with_bias=*/false, 1.0f, st.gx.data());
-    st.s = m.decoder_.step(st.gx, st.s, rc);
-    if (m.attention_) {
-      attend_with(st.s.h);
-      copy_rows(ctx.data(), Dv, cs, Dv + Dd, B, Dv);
-    }
-    copy_rows(st.s.h.data(), Dd, cs + Dv, Dv + Dd, B, Dd);
-    blas::gemm(Trans::N, Trans::T, B, Dd, Dv + Dd, 1.0f, cs, Dv + Dd, m.combine_.W.value.data(), Dv + Dd, 0.0f, o,
-               Dd);
-    for (int64_t i = 0; i < B * Dd; ++i) o[i] = std::tanh(o[i]);
-    std::memcpy(st.feed.data(), o, static_cast<size_t>(B * Dd) * sizeof(float));
-  }
-  return weights;
-}
-
 namespace {
 
 // The teacher-forced forward (scheduled sampling when training with teacher_forcing < 1):
 // fills run.enc, run.O and run.logits; with caches, everything backward needs.
-void run_forward(const Seq2Seq& m, const Seq2SeqConfig& c, const nn::Embedding& tgt_embed, const nn::Rnn& decoder,
-                 const nn::Linear& output, const TokenBatch& batch, bool training, bool keep_caches, Rng& rng,
-                 Impl::Run& run, float* alignment) {
+void run_forward(const Seq2Seq& m, const Seq2SeqConfig& c, const nn::Embedding& tgt_embed,
+                 const nn::AttentionDecoder& decoder, const nn::Linear& output, const TokenBatch& batch, bool training,
+                 bool keep_caches, Rng& rng, Impl::Run& run, float* alignment) {
   Impl::check_source(m, batch.src, batch.src_len, "seq2seq");
   const int64_t B = batch.src.dim(0), S = batch.src.dim(1);
   check_tensor(batch.tgt, {B, kAny}, "seq2seq: tgt [B, T]", DType::i32);
   check_tensor(batch.tgt_len, {B}, "seq2seq: tgt_len [B]", DType::i32);
-  const int64_t T = batch.tgt.dim(1), E = c.embed_dim, Dd = c.dec_hidden, Dv = c.context_dim();
+  const int64_t T = batch.tgt.dim(1), E = c.embed_dim, Dd = c.dec_hidden, Dc = c.context_dim();
   const int64_t Do = c.output_input_dim(), G = decoder.gates(), V = c.tgt_vocab;
   if (T < 1) throw ShapeError("seq2seq: tgt [B, T] has T = 0");
   run.B = B;
@@ -467,12 +293,12 @@ void run_forward(const Seq2Seq& m, const Seq2SeqConfig& c, const nn::Embedding& 
   }
   run.emb = tgt_embed.forward(run.ids_in, keep_caches ? &run.tgt_embed : nullptr).reshape({T * B, E});
   run.gx = Tensor({T * B, G});
-  decoder.project(run.emb.data(), E, T * B, /*col=*/0, E, /*with_bias=*/true, 0.0f, run.gx.data());
+  decoder.project_input(run.emb.data(), E, T * B, run.gx.data());
   run.O = Tensor({T * B, Do});
-  if (c.attention_style == AttentionStyle::luong) run.CS = Tensor({T * B, Dv + Dd});
-  if (keep_caches) run.steps.assign(T, {});
+  if (keep_caches) run.dec = decoder.make_cache(T, B);
 
-  Impl::DecoderState st = Impl::initial_state(m, run.enc);
+  nn::AttentionDecoderState st = decoder.initial_state(run.enc.s0);
+  const bool bahdanau = c.attention_style == AttentionStyle::bahdanau;
   const bool sampling = training && c.teacher_forcing < 1.0f;
   Tensor pred = sampling ? Tensor({B, V}) : Tensor();
   for (int64_t t = 0; t < T; ++t) {
@@ -491,12 +317,12 @@ void run_forward(const Seq2Seq& m, const Seq2SeqConfig& c, const nn::Embedding& 
       }
       const Tensor e_t = tgt_embed.forward(run.ids_in[t], nullptr);
       std::memcpy(run.emb.data() + t * B * E, e_t.data(), static_cast<size_t>(B * E) * sizeof(float));
-      decoder.project(e_t.data(), E, B, 0, E, true, 0.0f, run.gx.data() + t * B * G);
+      decoder.project_input(e_t.data(), E, B, run.gx.data() + t * B * G);
     }
-    const Tensor w = Impl::decoder_step(m, t, run.gx.data() + t * B * G, run.emb.data() + t * B * E, st, run.enc,
-                                        run.O.data() + t * B * Do,
-                                        c.attention_style == AttentionStyle::luong ? run.CS.data() + t * B * (Dv + Dd) : nullptr,
-                                        keep_caches ? &run.steps[t] : nullptr);
+    float* o_t = run.O.data() + t * B * Do;
+    const Tensor w =
+        decoder.step(t, run.gx.data() + t * B * G, st, run.enc.attn, o_t, Do, keep_caches ? &run.dec : nullptr);
+    if (bahdanau) copy_rows(run.emb.data() + t * B * E, E, o_t + Dd + Dc, Do, B, E);   // o_t = [s_t; c_t; e_t]
     if (alignment != nullptr && w.defined())
       for (int64_t b = 0; b < B; ++b)
         std::memcpy(alignment + (b * T + t) * S, w.data() + b * S, static_cast<size_t>(S) * sizeof(float));
@@ -518,84 +344,25 @@ LossStats Seq2Seq::train_step(const TokenBatch& batch, Rng& dropout_rng) {
       ops::cross_entropy_forward_backward_inplace(run.logits, run.targets, {/*ignore_index=*/-1, c.label_smoothing}, 1.0f));
   if (stats.tokens == 0) return stats;
 
-  const int64_t B = run.B, S = run.S, T = run.T, E = c.embed_dim, Dd = c.dec_hidden, Dv = c.context_dim();
-  const int64_t Do = c.output_input_dim(), G = decoder_.gates(), I = decoder_.input();
+  const int64_t B = run.B, S = run.S, T = run.T, E = c.embed_dim, Dd = c.dec_hidden, Dc = c.context_dim();
+  const int64_t Do = c.output_input_dim();
   // logits = dropout(O) W_o^T + b_o, one GEMM each way for all T*B rows.
   const Tensor dO = ops::dropout_backward(output_.backward(run.logits, run.out), run.out_drop);
   run.logits = Tensor();
 
-  nn::AttentionMemoryGrad grad;
-  if (attention_) grad = attention_->begin_backward(run.enc.attn);
-  Tensor dGX({T * B, G}), dEmb({T * B, E}), dPRE;
-  const bool luong = c.attention_style == AttentionStyle::luong;
-  if (!luong) copy_rows(dO.data() + Dd + Dv, Do, dEmb.data(), E, T * B, E);   // o_t's e_t part
-  else dPRE = Tensor({T * B, Dd});
-  nn::RnnState dstate = decoder_.zero_state(B);   // dL/ds_t from the steps after t
-  Tensor dfeed = luong ? Tensor({B, Dd}) : Tensor();
-  const float* W_ih = decoder_.W_ih.value.data();
-  for (int64_t t = T - 1; t >= 0; --t) {
-    Impl::StepCache& sc = run.steps[t];
-    const float* do_t = dO.data() + t * B * Do;
-    Tensor dh({B, Dd});
-    nn::RnnState dprev;
-    if (!luong) {
-      copy_rows(do_t, Do, dh.data(), Dd, B, Dd);
-      add_into(dh.data(), dstate.h.data(), B * Dd);
-      const Tensor dg = decoder_.step_backward({dh, dstate.c}, sc.rnn, dprev);
-      std::memcpy(dGX.data() + t * B * G, dg.data(), static_cast<size_t>(B * G) * sizeof(float));
-      if (attention_) {
-        // dc_t = (o_t's c part) + dg W_ih[:, E:]
-        Tensor dctx({B, Dv});
-        copy_rows(do_t + Dd, Do, dctx.data(), Dv, B, Dv);
-        blas::gemm(Trans::N, Trans::N, B, Dv, G, 1.0f, dg.data(), G, W_ih + E, I, 1.0f, dctx.data(), Dv);
-        const Tensor dq = attend_backward(c, *attention_, local_W_, local_v_, dctx, sc, run.enc, grad);
-        add_into(dprev.h.data(), dq.data(), B * Dd);
-      }
-    } else {
-      // h~_t = tanh(W_c [c_t; s_t]) feeds o_t and the next step's input.
-      float* dpre = dPRE.data() + t * B * Dd;
-      const float* ht = run.O.data() + t * B * Dd;
-      for (int64_t i = 0; i < B * Dd; ++i) dpre[i] = (do_t[i] + dfeed.at(i)) * (1.0f - ht[i] * ht[i]);
-      Tensor dcs({B, Dv + Dd});
-      blas::gemm(Trans::N, Trans::N, B, Dv + Dd, Dd, 1.0f, dpre, Dd, combine_.W.value.data(), Dv + Dd, 0.0f,
-                 dcs.data(), Dv + Dd);
-      copy_rows(dcs.data() + Dv, Dv + Dd, dh.data(), Dd, B, Dd);
-      add_into(dh.data(), dstate.h.data(), B * Dd);
-      if (attention_) {
-        Tensor dctx({B, Dv});
-        copy_rows(dcs.data(), Dv + Dd, dctx.data(), Dv, B, Dv);
-        const Tensor dq = attend_backward(c, *attention_, local_W_, local_v_, dctx, sc, run.enc, grad);
-        add_into(dh.data(), dq.data(), B * Dd);
-      }
-      const Tensor dg = decoder_.step_backward({dh, dstate.c}, sc.rnn, dprev);
-      std::memcpy(dGX.data() + t * B * G, dg.data(), static_cast<size_t>(B * G) * sizeof(float));
-      // dh~_{t-1} = dg W_ih[:, E:]
-      if (t > 0)
-        blas::gemm(Trans::N, Trans::N, B, Dd, G, 1.0f, dg.data(), G, W_ih + E, I, 0.0f, dfeed.data(), Dd);
-    }
-    dstate = dprev;
-  }
-  // The input projection's weights, one GEMM per column block over all T*B rows.
-  decoder_.project_backward(dGX.data(), T * B, run.emb.data(), E, /*col=*/0, E, /*with_bias=*/true, dEmb.data(), E);
-  if (!luong && attention_)
-    decoder_.project_backward(dGX.data(), T * B, run.O.data() + Dd, Do, /*col=*/E, Dv, false, nullptr, 0);
-  if (luong) {
-    if (T > 1)   // step t's feed is h~_{t-1}
-      decoder_.project_backward(dGX.data() + B * G, (T - 1) * B, run.O.data(), Dd, /*col=*/E, Dd, false, nullptr, 0);
-    // dW_c += dpre^T [c; s]
-    blas::gemm(Trans::T, Trans::N, Dd, Dv + Dd, T * B, 1.0f, dPRE.data(), Dd, run.CS.data(), Dv + Dd, 1.0f,
-               combine_.W.grad.data(), Dv + Dd);
-  }
+  // The decoder's steps in reverse, then its weight gradients over all T*B rows.
+  nn::AttentionDecoderGrad grad = decoder_.begin_backward(run.enc.attn, T, B);
+  Tensor dEmb({T * B, E});
+  if (c.attention_style == AttentionStyle::bahdanau)
+    copy_rows(dO.data() + Dd + Dc, Do, dEmb.data(), E, T * B, E);   // o_t's e_t part
+  for (int64_t t = T - 1; t >= 0; --t)
+    decoder_.step_backward(t, dO.data() + t * B * Do, Do, run.O.data() + t * B * Do, Do, run.dec, run.enc.attn, grad);
+  decoder_.end_backward(run.O.data(), Do, run.dec, run.enc.attn, grad);
+  decoder_.input_backward(grad, run.emb.data(), E, dEmb.data(), E);
   tgt_embed_.backward(dEmb.reshape({T, B, E}), run.tgt_embed);
 
-  Tensor dmemory;
-  if (attention_) {
-    attention_->backward_memory(run.enc.attn, grad);
-    dmemory = grad.dkeys;
-  } else {
-    dmemory = Tensor({B, S, c.memory_dim()});
-  }
-  Impl::encode_backward(*this, run.enc, dmemory, dstate.h, run.encoder);
+  const Tensor dmemory = decoder_.attention() ? grad.memory.dkeys : Tensor({B, S, c.memory_dim()});
+  Impl::encode_backward(*this, run.enc, dmemory, grad.dstate.h, run.encoder);
   return stats;
 }
 

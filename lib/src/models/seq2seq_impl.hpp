@@ -1,5 +1,6 @@
-// Internal to models/seq2seq: the caches of a forward pass and the functions shared by the
-// training code (seq2seq.cpp) and step-by-step decoding (seq2seq_step.cpp). Not installed.
+// Internal to models/seq2seq: the caches of a forward pass and the encoder functions shared by
+// the training code (seq2seq.cpp) and step-by-step decoding (seq2seq_step.cpp); the decoder step
+// is nn::AttentionDecoder's. Not installed.
 #pragma once
 #include <vector>
 
@@ -31,7 +32,7 @@ struct Seq2SeqImpl {
   struct Encoded {
     Tensor memory;                            // [B, S, Dv] h_j
     Tensor src_len;                           // int32 [B]
-    nn::AttentionMemory attn;                 // prepared for the decoder's attention
+    nn::AttentionMemory attn;                 // prepared for the decoder's attention (nn::AttentionDecoder::prepare)
     Tensor s0;                                // [B, Dd] the decoder's initial h
   };
 
@@ -43,23 +44,6 @@ struct Seq2SeqImpl {
     ops::TanhCache bridge_tanh;
   };
 
-  // ---- decoder -------------------------------------------------------------------------------
-  struct DecoderState {
-    nn::RnnState s;                               // s_t
-    Tensor feed;                              // luong: h~_t [B, Dd] (input feeding)
-    Tensor gx;                                // scratch [B, G]: the step's input projection
-    Tensor cs;                                // luong scratch [B, Dv + Dd] when not training
-  };
-  struct StepCache {
-    nn::RnnStepCache rnn;
-    nn::AttentionStepCache attn;
-    Tensor zp;                                // local_p: tanh(W_p q) [B, A]
-    Tensor sig;                               // local_p: sigmoid(v_p . zp) [B]
-    Tensor pos;                               // local_p: p_t [B]
-    Tensor gauss;                             // local_p: exp(-(j - p_t)^2 / 2 sigma^2) [B, S]
-    Tensor weights;                           // the weights that made the context [B, S]
-  };
-
   struct Run {
     int64_t B = 0, S = 0, T = 0;
     EncoderCache encoder;
@@ -69,9 +53,8 @@ struct Seq2SeqImpl {
     Tensor emb;                               // [T*B, E]
     ops::EmbeddingCache tgt_embed;
     Tensor gx;                                // [T*B, G] embedding part of the input projection
-    Tensor O;                                 // [T*B, Do] o_t
-    Tensor CS;                                // luong: [T*B, Dv + Dd] [c_t; s_t]
-    std::vector<StepCache> steps;
+    Tensor O;                                 // [T*B, Do] o_t (the decoder's part, then e_t for bahdanau)
+    nn::AttentionDecoderCache dec;            // the decoder's caches of all T steps
     ops::DropoutCache out_drop;
     ops::LinearCache out;
     Tensor logits;                            // [T*B, V]; train_step overwrites it with dlogits
@@ -82,15 +65,6 @@ struct Seq2SeqImpl {
   // dmemory: [B, S, Dv] (consumed), ds0: [B, Dd].
   static void encode_backward(Seq2Seq& m, const Encoded& enc, Tensor dmemory, const Tensor& ds0,
                               EncoderCache& cache);
-  // The decoder attention's memory over enc.memory: padding mask, local_m's window, local_p's
-  // per-step keep mask. Nothing without attention.
-  static void prepare_attention(const Seq2SeqConfig& c, const nn::Attention* attention, Encoded& enc);
-  static DecoderState initial_state(const Seq2Seq& m, const Encoded& enc);
-  // Decoder step t (see seq2seq.hpp). gx_e: [B, G] the embedding part of the input projection;
-  // e: [B, E] rows of stride E; writes o_t to `o` (row stride Do) and, luong, [c_t; s_t] to
-  // `cs` (row stride Dv + Dd). Returns the weights [B, S] (empty without attention).
-  static Tensor decoder_step(const Seq2Seq& m, int64_t t, const float* gx_e, const float* e, DecoderState& st,
-                             Encoded& enc, float* o, float* cs, StepCache* cache);
   // Checks src [B, S] / src_len [B] (ids in range, 1 <= len <= S).
   static void check_source(const Seq2Seq& m, const Tensor& src, const Tensor& src_len, const std::string& label);
 };

@@ -1,7 +1,7 @@
 // models::Seq2Seq run one decoder step at a time over R rows (the incremental decoding API that
-// attn::decode's searches drive): the step's output projection over all R rows is one GEMM;
-// selecting rows gathers the recurrent state, and the source memory only when the rows'
-// sentences change.
+// attn::decode's searches drive): the decoder's step (nn::AttentionDecoder), then the step's
+// output projection over all R rows as one GEMM; selecting rows gathers the recurrent state,
+// and the source memory only when the rows' sentences change.
 #include <cstring>
 
 #include "attn/blas/blas.hpp"
@@ -12,50 +12,15 @@ namespace attn::models {
 namespace {
 
 using blas::Trans;
-
-// Rows `index` of x: [R, ...] -> [index.size(), ...] (new tensor); x itself when undefined or empty.
-Tensor gather_rows(const Tensor& x, const std::vector<int64_t>& index) {
-  if (!x.defined() || x.empty()) return x;
-  Shape shape = x.shape();
-  const int64_t row = x.numel() / shape[0];
-  shape[0] = static_cast<int64_t>(index.size());
-  Tensor y = Tensor::uninitialized(shape, x.dtype());
-  const size_t bytes = static_cast<size_t>(row) * 4;
-  for (size_t i = 0; i < index.size(); ++i) {
-    if (x.dtype() == DType::f32) std::memcpy(y.data() + i * row, x.data() + index[i] * row, bytes);
-    else std::memcpy(y.idata() + i * row, x.idata() + index[i] * row, bytes);
-  }
-  return y;
-}
-
-// The rows `index` of an encoded batch, its attention memory included (U k is copied, not
-// recomputed).
-Seq2SeqImpl::Encoded gather_encoded(const Seq2SeqImpl::Encoded& e, const std::vector<int64_t>& index) {
-  const int64_t B = e.memory.dim(0);
-  Seq2SeqImpl::Encoded out;
-  out.memory = gather_rows(e.memory, index);
-  out.src_len = gather_rows(e.src_len, index);
-  out.s0 = gather_rows(e.s0, index);
-  const nn::AttentionMemory& a = e.attn;
-  if (!a.keys.defined()) return out;   // no attention
-  nn::AttentionMemory& b = out.attn;
-  b.keys = a.keys.is_same(e.memory) ? out.memory : gather_rows(a.keys, index);
-  b.values = a.values_are_keys ? b.keys : a.values.is_same(e.memory) ? out.memory : gather_rows(a.values, index);
-  b.values_are_keys = a.values_are_keys;
-  b.projected_keys = gather_rows(a.projected_keys, index);
-  b.mask = a.mask;
-  b.mask.key_lengths = a.mask.key_lengths.is_same(e.src_len) ? out.src_len : gather_rows(a.mask.key_lengths, index);
-  if (a.mask.keep.defined() && a.mask.keep.dim(0) == B) b.mask.keep = gather_rows(a.mask.keep, index);   // local_p
-  return out;
-}
+using nn::gather_rows;
 
 }  // namespace
 
 struct Seq2SeqDecoderState::Impl {
-  Seq2SeqImpl::Encoded source;          // one row per sentence, as encoded
-  Seq2SeqImpl::Encoded enc;             // one row per row: the rows' sentences
+  nn::AttentionMemory source;           // one row per sentence, as encoded
+  nn::AttentionMemory memory;           // one row per row: the rows' sentences
   std::vector<int64_t> sentence;        // per row
-  Seq2SeqImpl::DecoderState st;
+  nn::AttentionDecoderState st;
   Tensor gx, o, logits;                 // [R, G], [R, Do], [R, V]
   int64_t t = 0;                        // steps done
 };
@@ -77,13 +42,8 @@ void Seq2SeqDecoderState::select(const std::vector<int64_t>& keep) {
   Impl& d = *impl_;
   std::vector<int64_t> sentence(keep.size());
   for (size_t i = 0; i < keep.size(); ++i) sentence[i] = d.sentence[static_cast<size_t>(keep[i])];
-  d.st.s.h = gather_rows(d.st.s.h, keep);
-  d.st.s.c = gather_rows(d.st.s.c, keep);
-  d.st.feed = gather_rows(d.st.feed, keep);
-  const int64_t n = static_cast<int64_t>(keep.size());
-  d.st.gx = Tensor({n, d.st.gx.dim(1)});   // scratch
-  if (d.st.cs.defined()) d.st.cs = Tensor({n, d.st.cs.dim(1)});
-  if (sentence != d.sentence) d.enc = gather_encoded(d.source, sentence);
+  d.st.select(keep);
+  if (sentence != d.sentence) d.memory = gather_rows(d.source, sentence);
   d.sentence = std::move(sentence);
 }
 
@@ -94,19 +54,18 @@ Seq2SeqDecoderState Seq2Seq::start_decoding(const Tensor& src, const Tensor& src
   Seq2SeqDecoderState state;
   state.impl_ = std::make_unique<Seq2SeqDecoderState::Impl>();
   Seq2SeqDecoderState::Impl& d = *state.impl_;
-  d.source = Seq2SeqImpl::encode(*this, src, src_len, false, unused, nullptr);
+  const Seq2SeqImpl::Encoded enc = Seq2SeqImpl::encode(*this, src, src_len, false, unused, nullptr);
+  d.source = enc.attn;
   const int64_t R = src.dim(0) * copies;
   d.sentence.resize(static_cast<size_t>(R));
   for (int64_t r = 0; r < R; ++r) d.sentence[static_cast<size_t>(r)] = r / copies;
   if (copies == 1) {
-    d.enc = d.source;
+    d.memory = enc.attn;
+    d.st = decoder_.initial_state(enc.s0);
   } else {   // the attention memory prepared over the repeated rows
-    d.enc.memory = gather_rows(d.source.memory, d.sentence);
-    d.enc.src_len = gather_rows(d.source.src_len, d.sentence);
-    d.enc.s0 = gather_rows(d.source.s0, d.sentence);
-    Seq2SeqImpl::prepare_attention(config_, attention_.get(), d.enc);
+    d.memory = decoder_.prepare(gather_rows(enc.memory, d.sentence), gather_rows(enc.src_len, d.sentence));
+    d.st = decoder_.initial_state(gather_rows(enc.s0, d.sentence));
   }
-  d.st = Seq2SeqImpl::initial_state(*this, d.enc);
   return state;
 }
 
@@ -122,10 +81,13 @@ Tensor Seq2Seq::decode_step(const Tensor& ids, Seq2SeqDecoderState& state, Tenso
     d.logits = Tensor({R, V});
   }
   const Tensor e = tgt_embed_.forward(ids, nullptr);
-  decoder_.project(e.data(), E, R, /*col=*/0, E, /*with_bias=*/true, 0.0f, d.gx.data());
-  Tensor w = Seq2SeqImpl::decoder_step(*this, d.t, d.gx.data(), e.data(), d.st, d.enc, d.o.data(),
-                                       d.st.cs.defined() ? d.st.cs.data() : nullptr, nullptr);
+  decoder_.project_input(e.data(), E, R, d.gx.data());
+  Tensor w = decoder_.step(d.t, d.gx.data(), d.st, d.memory, d.o.data(), Do, nullptr);
   ++d.t;
+  if (c.attention_style == AttentionStyle::bahdanau)   // o = [s_t; c_t; e_t]
+    for (int64_t r = 0; r < R; ++r)
+      std::memcpy(d.o.data() + r * Do + c.dec_hidden + c.context_dim(), e.data() + r * E,
+                  static_cast<size_t>(E) * sizeof(float));
   // logits = o W_o^T + b_o
   blas::gemm(Trans::N, Trans::T, R, V, Do, 1.0f, d.o.data(), Do, output_.W.value.data(), Do, 0.0f, d.logits.data(), V);
   const float* b = output_.b.value.data();

@@ -3,5 +3,6 @@ list(APPEND ATTN_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/layers.cpp
   ${CMAKE_CURRENT_LIST_DIR}/rnn.cpp
   ${CMAKE_CURRENT_LIST_DIR}/attention.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/attention_decoder.cpp
   ${CMAKE_CURRENT_LIST_DIR}/multi_head_attention.cpp
   ${CMAKE_CURRENT_LIST_DIR}/positional_encoding.cpp)

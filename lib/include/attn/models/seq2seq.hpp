@@ -14,8 +14,9 @@
 // Bridge (Bahdanau et al. 2015, appendix A.2.2): s_0 = tanh(W_b [h->_last; h<-_first] + b_b)
 // from the top layer's final states (per sentence length); an LSTM decoder starts from c_0 = 0.
 //
-// Decoder (one GRU or LSTM layer), at target step t with input token y_{t-1} (BOS first) and
-// its embedding e_t, over the memory h_1..h_S (keys = values):
+// Decoder: nn::AttentionDecoder (nn/attention_decoder.hpp: one GRU or LSTM layer and the
+// attention, every style and local kind below, no context gate), at target step t with input
+// token y_{t-1} (BOS first) and its embedding e_t, over the memory h_1..h_S (keys = values):
 //   bahdanau: c_t, a_t = attend(s_{t-1});  s_t = RNN([e_t; c_t], s_{t-1});
 //             o_t = [s_t; c_t; e_t]                                      (Bahdanau's deep-output input)
 //   luong:    s_t = RNN([e_t; h~_{t-1}], s_{t-1}) (input feeding, h~_0 = 0);
@@ -56,15 +57,16 @@
 #include "attn/io/hdf5_file.hpp"
 #include "attn/models/token_batch.hpp"
 #include "attn/nn/attention.hpp"
+#include "attn/nn/attention_decoder.hpp"
 #include "attn/nn/layers.hpp"
 #include "attn/nn/param.hpp"
 #include "attn/nn/rnn.hpp"
 
 namespace attn::models {
 
-enum class AttentionStyle : uint8_t { bahdanau, luong };
-// Luong et al.'s global attention and the local-m (monotonic) and local-p (predictive) kinds.
-enum class LocalAttention : uint8_t { global, local_m, local_p };
+// The decoder's orders and local attention kinds (nn/attention_decoder.hpp).
+using AttentionStyle = nn::AttentionStyle;
+using LocalAttention = nn::LocalAttention;
 
 // The names are attn-seq2seq's option values: "bahdanau", "luong"; "global", "monotonic",
 // "predictive". Parsing anything else throws ConfigError listing them.
@@ -185,7 +187,7 @@ class Seq2Seq {
   Tensor decode_step(const Tensor& ids, Seq2SeqDecoderState& state, Tensor* weights = nullptr) const;
 
  private:
-  friend struct Seq2SeqImpl;      // the forward and backward code (seq2seq.cpp)
+  friend struct Seq2SeqImpl;      // the encoder code (seq2seq.cpp)
 
   struct EncoderRnn {
     nn::Rnn rnn;
@@ -196,10 +198,7 @@ class Seq2Seq {
   nn::Embedding src_embed_, tgt_embed_;
   std::vector<EncoderRnn> encoder_;        // [layer * dirs + dir]
   nn::Linear bridge_;
-  nn::Rnn decoder_;
-  std::unique_ptr<nn::Attention> attention_;
-  Param local_W_, local_v_;                // local_p: W_p [A, Dd], v_p [A]
-  nn::Linear combine_;                     // luong: W_c [Dd, Dv + Dd], no bias
+  nn::AttentionDecoder decoder_;           // "decoder": rnn, attention, local_p, combine
   nn::Linear output_;                      // [V, Do]
 };
 
