@@ -20,7 +20,9 @@ parameter count equal to attnlab's (printed; 62,260):
 Loss: binary cross-entropy with logits summed over the output phase's bits and steps, averaged
 over the batch's sequences. Training step: zero_grad, forward, backward,
 clip_grad_value_(10), torch.optim.RMSprop(lr=1e-4, alpha=0.95, momentum=0.9, eps=1e-4,
-centered=True).
+centered=True, foreach=True). That is not the same update as attnlab's RMSProp in Graves' form
+(eps outside the square root: sqrt(n - c^2) + eps instead of sqrt(n - c^2 + eps)); it costs the
+same, and --check measures the difference (GravesRMSprop below is attnlab's form).
 
 Implementations (--impl):
   torch           the model above
@@ -281,7 +283,9 @@ class GravesRMSprop:
 
 
 def torch_rmsprop(params):
-    return torch.optim.RMSprop(params, lr=1e-4, alpha=0.95, momentum=0.9, eps=1e-4, centered=True)
+    # foreach: one multi-tensor update of all 9 parameters (about 6% faster per sequence at batch 1
+    # here than 1.13's default per-tensor loop; the same arithmetic)
+    return torch.optim.RMSprop(params, lr=1e-4, alpha=0.95, momentum=0.9, eps=1e-4, centered=True, foreach=True)
 
 
 def max_diff(ours, theirs):
@@ -325,8 +329,10 @@ def check(a, path):
                 opt.step()
             p_abs, p_rel = max_diff(model.export("param"), after)
             moved_abs, _ = max_diff(params, after)
+            own_abs, _ = max_diff(model.export("param"), params)
             print(f"check impl={impl} optimizer={opt_name} steps={steps} param_max_abs_diff={p_abs:.2e} "
-                  f"param_max_rel_diff={p_rel:.2e} attnlab_max_param_change={moved_abs:.2e}", flush=True)
+                  f"param_max_rel_diff={p_rel:.2e} attnlab_max_param_change={moved_abs:.2e} "
+                  f"torch_max_param_change={own_abs:.2e}", flush=True)
 
 
 def main():
