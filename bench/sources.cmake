@@ -26,3 +26,5 @@ endfunction()
 
 attn_add_perf(transformer)
 attn_add_perf(seq2seq)
+attn_add_perf(ntm)
+target_link_libraries(perf_ntm PRIVATE attn_datasets)   # make_copy: the copy task's sequences

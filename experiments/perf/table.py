@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Joins the key=value lines of a perf run (bench/perf_<model> and the PyTorch script, several
 rounds) into one table per mode: tokens/s (median over rounds, [min - max]), the ratio to each
-reference, and for attnlab the fraction of the sgemm-bound limit.
+reference, and for attnlab the fraction of the sgemm-bound limit when its lines give one.
+Lines that count sequences (sequences_per_s, sequences; the NTM) are tabled in sequences/s,
+with ms per sequence beside it.
 
 A reference is a named group of PyTorch implementations (--ref NAME=IMPL[,IMPL...]); its value
 is the best median of any of them at any thread count ("PyTorch-best" of that group), and the
@@ -47,47 +49,59 @@ def main():
     for r in rows:
         by[(r["mode"], r["impl"], int(r["threads"]))].append(r)
     order = ["train", "decode"]
-    for mode in sorted({k[0] for k in by}, key=lambda m: order.index(m) if m in order else len(order)):
+    for mode in sorted({k[0] for k in by}, key=lambda m: (order.index(m) if m in order else len(order), m)):
         keys = sorted((k for k in by if k[0] == mode), key=lambda k: (k[1] != "attnlab", k[1], k[2]))
-        med = {k: statistics.median(float(r["tokens_per_s"]) for r in by[k]) for k in keys}
+        item = "sequences" if "sequences_per_s" in by[keys[0]][0] else "tokens"   # what the lines count
+        rate = f"{item}_per_s"
+        med = {k: statistics.median(float(r[rate]) for r in by[k]) for k in keys}
+        limits = any("of_limit" in r for k in keys if k[1] == "attnlab" for r in by[k])
         best = {}
         for name, impls in refs:
             cand = [k for k in keys if k[1] in impls]
             if cand:
                 best[name] = max(cand, key=lambda k: med[k])
         rounds = max(len(by[k]) for k in keys)
-        unit = "target tokens/s" if mode == "train" else "generated tokens/s"
+        if item == "sequences":
+            unit, short = "training sequences/s", "seq/s"
+        else:
+            unit, short = ("target tokens/s" if mode == "train" else "generated tokens/s"), "tokens/s"
         print(f"\n{a.title}, {mode}: {unit}, median of {rounds} round(s) [min - max]")
         for name, k in best.items():
-            print(f"  {name}-best: {k[1]} at {k[2]} thread(s), {med[k]:.0f} tokens/s")
-        head = f"{'impl':<14}{'threads':>8}{'tokens/s':>10}{'spread':>17}"
+            print(f"  {name}-best: {k[1]} at {k[2]} thread(s), {med[k]:.0f} {short}")
+        head = f"{'impl':<14}{'threads':>8}{short:>10}{'spread':>17}"
+        if item == "sequences":
+            head += f"{'ms/seq':>9}"
         head += "".join(f"{'x ' + name:>{max(10, len(name) + 4)}}" for name in best)
-        head += f"{'of sgemm limit':>16}{'limit tok/s':>13}{'sgemm GFLOP/s':>15}"
+        if limits:
+            head += f"{'of sgemm limit':>16}{'limit tok/s':>13}{'sgemm GFLOP/s':>15}"
         print(head)
         for k in keys:
-            vals = [float(r["tokens_per_s"]) for r in by[k]]
-            line = f"{k[1]:<14}{k[2]:>8}{med[k]:>10.0f}{f'[{min(vals):.0f} - {max(vals):.0f}]':>17}"
+            vals = [float(r[rate]) for r in by[k]]
+            spread = f"[{min(vals):.1f} - {max(vals):.1f}]" if med[k] < 100 else f"[{min(vals):.0f} - {max(vals):.0f}]"
+            line = f"{k[1]:<14}{k[2]:>8}{med[k]:>10.{1 if med[k] < 100 else 0}f}{spread:>17}"
+            if item == "sequences":
+                line += f"{1e3 / med[k]:>9.3f}"
             line += "".join(f"{f'{med[k] / med[b]:.2f}':>{max(10, len(name) + 4)}}" for name, b in best.items())
-            if k[1] == "attnlab":
+            if k[1] == "attnlab" and limits:
                 def m(key, fmt):
                     return format(statistics.median(float(r[key]) for r in by[k]), fmt)
                 line += f"{m('of_limit', '.2f'):>16}{m('limit_tokens_per_s', '.0f'):>13}{m('sgemm_gflops', '.1f'):>15}"
             print(line)
-        best_rate = {k: max(float(r["tokens"]) / float(r["min_s"]) for r in by[k]) for k in keys}
+        best_rate = {k: max(float(r[item]) / float(r["min_s"]) for r in by[k]) for k in keys}
         fastest = {}
         for name, impls in refs:
             cand = [k for k in keys if k[1] in impls]
             if cand:
                 fastest[name] = max(cand, key=lambda k: best_rate[k])
         print("fastest repetition:")
-        line = f"{'impl':<14}{'threads':>8}{'tokens/s':>10}"
+        line = f"{'impl':<14}{'threads':>8}{short:>10}"
         line += "".join(f"{'x ' + name:>{max(10, len(name) + 4)}}" for name in fastest)
-        print(line + (f"{'of sgemm limit':>16}" if any(k[1] == "attnlab" for k in keys) else ""))
+        print(line + (f"{'of sgemm limit':>16}" if limits else ""))
         for k in keys:
-            line = f"{k[1]:<14}{k[2]:>8}{best_rate[k]:>10.0f}"
+            line = f"{k[1]:<14}{k[2]:>8}{best_rate[k]:>10.{1 if best_rate[k] < 100 else 0}f}"
             line += "".join(f"{f'{best_rate[k] / best_rate[b]:.2f}':>{max(10, len(name) + 4)}}"
                             for name, b in fastest.items())
-            if k[1] == "attnlab":   # against the best limit measured (the least disturbed yardstick)
+            if k[1] == "attnlab" and limits:   # against the best limit measured (the least disturbed yardstick)
                 limit = max(float(r["limit_tokens_per_s"]) for r in by[k])
                 line += f"{best_rate[k] / limit:>16.2f}"
             print(line)
@@ -95,7 +109,7 @@ def main():
         for k in keys:
             params.setdefault(k[1], by[k][0]["params"])
         print("parameters: " + ", ".join(f"{i} {p}" for i, p in params.items()))
-        att = [r for k in keys if k[1] == "attnlab" for r in by[k]]
+        att = [r for k in keys if k[1] == "attnlab" for r in by[k] if "gflop_per_token" in r]
         if att:
             r = att[0]
             print(f"model products: {float(r['gflop_per_token']) * 1e3:.2f} MFLOP per token (2 per multiply-add); "

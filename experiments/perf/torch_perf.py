@@ -20,10 +20,12 @@ def make_batch(B, L, vocab):
     return src, tgt
 
 
-def measure(run, *, impl, mode, threads, warmup, steps, tokens, params):
+def measure(run, *, impl, mode, threads, warmup, steps, tokens, params, unit="tokens", fields=""):
     """Calls run() `warmup` times, then times `steps` calls and prints impl, mode, threads,
-    tokens_per_s (over the median time), median_s, min_s, max_s (seconds per call),
-    cpu_tokens_per_s (over the process's median CPU time), params and tokens."""
+    `fields` (more key=value pairs, as given), tokens_per_s (over the median time), median_s,
+    min_s, max_s (seconds per call), cpu_tokens_per_s (over the process's median CPU time),
+    params and tokens. With unit="sequences" the keys say sequences instead of tokens
+    (sequences_per_s, cpu_sequences_per_s, sequences), and ms_per_sequence is added."""
     for _ in range(warmup):
         run()
     times, cpu = [], []
@@ -33,6 +35,8 @@ def measure(run, *, impl, mode, threads, warmup, steps, tokens, params):
         cpu.append(time.process_time() - c0)
         times.append(time.perf_counter() - t0)
     med = statistics.median(times)
-    print(f"impl={impl} mode={mode} threads={threads} tokens_per_s={tokens / med:.1f} median_s={med:.4f} "
-          f"min_s={min(times):.4f} max_s={max(times):.4f} cpu_tokens_per_s={tokens / statistics.median(cpu):.1f} "
-          f"params={params} tokens={tokens}", flush=True)
+    extra = f" {fields}" if fields else ""
+    per_item = f" ms_per_sequence={1e3 * med / tokens:.3f}" if unit == "sequences" else ""
+    print(f"impl={impl} mode={mode} threads={threads}{extra} {unit}_per_s={tokens / med:.1f}{per_item} "
+          f"median_s={med:.4f} min_s={min(times):.4f} max_s={max(times):.4f} "
+          f"cpu_{unit}_per_s={tokens / statistics.median(cpu):.1f} params={params} {unit}={tokens}", flush=True)

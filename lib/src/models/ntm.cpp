@@ -23,9 +23,10 @@
 #include <cmath>
 #include <cstring>
 
+#include <omp.h>
+
 #include "attn/blas/blas.hpp"
 #include "attn/core/flops.hpp"
-#include "attn/core/threading.hpp"
 #include "attn/ops/activation.hpp"
 #include "attn/ops/addressing.hpp"
 #include "attn/ops/softmax.hpp"
@@ -59,6 +60,7 @@ struct NtmImpl {
   struct Run {
     Dims d;
     std::vector<int32_t> in_len, tgt_len;
+    std::vector<int64_t> end;              // [B] in_len + tgt_len: the example's steps
     Tensor X;
     std::vector<Tensor> GX, C, Hl;         // per controller layer (C: lstm only)
     Tensor Pre, Act, Wt, Sv, Mem, Nrm, Rd;
@@ -237,17 +239,50 @@ void lstm_row_backward(int64_t H, const float* g, const float* c, const float* c
   }
 }
 
-// Runs task(b) for every batch row: on the threads when the rows' memory work is worth a team
-// (a static schedule, one thread per row), else in a plain loop (an OpenMP region with a false
-// `if` still costs a call into the runtime, which at batch 1 showed up in profiles).
-template <class Task>
-void for_each_row(const Dims& d, const Task& task) {
-  if (d.B > 1 && d.B * d.NH * d.N * d.M >= kParallelMinElements) {
-#pragma omp parallel for schedule(static)
-    for (int64_t b = 0; b < d.B; ++b) task(b);
-  } else {
-    for (int64_t b = 0; b < d.B; ++b) task(b);
+// Runs steps(b0, b1), a whole time loop over batch rows [b0, b1), in ONE parallel region: every
+// thread takes one contiguous block of rows and runs all T steps on it, so a step costs no
+// barrier (the rows are independent sequences, and every product and memory operation in the
+// loops is row by row). The blocks split the rows' cost (`cost`, one entry per row) evenly.
+// With one thread it is steps(0, B), the same calls as a plain loop. At batch 1 the second
+// thread has no rows and waits: what matters is that the products then run inside a parallel
+// region, where the BLAS seam and OpenBLAS keep them on the calling thread (a step's gemvs are
+// far too small for a team; OpenBLAS would otherwise split the 400 x 100 ones over both threads,
+// with a barrier each, which costs most when the machine is busy).
+template <class Steps>
+void over_row_blocks(const std::vector<int64_t>& cost, const Steps& steps) {
+  const int64_t B = static_cast<int64_t>(cost.size());
+  const int threads = omp_in_parallel() ? 1 : omp_get_max_threads();
+  if (threads == 1) {
+    steps(int64_t{0}, B);
+    return;
   }
+  // Block k starts at the first row whose cost before it reaches k / threads of the total.
+  int64_t total = 0;
+  for (int64_t c : cost) total += c;
+  std::vector<int64_t> start(static_cast<size_t>(threads) + 1, B);
+  start[0] = 0;
+  int64_t before = 0;
+  size_t k = 1;
+  for (int64_t b = 0; b < B; ++b) {
+    while (k < static_cast<size_t>(threads) && before * threads >= total * static_cast<int64_t>(k)) start[k++] = b;
+    before += cost[static_cast<size_t>(b)];
+  }
+#pragma omp parallel num_threads(threads)
+  {
+    const size_t t = static_cast<size_t>(omp_get_thread_num());
+    if (start[t + 1] > start[t]) steps(start[t], start[t + 1]);
+  }
+}
+
+// Each row's share of a time loop's work, for over_row_blocks: T controller steps, and the
+// memory work of the steps before the example's end (a finished row skips it), which costs
+// about twice a controller step (callgrind, copy task, LSTM 100, memory 128 x 20, batch 32:
+// addressing and memory 58% of the instructions, the products 25%).
+std::vector<int64_t> row_costs(const Impl::Run& run) {
+  constexpr int64_t kMemoryStepCost = 2;   // per controller step
+  std::vector<int64_t> cost(run.end.size());
+  for (size_t b = 0; b < cost.size(); ++b) cost[b] = run.d.T + kMemoryStepCost * run.end[b];
+  return cost;
 }
 
 // Multiply-adds of one batch row's memory work in a step (the ops' conventions: dot products,
@@ -411,6 +446,8 @@ void NtmImpl::forward(const Ntm& m, const SequenceBatch& batch, Rng* memory_rng,
   const int64_t B = d.B, T = d.T, H = d.H, G = d.G, N = d.N, M = d.M, RM = d.RM;
   run.in_len.assign(batch.input_len.idata(), batch.input_len.idata() + B);
   run.tgt_len.assign(batch.target_len.idata(), batch.target_len.idata() + B);
+  run.end.resize(static_cast<size_t>(B));
+  for (int64_t b = 0; b < B; ++b) run.end[b] = run.in_len[b] + run.tgt_len[b];
 
   // x_t for t < input_len[b], else zeros; time-major.
   run.X = Tensor({T * B, d.Win});
@@ -469,40 +506,52 @@ void NtmImpl::forward(const Ntm& m, const SequenceBatch& batch, Rng* memory_rng,
 
   const Tensor zeros({B, H});   // h_{-1} = c_{-1} = 0
   flops::add_sequential_steps(T);   // the time loop is a recurrence (core/flops.hpp)
-  for (int64_t t = 0; t < T; ++t) {
-    // The controller: u_t = [x_t; r_{t-1}] -> h_t.
-    for (int64_t l = 0; l < d.L; ++l) {
-      float* gx = run.GX[l].data() + t * B * G;
-      float* h = run.Hl[l].data() + t * B * H;
-      if (l == 0)
-        project(input_weights(m, 0), bias(m, 0), run.Rd.data() + t * B * RM, RM, B, /*col=*/d.Win, RM,
-                /*with_bias=*/false, 1.0f, gx);
-      else
-        project(input_weights(m, l), bias(m, l), run.Hl[l - 1].data() + t * B * H, H, B, /*col=*/0, H,
-                /*with_bias=*/true, 0.0f, gx);
-      if (d.lstm) {
-        if (t > 0)   // gates += h_{t-1} W_hh^T
-          times_weights(Trans::T, B, G, H, h - B * H, H, m.lstm_[l].W_hh.value.data(), H, 1.0f, gx, G);
-        float* cs = run.C[l].data() + t * B * H;
-        const float* c_prev = t > 0 ? cs - B * H : zeros.data();
-        for (int64_t b = 0; b < B; ++b)
-          lstm_row_forward(H, gx + b * G, c_prev + b * H, cs + b * H, h + b * H);
-      } else {
+  // Rows [b0, b1) of every step (nb of them): at step t row b of a buffer is t * B + b.
+  over_row_blocks(row_costs(run), [&](int64_t b0, int64_t b1) {
+    const int64_t nb = b1 - b0;
+    for (int64_t t = 0; t < T; ++t) {
+      // The controller: u_t = [x_t; r_{t-1}] -> h_t.
+      for (int64_t l = 0; l < d.L; ++l) {
+        float* gx = run.GX[l].data() + (t * B + b0) * G;
+        float* h = run.Hl[l].data() + (t * B + b0) * H;
+        if (l == 0)
+          project(input_weights(m, 0), bias(m, 0), run.Rd.data() + (t * B + b0) * RM, RM, nb, /*col=*/d.Win, RM,
+                  /*with_bias=*/false, 1.0f, gx);
+        else
+          project(input_weights(m, l), bias(m, l), run.Hl[l - 1].data() + (t * B + b0) * H, H, nb, /*col=*/0, H,
+                  /*with_bias=*/true, 0.0f, gx);
+        if (d.lstm) {
+          if (t > 0)   // gates += h_{t-1} W_hh^T
+            times_weights(Trans::T, nb, G, H, h - B * H, H, m.lstm_[l].W_hh.value.data(), H, 1.0f, gx, G);
+          float* cs = run.C[l].data() + (t * B + b0) * H;
+          const float* c_prev = t > 0 ? cs - B * H : zeros.data();
+          for (int64_t b = 0; b < nb; ++b)
+            lstm_row_forward(H, gx + b * G, c_prev + b * H, cs + b * H, h + b * H);
+        } else {
 #pragma omp simd
-        for (int64_t i = 0; i < B * H; ++i) h[i] = ops::tanh_fast(gx[i]);
+          for (int64_t i = 0; i < nb * H; ++i) h[i] = ops::tanh_fast(gx[i]);
+        }
       }
+      if (!c.has_memory()) continue;
+      // Every head's parameters in one product, then the memory work, row by row.
+      const float* ht = run.Hl[d.L - 1].data() + (t * B + b0) * H;
+      float* pre = run.Pre.data() + (t * B + b0) * d.P;
+      times_weights(Trans::T, nb, d.P, H, ht, H, m.heads_W_.data(), H, 0.0f, pre, d.P);
+      const float* hb = m.heads_b_.data();
+      for (int64_t b = 0; b < nb; ++b)
+        for (int64_t p = 0; p < d.P; ++p) pre[b * d.P + p] += hb[p];
+      int64_t live = 0;
+      for (int64_t b = b0; b < b1; ++b) {
+        if (t < run.end[b]) {
+          memory_forward(run, t, b);
+          ++live;
+        } else {   // the example has ended: its memory stops, r = 0 keeps its controller finite
+          std::fill_n(run.Rd.data() + ((t + 1) * B + b) * RM, RM, 0.0f);
+        }
+      }
+      flops::add(live * memory_flops_forward(d));
     }
-    if (!c.has_memory()) continue;
-    // Every head's parameters in one GEMM, then the memory work, one task per batch row.
-    const float* ht = run.Hl[d.L - 1].data() + t * B * H;
-    float* pre = run.Pre.data() + t * B * d.P;
-    times_weights(Trans::T, B, d.P, H, ht, H, m.heads_W_.data(), H, 0.0f, pre, d.P);
-    const float* hb = m.heads_b_.data();
-    for (int64_t b = 0; b < B; ++b)
-      for (int64_t p = 0; p < d.P; ++p) pre[b * d.P + p] += hb[p];
-    for_each_row(d, [&](int64_t b) { memory_forward(run, t, b); });
-    flops::add(B * memory_flops_forward(d));
-  }
+  });
 
   // y_t = W_o [h_t; r_t] + b_o for every step: two GEMMs over all T*B rows.
   const int64_t Wout = d.Wout, Do = H + RM;
@@ -670,53 +719,57 @@ void NtmImpl::backward(Ntm& m, Run& run, const Tensor& dlogits) {
   Tensor dh({B, H}), din({B, H});
 
   flops::add_sequential_steps(T);
-  for (int64_t t = T - 1; t >= 0; --t) {
-    float* dh_t = dHs.data() + t * B * H;
-    if (c.has_memory()) {
-      float* dpre = dPre.data();
-      const float* drd = dRd.data();
-      float* dm = dM.data();
-      float* dwc = dWc.data();
-      float* dwp = dWp.data();
-      float* scr = scratch.data();
-      const int64_t nh = d.NH * N, ns = ops::head_address_scratch_size(N);
-      for_each_row(d, [&](int64_t b) {
-        memory_backward(run, t, b, dpre, drd, dm + b * N * M, dwc + b * nh, dwp + b * nh, scr + b * ns);
-      });
-      flops::add(B * memory_flops_backward(d));
-      std::swap(dWc, dWp);
-      // dh_t += dPre_t W_heads
-      times_weights(Trans::N, B, H, d.P, dPre.data() + t * B * d.P, d.P, m.heads_W_.data(), H, 1.0f, dh_t, H);
-    }
-    // The controller, top layer first; layer 0 passes dr_{t-1} back to the reads.
-    for (int64_t l = d.L - 1; l >= 0; --l) {
-      const float* dabove = l == d.L - 1 ? dh_t : din.data();
-      float* dg = dGX[l].data() + t * B * G;
-      if (d.lstm) {
-        const float* dn = dh_next[l].data();
-        float* dhp = dh.data();
-        for (int64_t i = 0; i < B * H; ++i) dhp[i] = dabove[i] + dn[i];
-        const float* gates = run.GX[l].data() + t * B * G;
-        const float* cs = run.C[l].data() + t * B * H;
-        const float* c_prev = t > 0 ? cs - B * H : zeros.data();
-        for (int64_t b = 0; b < B; ++b)
-          lstm_row_backward(H, gates + b * G, c_prev + b * H, cs + b * H, dh.data() + b * H,
-                            dc_next[l].data() + b * H, dg + b * G);
-        // dh_{t-1} = dg W_hh (W_hh's own gradient is one GEMM after the loop)
-        if (t > 0)
-          times_weights(Trans::N, B, H, G, dg, G, m.lstm_[l].W_hh.value.data(), H, 0.0f, dh_next[l].data(), H);
-      } else {
-        const float* h = run.Hl[l].data() + t * B * H;
-        for (int64_t i = 0; i < B * H; ++i) dg[i] = dabove[i] * (1.0f - h[i] * h[i]);
+  // Rows [b0, b1) of every step (nb of them), as in the forward.
+  over_row_blocks(row_costs(run), [&](int64_t b0, int64_t b1) {
+    const int64_t nb = b1 - b0, nh = d.NH * N, ns = ops::head_address_scratch_size(N);
+    // This block's rows of the weightings' gradients: dwc w.r.t. w_{t+1}, dwp w.r.t. w_t.
+    float* dwc = c.has_memory() ? dWc.data() + b0 * nh : nullptr;
+    float* dwp = c.has_memory() ? dWp.data() + b0 * nh : nullptr;
+    for (int64_t t = T - 1; t >= 0; --t) {
+      float* dh_t = dHs.data() + (t * B + b0) * H;
+      if (c.has_memory()) {
+        int64_t live = 0;
+        for (int64_t b = b0; b < b1; ++b) {
+          if (t >= run.end[b]) continue;   // nothing flows back from after the example's end
+          memory_backward(run, t, b, dPre.data(), dRd.data(), dM.data() + b * N * M, dwc + (b - b0) * nh,
+                          dwp + (b - b0) * nh, scratch.data() + b * ns);
+          ++live;
+        }
+        flops::add(live * memory_flops_backward(d));
+        std::swap(dwc, dwp);
+        // dh_t += dPre_t W_heads
+        times_weights(Trans::N, nb, H, d.P, dPre.data() + (t * B + b0) * d.P, d.P, m.heads_W_.data(), H, 1.0f, dh_t,
+                      H);
       }
-      const float* Wl = input_weights(m, l).value.data();
-      const int64_t I = l == 0 ? d.Win + RM : H;
-      if (l > 0)
-        times_weights(Trans::N, B, H, G, dg, G, Wl, I, 0.0f, din.data(), H);
-      else if (RM > 0)
-        times_weights(Trans::N, B, RM, G, dg, G, Wl + d.Win, I, 1.0f, dRd.data() + t * B * RM, RM);
+      // The controller, top layer first; layer 0 passes dr_{t-1} back to the reads.
+      for (int64_t l = d.L - 1; l >= 0; --l) {
+        const float* dabove = l == d.L - 1 ? dh_t : din.data() + b0 * H;
+        float* dg = dGX[l].data() + (t * B + b0) * G;
+        if (d.lstm) {
+          float* dn = dh_next[l].data() + b0 * H;
+          float* dhp = dh.data() + b0 * H;
+          for (int64_t i = 0; i < nb * H; ++i) dhp[i] = dabove[i] + dn[i];
+          const float* gates = run.GX[l].data() + (t * B + b0) * G;
+          const float* cs = run.C[l].data() + (t * B + b0) * H;
+          const float* c_prev = t > 0 ? cs - B * H : zeros.data();
+          float* dc = dc_next[l].data() + b0 * H;
+          for (int64_t b = 0; b < nb; ++b)
+            lstm_row_backward(H, gates + b * G, c_prev + b * H, cs + b * H, dhp + b * H, dc + b * H, dg + b * G);
+          // dh_{t-1} = dg W_hh (W_hh's own gradient is one GEMM after the loop)
+          if (t > 0) times_weights(Trans::N, nb, H, G, dg, G, m.lstm_[l].W_hh.value.data(), H, 0.0f, dn, H);
+        } else {
+          const float* h = run.Hl[l].data() + (t * B + b0) * H;
+          for (int64_t i = 0; i < nb * H; ++i) dg[i] = dabove[i] * (1.0f - h[i] * h[i]);
+        }
+        const float* Wl = input_weights(m, l).value.data();
+        const int64_t I = l == 0 ? d.Win + RM : H;
+        if (l > 0)
+          times_weights(Trans::N, nb, H, G, dg, G, Wl, I, 0.0f, din.data() + b0 * H, H);
+        else if (RM > 0)
+          times_weights(Trans::N, nb, RM, G, dg, G, Wl + d.Win, I, 1.0f, dRd.data() + (t * B + b0) * RM, RM);
+      }
     }
-  }
+  });
 
   // Weight gradients over all T*B rows: the controller's input projections, the heads.
   // LSTM: dW_hh += Σ_t dg_t^T h_{t-1} (h_{-1} = 0).

@@ -51,11 +51,18 @@
 // at batch 1 each is one gemv, since OpenBLAS packs both operands of every gemm, which for one
 // row costs more than the product. That is why the LSTM step runs here rather than through
 // nn::Rnn::step (whose backward also adds a rank-B update of dW_hh per step). The addressing and
-// memory work of a step is one task per batch row (ops::head_address_row_*; parallel over rows
-// for large batches, each row on one thread, so the model's own code gives the same bits at any
-// thread count; GEMMs the BLAS seam or OpenBLAS split over threads may round differently in the
-// last place). Everything the backward needs is kept in per-sequence buffers [T, B, ...]
-// allocated once per call; nothing is allocated inside the time loop.
+// memory work of a step is row by row (ops::head_address_row_*), and a row whose example has
+// ended (t >= input_len + target_len) skips it: nothing flows back from those steps, so the
+// gradients are the same bits as if it ran (its read vector is set to 0 instead, which keeps
+// its controller finite). Threads: each time loop (forward, backward) is ONE parallel region in
+// which every thread runs all T steps on its own contiguous block of batch rows (blocks of
+// about equal work), with no barrier per step; a step's products run per block on the thread
+// that owns it. At one thread that is the plain loop; at more, a block's product may round
+// differently in the last place from the whole batch's (OpenBLAS's kernels depend on the row
+// count), as may the GEMMs after the loops, which the BLAS seam splits over threads. At batch 1
+// the products of a step stay on one thread (too small for a team). Everything the backward
+// needs is kept in per-sequence buffers [T, B, ...] allocated once per call; nothing is
+// allocated inside the time loop.
 #pragma once
 #include <cstdint>
 #include <map>
