@@ -7,6 +7,7 @@
 
 #include "attn/blas/blas.hpp"
 #include "attn/ops/activation.hpp"
+#include "attn/ops/rows.hpp"
 #include "seq2seq_impl.hpp"
 
 namespace attn::models {
@@ -31,16 +32,8 @@ Tensor reverse_within(const Tensor& x, const int32_t* len) {
   return y;
 }
 
-void add_into(float* y, const float* x, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) y[i] += x[i];
-}
-
-// Copies `rows` rows of `width` floats between strided buffers.
-void copy_rows(const float* x, int64_t ldx, float* y, int64_t ldy, int64_t rows, int64_t width) {
-  if (width == 0) return;
-  for (int64_t r = 0; r < rows; ++r)
-    std::memcpy(y + r * ldy, x + r * ldx, static_cast<size_t>(width) * sizeof(float));
-}
+using ops::add_into;
+using ops::copy_rows;
 
 // One encoder direction over x: [S, B, I] in processing order -> y: [S, B, H].
 // Without self-attention, the layer op (one input GEMM for all steps). With it, the simplified

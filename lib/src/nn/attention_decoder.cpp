@@ -7,22 +7,15 @@
 
 #include "attn/blas/blas.hpp"
 #include "attn/nn/init.hpp"
+#include "attn/ops/rows.hpp"
 
 namespace attn::nn {
 namespace {
 
 using blas::Trans;
 
-void add_into(float* y, const float* x, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) y[i] += x[i];
-}
-
-// Copies `rows` rows of `width` floats between strided buffers.
-void copy_rows(const float* x, int64_t ldx, float* y, int64_t ldy, int64_t rows, int64_t width) {
-  if (width == 0) return;
-  for (int64_t r = 0; r < rows; ++r)
-    std::memcpy(y + r * ldy, x + r * ldx, static_cast<size_t>(width) * sizeof(float));
-}
+using ops::add_into;
+using ops::copy_rows;
 
 // Local-p's Gaussian width sigma = D / 2 (Luong et al. 2015, eq. 10).
 float local_sigma(int64_t window) { return static_cast<float>(window) / 2.0f; }
