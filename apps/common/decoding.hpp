@@ -1,14 +1,12 @@
 // What the `eval` and `translate` verbs of the sequence-model tools (attn-transformer,
 // attn-seq2seq) share: their options, reading the split a model was trained for, and the
-// one-line summaries (attn/train/token_run.hpp). A tool's verb builds its options, loads its
-// model file and hands the rest over:
+// one-line summaries (attn/train/token_run.hpp). A tool's eval verb is one call:
 //
-//   cli::Options opts(kTool, cli::kEvalSynopsis, cli::kEvalAbout);
-//   cli::add_eval_options(opts);
-//   if (!opts.parse(argc, argv)) return 0;
-//   const train::Seq2SeqFile m = train::load_seq2seq(opts.get<std::string>("model"));
-//   cli::run_eval(opts, {&m.src_vocab, &m.tgt_vocab, train::seq2seq_request(m.model.config())},
-//                 [&](const data::TokenSplit& s, int64_t max_tokens) { return ...; });
+//   int cmd_eval(int argc, char** argv) {
+//     return cli::run_eval_verb(kTool, argc, argv, train::load_seq2seq, reads, train::evaluate_seq2seq);
+//   }
+//
+// its translate verb builds its options, loads its model file and hands the rest to run_translate.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -55,6 +53,20 @@ struct ModelReads {
 // 0.9876, sequence accuracy 0.9000 (20 sentences, 140 tokens)".
 void run_eval(const Options& opts, const ModelReads& reads,
               const std::function<train::EvalResult(const data::TokenSplit&, int64_t max_tokens)>& evaluate);
+
+// A token family's whole eval verb: the options, the model file of --model through `load`, what
+// it reads of --data (`reads`), `evaluate` and the summary. Returns the verb's exit code.
+template <class ModelFile, class Model>
+int run_eval_verb(const char* tool, int argc, char** argv, ModelFile (*load)(const std::string& path),
+                  ModelReads (*reads)(const ModelFile&),
+                  train::EvalResult (*evaluate)(const Model&, const data::TokenSplit&, int64_t max_tokens)) {
+  Options opts(tool, kEvalSynopsis, kEvalAbout);
+  add_eval_options(opts);
+  if (!opts.parse(argc, argv)) return 0;
+  const ModelFile m = load(opts.get<std::string>("model"));
+  run_eval(opts, reads(m), [&](const data::TokenSplit& s, int64_t max_tokens) { return evaluate(m.model, s, max_tokens); });
+  return 0;
+}
 
 // The rest of a translate verb: reads --split of --data, translates it with the decoding
 // options, writes --out (train::write_translation, with the model's vocabularies) and prints

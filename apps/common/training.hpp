@@ -5,17 +5,16 @@
 // the summary line. A tool describes its verb and adds only its model's options:
 //
 //   int cmd_train(int argc, char** argv) {
-//     cli::TrainVerb verb;
-//     verb.about = "Trains ...";
-//     verb.data_help = "NTM task data set, HDF5 (attn-data copy, ...)";
-//     verb.batching = {.batch_size = 1};
-//     verb.optimizer = cli::OptimizerDefaults::rmsprop_graves();
-//     verb.add_options = add_model_options;          // opts.add_model()("memory", ...)
-//     verb.prepare = [](const cli::Options& opts, cli::TrainInputs& in) -> std::unique_ptr<cli::TrainRun> {
-//       ... the model's config from the options, or from in.resumed_config("ntm") ...
-//       return std::make_unique<NtmRun>(...);         // owns model and data; fills run->task
-//     };
-//     return cli::run_train_verb(kTool, argc, argv, verb);
+//     return cli::run_train_verb(kTool, argc, argv, {
+//         .about = "Trains ...",
+//         .data_help = "NTM task data set, HDF5 (attn-data copy, ...)",
+//         .batching = {.batch_size = 1},
+//         .optimizer = {.kind = optim::OptimizerKind::rmsprop, .lr = 1e-4},
+//         .add_options = add_model_options,           // opts.add_model()("memory", ...)
+//         .prepare = prepare,   // (opts, inputs) -> unique_ptr<TrainRun>: the model's config from the
+//                               // options, or from inputs.resumed_config("ntm"); a run that owns
+//                               // model and data and fills run->task
+//     });
 //   }
 //
 // The model file's /config holds, one attribute per field: the verb's own options as given (with
@@ -62,9 +61,9 @@ struct OptimizerDefaults {
   optim::OptimizerKind kind = optim::OptimizerKind::adam;
   std::string schedule = "constant";   // constant | inverse-sqrt | step
   double lr = 1e-3;                    // inverse-sqrt: the peak, 0 = (width * warmup)^-0.5
-  optim::SgdConfig sgd;
+  optim::SgdConfig sgd{};
   optim::RmsPropConfig rmsprop = optim::RmsPropConfig::graves2013();
-  optim::AdamConfig adam;
+  optim::AdamConfig adam{};
   int64_t warmup = 4000;               // inverse-sqrt
   double lr_decay = 0.5;               // step: the factor...
   int64_t lr_decay_every = 25;         // ...applied after every this many epochs

@@ -107,21 +107,19 @@ std::unique_ptr<cli::TrainRun> prepare(const cli::Options& opts, cli::TrainInput
 }  // namespace
 
 int cmd_train(int argc, char** argv) {
-  cli::TrainVerb verb;
-  verb.about =
-      "Trains a neural Turing machine (Graves et al. 2014; Collier & Beel 2018's parameterisation) on\n"
-      "a task of attn-data: by default with RMSProp in Graves' centred form (rho 0.95, momentum 0.9,\n"
-      "eps 1e-4, lr 1e-4) on one sequence at a time, gradients clipped to [-10, 10]; validates on\n"
-      "/valid after every --epoch-size sequences. Costs are in bits per sequence.";
-  verb.data_help = "NTM task data set, HDF5 (attn-data copy, repeat-copy, assoc-recall, priority-sort)";
-  verb.batching = {.max_tokens = 0, .batch_size = 1};
-  verb.epochs = 100;
-  verb.optimizer.kind = optim::OptimizerKind::rmsprop;
-  verb.optimizer.lr = 1e-4;
-  verb.clip_value = 10.0;
-  verb.add_options = add_options;
-  verb.prepare = prepare;
-  return cli::run_train_verb(kTool, argc, argv, verb);
+  return cli::run_train_verb(kTool, argc, argv, {
+      .about = "Trains a neural Turing machine (Graves et al. 2014; Collier & Beel 2018's parameterisation) on\n"
+               "a task of attn-data: by default with RMSProp in Graves' centred form (rho 0.95, momentum 0.9,\n"
+               "eps 1e-4, lr 1e-4) on one sequence at a time, gradients clipped to [-10, 10]; validates on\n"
+               "/valid after every --epoch-size sequences. Costs are in bits per sequence.",
+      .data_help = "NTM task data set, HDF5 (attn-data copy, repeat-copy, assoc-recall, priority-sort)",
+      .batching = {.max_tokens = 0, .batch_size = 1},
+      .epochs = 100,
+      .optimizer = {.kind = optim::OptimizerKind::rmsprop, .lr = 1e-4},
+      .clip_value = 10.0,
+      .add_options = add_options,
+      .prepare = prepare,
+  });
 }
 
 }  // namespace attn::ntm_tool

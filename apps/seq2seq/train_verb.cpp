@@ -111,18 +111,17 @@ std::unique_ptr<cli::TrainRun> prepare(const cli::Options& opts, cli::TrainInput
 }  // namespace
 
 int cmd_train(int argc, char** argv) {
-  cli::TrainVerb verb;
-  verb.about =
-      "Trains an RNN encoder-decoder with attention with Adam at a constant rate and gradient clipping,\n"
-      "in batches of about --max-tokens tokens of similar lengths, teacher-forced with probability\n"
-      "--teacher-forcing; validates every epoch on /valid when present.";
-  verb.data_help = "token data set, HDF5 (attn-data reverse, sort, multi30k, parallel)";
-  verb.batching = {.max_tokens = 2048};
-  verb.optimizer.adam = {.lr = 0.0f, .beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-8f, .weight_decay = 0.0f};
-  verb.clip_norm = 1.0;
-  verb.add_options = add_model_options;
-  verb.prepare = prepare;
-  return cli::run_train_verb(kTool, argc, argv, verb);
+  return cli::run_train_verb(kTool, argc, argv, {
+      .about = "Trains an RNN encoder-decoder with attention with Adam at a constant rate and gradient clipping,\n"
+               "in batches of about --max-tokens tokens of similar lengths, teacher-forced with probability\n"
+               "--teacher-forcing; validates every epoch on /valid when present.",
+      .data_help = "token data set, HDF5 (attn-data reverse, sort, multi30k, parallel)",
+      .batching = {.max_tokens = 2048},
+      .optimizer = {.adam = {.lr = 0.0f, .beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-8f, .weight_decay = 0.0f}},
+      .clip_norm = 1.0,
+      .add_options = add_model_options,
+      .prepare = prepare,
+  });
 }
 
 }  // namespace attn::seq2seq_tool

@@ -27,14 +27,7 @@ cli::ModelReads reads(const train::TransformerFile& m) {
 }  // namespace
 
 int cmd_eval(int argc, char** argv) {
-  cli::Options opts(kTool, cli::kEvalSynopsis, cli::kEvalAbout);
-  cli::add_eval_options(opts);
-  if (!opts.parse(argc, argv)) return 0;
-  const train::TransformerFile m = train::load_transformer(opts.get<std::string>("model"));
-  cli::run_eval(opts, reads(m), [&](const data::TokenSplit& s, int64_t max_tokens) {
-    return train::evaluate_transformer(m.model, s, max_tokens);
-  });
-  return 0;
+  return cli::run_eval_verb(kTool, argc, argv, train::load_transformer, reads, train::evaluate_transformer);
 }
 
 int cmd_translate(int argc, char** argv) {

@@ -91,19 +91,18 @@ std::unique_ptr<cli::TrainRun> prepare(const cli::Options& opts, cli::TrainInput
 }  // namespace
 
 int cmd_train(int argc, char** argv) {
-  cli::TrainVerb verb;
-  verb.about =
-      "Trains a Transformer with Adam (beta 0.9, 0.98, eps 1e-9), the warm-up and inverse-square-root\n"
-      "schedule and label smoothing of Vaswani et al. 2017, in batches of about --max-tokens tokens of\n"
-      "similar lengths; validates every epoch on /valid when present.";
-  verb.data_help = "token data set, HDF5 (attn-data reverse, sort, multi30k, parallel)";
-  verb.batching = {.max_tokens = 4096};
-  verb.optimizer.schedule = "inverse-sqrt";
-  verb.optimizer.lr = 0.0;   // the paper's peak, (d_model * warmup)^-0.5
-  verb.optimizer.adam = {.lr = 0.0f, .beta1 = 0.9f, .beta2 = 0.98f, .eps = 1e-9f, .weight_decay = 0.0f};
-  verb.add_options = add_model_options;
-  verb.prepare = prepare;
-  return cli::run_train_verb(kTool, argc, argv, verb);
+  return cli::run_train_verb(kTool, argc, argv, {
+      .about = "Trains a Transformer with Adam (beta 0.9, 0.98, eps 1e-9), the warm-up and inverse-square-root\n"
+               "schedule and label smoothing of Vaswani et al. 2017, in batches of about --max-tokens tokens of\n"
+               "similar lengths; validates every epoch on /valid when present.",
+      .data_help = "token data set, HDF5 (attn-data reverse, sort, multi30k, parallel)",
+      .batching = {.max_tokens = 4096},
+      .optimizer = {.schedule = "inverse-sqrt",
+                    .lr = 0.0,   // the paper's peak, (d_model * warmup)^-0.5
+                    .adam = {.lr = 0.0f, .beta1 = 0.9f, .beta2 = 0.98f, .eps = 1e-9f, .weight_decay = 0.0f}},
+      .add_options = add_model_options,
+      .prepare = prepare,
+  });
 }
 
 }  // namespace attn::transformer_tool
