@@ -130,7 +130,7 @@ TEST_CASE("Transformer config: validation names the field, attributes round-trip
   attrs = c.to_attrs();
   attrs["arch"] = std::string("rnn");
   REQUIRE_THROWS_WITH(TransformerConfig::from_attrs(attrs, "tf.h5"),
-                      Catch::Contains("tf.h5: /config attribute 'arch': transformer: unknown arch 'rnn'"));
+                      Catch::Contains("tf.h5: /config attribute 'arch': unknown arch 'rnn'"));
   REQUIRE_THROWS_AS(TransformerConfig::from_attrs(attrs), FormatError);   // bad input, not a usage error
   // The option's name and value, once: no tie_output/shared_vocab beside it.
   CHECK(std::get<std::string>(c.to_attrs().at("tie_embeddings")) == "output");

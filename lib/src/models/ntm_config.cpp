@@ -1,6 +1,7 @@
 // NtmConfig: names of the enumerations, range checks and the /config attributes.
 #include <string>
 
+#include "attn/core/enum_names.hpp"
 #include "attn/io/config_fields.hpp"
 #include "attn/models/ntm.hpp"
 
@@ -15,29 +16,20 @@ std::string got(int64_t v) { return ", got " + std::to_string(v); }
 
 }  // namespace
 
-NtmController parse_ntm_controller(const std::string& name) {
-  if (name == "lstm") return NtmController::lstm;
-  if (name == "ff") return NtmController::feedforward;
-  throw ConfigError("unknown controller '" + name + "' (expected lstm or ff)");
-}
-const char* ntm_controller_name(NtmController controller) {
-  return controller == NtmController::lstm ? "lstm" : "ff";
-}
+namespace {
+constexpr EnumNames<NtmController, 2> kControllerNames{
+    {{NtmController::lstm, "lstm"}, {NtmController::feedforward, "ff"}}};
+constexpr EnumNames<NtmMemoryInit, 3> kMemoryInitNames{
+    {{NtmMemoryInit::constant, "constant"}, {NtmMemoryInit::learned, "learned"}, {NtmMemoryInit::random, "random"}}};
+}  // namespace
 
+NtmController parse_ntm_controller(const std::string& name) { return parse_enum(kControllerNames, "controller", name); }
+const char* ntm_controller_name(NtmController controller) { return enum_name(kControllerNames, controller); }
 NtmMemoryInit parse_ntm_memory_init(const std::string& name) {
-  if (name == "constant") return NtmMemoryInit::constant;
-  if (name == "learned") return NtmMemoryInit::learned;
-  if (name == "random") return NtmMemoryInit::random;
-  throw ConfigError("unknown memory_init '" + name + "' (expected constant, learned or random)");
+  return parse_enum(kMemoryInitNames, "memory_init", name);
 }
-const char* ntm_memory_init_name(NtmMemoryInit init) {
-  switch (init) {
-    case NtmMemoryInit::constant: return "constant";
-    case NtmMemoryInit::learned: return "learned";
-    case NtmMemoryInit::random: return "random";
-  }
-  return "?";
-}
+const char* ntm_memory_init_name(NtmMemoryInit init) { return enum_name(kMemoryInitNames, init); }
+
 
 void NtmConfig::validate() const {
   require(input_size >= 1, "input_size must be >= 1" + got(input_size));

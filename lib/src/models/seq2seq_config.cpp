@@ -2,6 +2,7 @@
 #include <cmath>
 #include <string>
 
+#include "attn/core/enum_names.hpp"
 #include "attn/io/config_fields.hpp"
 #include "attn/models/seq2seq.hpp"
 
@@ -21,28 +22,23 @@ std::string num(double v) {
 
 }  // namespace
 
-AttentionStyle parse_attention_style(const std::string& name) {
-  for (AttentionStyle s : {AttentionStyle::bahdanau, AttentionStyle::luong})
-    if (name == attention_style_name(s)) return s;
-  throw ConfigError("unknown attention style '" + name + "' (expected bahdanau or luong)");
-}
-const char* attention_style_name(AttentionStyle style) {
-  return style == AttentionStyle::bahdanau ? "bahdanau" : "luong";
-}
+namespace {
+constexpr EnumNames<AttentionStyle, 2> kStyleNames{
+    {{AttentionStyle::bahdanau, "bahdanau"}, {AttentionStyle::luong, "luong"}}};
+constexpr EnumNames<LocalAttention, 3> kLocalNames{{{LocalAttention::global, "global"},
+                                                    {LocalAttention::local_m, "monotonic"},
+                                                    {LocalAttention::local_p, "predictive"}}};
+}  // namespace
 
+AttentionStyle parse_attention_style(const std::string& name) {
+  return parse_enum(kStyleNames, "attention style", name);
+}
+const char* attention_style_name(AttentionStyle style) { return enum_name(kStyleNames, style); }
 LocalAttention parse_local_attention(const std::string& name) {
-  for (LocalAttention l : {LocalAttention::global, LocalAttention::local_m, LocalAttention::local_p})
-    if (name == local_attention_name(l)) return l;
-  throw ConfigError("unknown local attention '" + name + "' (expected global, monotonic or predictive)");
+  return parse_enum(kLocalNames, "local attention", name);
 }
-const char* local_attention_name(LocalAttention local) {
-  switch (local) {
-    case LocalAttention::global: return "global";
-    case LocalAttention::local_m: return "monotonic";
-    case LocalAttention::local_p: return "predictive";
-  }
-  return "?";
-}
+const char* local_attention_name(LocalAttention local) { return enum_name(kLocalNames, local); }
+
 
 int64_t Seq2SeqConfig::output_input_dim() const {
   return attention_style == AttentionStyle::bahdanau ? dec_hidden + context_dim() + embed_dim : dec_hidden;

@@ -2,6 +2,7 @@
 // masking of a batch for the masked language model.
 #include <sstream>
 
+#include "attn/core/enum_names.hpp"
 #include "attn/io/config_fields.hpp"
 
 #include "attn/models/transformer.hpp"
@@ -29,48 +30,29 @@ void unit_interval(const std::string& field, float value) {
 
 }  // namespace
 
-const char* arch_name(TransformerArch arch) {
-  switch (arch) {
-    case TransformerArch::encdec: return "encdec";
-    case TransformerArch::lm: return "lm";
-    case TransformerArch::mlm: return "mlm";
-  }
-  return "?";
-}
-const char* positional_name(PositionalKind kind) {
-  return kind == PositionalKind::sinusoidal ? "sinusoidal" : "learned";
-}
-const char* norm_name(NormPosition norm) { return norm == NormPosition::post ? "post" : "pre"; }
-const char* tie_embeddings_name(TieEmbeddings tie) {
-  switch (tie) {
-    case TieEmbeddings::none: return "none";
-    case TieEmbeddings::output: return "output";
-    case TieEmbeddings::all: return "all";
-  }
-  return "?";
-}
+namespace {
+constexpr EnumNames<TransformerArch, 3> kArchNames{
+    {{TransformerArch::encdec, "encdec"}, {TransformerArch::lm, "lm"}, {TransformerArch::mlm, "mlm"}}};
+constexpr EnumNames<PositionalKind, 2> kPositionalNames{
+    {{PositionalKind::sinusoidal, "sinusoidal"}, {PositionalKind::learned, "learned"}}};
+constexpr EnumNames<NormPosition, 2> kNormNames{{{NormPosition::post, "post"}, {NormPosition::pre, "pre"}}};
+constexpr EnumNames<TieEmbeddings, 3> kTieNames{
+    {{TieEmbeddings::none, "none"}, {TieEmbeddings::output, "output"}, {TieEmbeddings::all, "all"}}};
+}  // namespace
 
-TransformerArch arch_from_string(const std::string& name) {
-  if (name == "encdec") return TransformerArch::encdec;
-  if (name == "lm") return TransformerArch::lm;
-  if (name == "mlm") return TransformerArch::mlm;
-  throw ConfigError("transformer: unknown arch '" + name + "' (expected encdec, lm or mlm)");
-}
+const char* arch_name(TransformerArch arch) { return enum_name(kArchNames, arch); }
+const char* positional_name(PositionalKind kind) { return enum_name(kPositionalNames, kind); }
+const char* norm_name(NormPosition norm) { return enum_name(kNormNames, norm); }
+const char* tie_embeddings_name(TieEmbeddings tie) { return enum_name(kTieNames, tie); }
+TransformerArch arch_from_string(const std::string& name) { return parse_enum(kArchNames, "arch", name); }
 PositionalKind positional_from_string(const std::string& name) {
-  if (name == "sinusoidal") return PositionalKind::sinusoidal;
-  if (name == "learned") return PositionalKind::learned;
-  throw ConfigError("transformer: unknown positional encoding '" + name + "' (expected sinusoidal or learned)");
+  return parse_enum(kPositionalNames, "positional encoding", name);
 }
 TieEmbeddings tie_embeddings_from_string(const std::string& name) {
-  for (TieEmbeddings t : {TieEmbeddings::none, TieEmbeddings::output, TieEmbeddings::all})
-    if (name == tie_embeddings_name(t)) return t;
-  throw ConfigError("transformer: unknown tie_embeddings '" + name + "' (expected none, output or all)");
+  return parse_enum(kTieNames, "tie_embeddings", name);
 }
-NormPosition norm_from_string(const std::string& name) {
-  if (name == "post") return NormPosition::post;
-  if (name == "pre") return NormPosition::pre;
-  throw ConfigError("transformer: unknown norm position '" + name + "' (expected post or pre)");
-}
+NormPosition norm_from_string(const std::string& name) { return parse_enum(kNormNames, "norm position", name); }
+
 
 void TransformerConfig::validate() const {
   // A vocabulary holds the 4 special ids and at least one regular token.

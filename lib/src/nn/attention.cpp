@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "attn/blas/blas.hpp"
+#include "attn/core/enum_names.hpp"
 #include "attn/core/flops.hpp"
 #include "attn/core/threading.hpp"
 #include "attn/nn/init.hpp"
@@ -25,25 +26,18 @@ float dot_scale(ScoreKind kind, int64_t Dk) {
 
 }  // namespace
 
-ScoreKind parse_score_kind(const std::string& name) {
-  for (ScoreKind k : {ScoreKind::none, ScoreKind::dot, ScoreKind::scaled_dot, ScoreKind::general, ScoreKind::concat,
-                      ScoreKind::location})
-    if (name == score_kind_name(k)) return k;
-  throw ConfigError("unknown attention score '" + name +
-                    "' (expected none, dot, scaled-dot, general, concat or location)");
-}
+namespace {
+constexpr EnumNames<ScoreKind, 6> kScoreNames{{{ScoreKind::none, "none"},
+                                               {ScoreKind::dot, "dot"},
+                                               {ScoreKind::scaled_dot, "scaled-dot"},
+                                               {ScoreKind::general, "general"},
+                                               {ScoreKind::concat, "concat"},
+                                               {ScoreKind::location, "location"}}};
+}  // namespace
 
-const char* score_kind_name(ScoreKind kind) {
-  switch (kind) {
-    case ScoreKind::none: return "none";
-    case ScoreKind::dot: return "dot";
-    case ScoreKind::scaled_dot: return "scaled-dot";
-    case ScoreKind::general: return "general";
-    case ScoreKind::concat: return "concat";
-    case ScoreKind::location: return "location";
-  }
-  return "?";
-}
+ScoreKind parse_score_kind(const std::string& name) { return parse_enum(kScoreNames, "attention score", name); }
+const char* score_kind_name(ScoreKind kind) { return enum_name(kScoreNames, kind); }
+
 
 Attention::Attention(const AttentionConfig& config, const std::string& name, Rng& rng) : config_(config) {
   const std::string what = std::string("attention (") + score_kind_name(config.score) + "): ";
@@ -164,6 +158,7 @@ Tensor Attention::scores(const Tensor& query, const AttentionMemory& memory,
       // e = q W[:S]^T : [B, S]
       blas::gemm(Trans::N, Trans::T, B, S, Dq, 1.0f, query.data(), Dq, W.value.data(), Dq, 0.0f, e.data(), S);
       break;
+    case ScoreKind::none: break;   // refused by the constructor
   }
   return e;
 }
@@ -281,6 +276,7 @@ Tensor Attention::backward(const Tensor& dcontext, const AttentionStepCache& cac
       blas::gemm(Trans::N, Trans::N, B, Dq, S, 1.0f, de.data(), S, W.value.data(), Dq, 0.0f, dq.data(), Dq);
       blas::gemm(Trans::T, Trans::N, S, Dq, B, 1.0f, de.data(), S, q, Dq, 1.0f, W.grad.data(), Dq);
       break;
+    case ScoreKind::none: break;   // refused by the constructor
   }
   return dq;
 }

@@ -5,17 +5,18 @@
 #include <cmath>
 
 #include "attn/blas/blas.hpp"
+#include "attn/core/enum_names.hpp"
 
 namespace attn::nn {
 
 using blas::Trans;
 
-RnnCell parse_rnn_cell(const std::string& name) {
-  if (name == "gru") return RnnCell::gru;
-  if (name == "lstm") return RnnCell::lstm;
-  throw ConfigError("unknown cell '" + name + "' (expected gru or lstm)");
-}
-const char* rnn_cell_name(RnnCell cell) { return cell == RnnCell::gru ? "gru" : "lstm"; }
+namespace {
+constexpr EnumNames<RnnCell, 2> kCellNames{{{RnnCell::gru, "gru"}, {RnnCell::lstm, "lstm"}}};
+}  // namespace
+
+RnnCell parse_rnn_cell(const std::string& name) { return parse_enum(kCellNames, "cell", name); }
+const char* rnn_cell_name(RnnCell cell) { return enum_name(kCellNames, cell); }
 
 Rnn::Rnn(RnnCell cell, int64_t input, int64_t hidden, const std::string& name, Rng& rng) : cell_(cell) {
   const int64_t G = (cell == RnnCell::gru ? 3 : 4) * hidden;

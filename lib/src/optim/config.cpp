@@ -1,25 +1,21 @@
 // OptimizerConfig: names of the kinds and the factory (config.hpp).
 #include "attn/optim/config.hpp"
 
+#include "attn/core/enum_names.hpp"
 #include "attn/core/error.hpp"
 
 namespace attn::optim {
 
-const char* optimizer_kind_name(OptimizerKind kind) {
-  switch (kind) {
-    case OptimizerKind::sgd: return "sgd";
-    case OptimizerKind::rmsprop: return "rmsprop";
-    case OptimizerKind::adam: return "adam";
-    case OptimizerKind::adamw: return "adamw";
-  }
-  return "?";
-}
+namespace {
+constexpr EnumNames<OptimizerKind, 4> kOptimizerNames{{{OptimizerKind::sgd, "sgd"},
+                                                       {OptimizerKind::rmsprop, "rmsprop"},
+                                                       {OptimizerKind::adam, "adam"},
+                                                       {OptimizerKind::adamw, "adamw"}}};
+}  // namespace
 
-OptimizerKind parse_optimizer_kind(const std::string& name) {
-  for (OptimizerKind k : {OptimizerKind::sgd, OptimizerKind::rmsprop, OptimizerKind::adam, OptimizerKind::adamw})
-    if (name == optimizer_kind_name(k)) return k;
-  throw ConfigError("unknown optimizer '" + name + "' (expected sgd, rmsprop, adam or adamw)");
-}
+const char* optimizer_kind_name(OptimizerKind kind) { return enum_name(kOptimizerNames, kind); }
+OptimizerKind parse_optimizer_kind(const std::string& name) { return parse_enum(kOptimizerNames, "optimizer", name); }
+
 
 std::unique_ptr<Optimizer> make_optimizer(const OptimizerConfig& c) {
   switch (c.kind) {
