@@ -1,5 +1,5 @@
 // Scaled dot-product attention: the fused core ops::attention_forward / attention_backward
-// (B 1, H 8 heads of width 64, T = S = L from 64 to 4096, no mask and causal) and the whole
+// (B 1, NH 8 heads of width 64, T = S = L from 64 to 4096, no mask and causal) and the whole
 // nn::MultiHeadAttention layer (d_model 512, 8 heads, self-attention, B 1, L 64 to 1024).
 //
 // Useful flops are those of the products attention is defined by: forward q k^T and P v, and
@@ -13,7 +13,7 @@
 //
 // Memory: with automatic path selection the core streams (online softmax over key tiles,
 // O(L) memory) whenever S > kStreamMinKeys = 64 and no weights are requested; only L = 64 runs
-// materialised (B H L^2 floats of weights). The JSON counter "streamed" records the path taken.
+// materialised (B NH L^2 floats of weights). The JSON counter "streamed" records the path taken.
 #include <benchmark/benchmark.h>
 
 #include <cmath>
@@ -33,7 +33,7 @@ using attn::ops::AttentionMask;
 
 constexpr int64_t kBatch = 1, kHeads = 8, kHeadDim = 64;
 
-// The core's products on BH heads of T queries over S keys of width D.
+// The core's products on BH = B*NH heads of T queries over S keys of width HD (the argument D).
 GemmList core_forward_gemms(int64_t BH, int64_t T, int64_t S, int64_t D) {
   return {{T, S, D, BH}, {T, D, S, BH}};   // scores q k^T, context P v
 }

@@ -1,11 +1,11 @@
 // Convolutions (im2col + one GEMM, ops/conv.hpp): conv2d forward and backward on a CIFAR-like
 // block (B 32, C 64, 32 x 32, O 64, 3 x 3, padding 1) and an ImageNet stem (B 16, C 3,
 // 224 x 224, O 64, 7 x 7, stride 2, padding 3), and conv1d on a sequence layer (B 32, C 512,
-// L 256, O 512, kernel 3, dilation 1 and 2 with "same" padding), on 1 and 2 threads.
+// IW 256, O 512, kernel 3, dilation 1 and 2 with "same" padding), on 1 and 2 threads.
 //
 // Useful flops are the convolution's multiply-adds, i.e. the GEMMs of the im2col method with
-// P = OH OW output positions per image and CKK = C KH KW: forward W [O, CKK] x col
-// [CKK, B P]; backward dW += dY col^T (O, CKK, B P) and dcol = W^T dY (CKK, B P, O). im2col
+// OH OW output positions per image and CKK = C KH KW: forward W [O, CKK] x col [CKK, B OH OW];
+// backward dW += dY col^T (O, CKK, B OH OW) and dcol = W^T dY (CKK, B OH OW, O). im2col
 // and col2im are overhead: of_sgemm (against plain sgemm on those three shapes, each one GEMM
 // over the whole batch; the op runs them chunk by chunk) shows what they cost.
 #include <benchmark/benchmark.h>
@@ -22,8 +22,9 @@ using attn::Tensor;
 using attn::bench::GemmList;
 using attn::ops::ConvOptions;
 
-// Arguments: B, C, I (image side or length), O, K (kernel side), stride, padding, dilation,
-// threads. `two_d` picks conv2d on I x I images or conv1d on length I.
+// Arguments: B, C, I (the image side IH = IW, or conv1d's length IW), O, K (the kernel side
+// KH = KW, or conv1d's K), stride, padding, dilation, threads. `two_d` picks conv2d on IH x IW
+// images or conv1d on length IW.
 struct ConvCase {
   int64_t B, C, I, O, K, stride, padding, dilation;
   bool two_d;
@@ -33,7 +34,7 @@ struct ConvCase {
         padding(s.range(6)), dilation(s.range(7)), two_d(two_d_) {}
 
   int64_t out_side() const { return (I + 2 * padding - dilation * (K - 1) - 1) / stride + 1; }
-  int64_t positions() const { return two_d ? out_side() * out_side() : out_side(); }   // P
+  int64_t positions() const { return two_d ? out_side() * out_side() : out_side(); }   // OH OW
   int64_t window() const { return two_d ? C * K * K : C * K; }                         // CKK
   ConvOptions options() const {
     ConvOptions o;

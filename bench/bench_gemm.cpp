@@ -2,7 +2,8 @@
 // against: square sizes and the shapes of a Transformer's layers on a 64 x 24-token batch
 // (M = 1536 rows), on 1 and 2 threads. Model shapes run both as A B (trans_b 0) and as
 // x W^T with W stored [N, K] (trans_b 1), the layout of a linear layer. A second benchmark
-// times the batched GEMM of multi-head attention against one sgemm of the same work.
+// times the batched GEMM of multi-head attention against one sgemm of the same work. M, N, K
+// are BLAS's GEMM sizes here (C [M, N] = A [M, K] B [K, N]), not docs/ARCHITECTURE.md's letters.
 #include <benchmark/benchmark.h>
 
 #include "attn/blas/blas.hpp"
@@ -64,8 +65,8 @@ void BM_sgemm_batched(benchmark::State& state) {
 void batched_shapes(benchmark::internal::Benchmark* b) {
   b->ArgNames({"batch", "M", "N", "K", "threads"});
   for (int threads : {1, 2}) {
-    b->Args({256, 24, 24, 64, threads});     // attention scores Q K^T: 64 sequences x 4 heads, T 24, HD 64
-    b->Args({256, 24, 64, 24, threads});     // attention context P V
+    b->Args({256, 24, 24, 64, threads});     // attention scores q k^T: 64 sequences x 4 heads, T 24, HD 64
+    b->Args({256, 24, 64, 24, threads});     // attention context P v
     b->Args({32, 128, 128, 64, threads});    // the same at T = 128 with 32 sequence-heads
   }
 }

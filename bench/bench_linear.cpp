@@ -1,9 +1,10 @@
 // The GEMM-bound building blocks of a Transformer: ops::linear_forward / linear_backward on the
-// layers of a Transformer with d_model 256 on a 64 x 24-token batch (N = 1536 rows: FFN up
+// layers of a Transformer with d_model 256 on a 64 x 24-token batch (B*T = 1536 rows: FFN up
 // 256 -> 1024, FFN down 1024 -> 256, output projection 256 -> 8000), and the batched
-// ops::matmul_forward / matmul_backward of multi-head attention on [B*H, T, HD] = [256, 24, 64]
+// ops::matmul_forward / matmul_backward of multi-head attention on [B*NH, T, HD] = [256, 24, 64]
 // (the scores q k^T and the context P v). Each reports GFLOP/s of its GEMMs and of_sgemm, the
 // fraction of plain sgemm on exactly those GEMM shapes (bench_util.hpp); 1 and 2 threads.
+// GEMM triples are BLAS's (M, N, K): C [M, N] = A [M, K] B [K, N].
 #include <benchmark/benchmark.h>
 
 #include "attn/core/rng.hpp"
@@ -18,12 +19,12 @@ using attn::Tensor;
 using attn::bench::Gemm;
 using attn::bench::GemmList;
 
-// y = x W^T + b: x [N, in], W [out, in] -> y [N, out], one GEMM (N, out, in).
+// y = x W^T + b: x [B*T, in], W [out, in] -> y [B*T, out], one GEMM (B*T, out, in).
 GemmList linear_forward_gemms(int64_t N, int64_t in, int64_t out) { return {{N, out, in}}; }
-// dx = dy W: (N, in, out); dW += dy^T x: (out, in, N). db is a column sum, not counted.
+// dx = dy W: (B*T, in, out); dW += dy^T x: (out, in, B*T). db is a column sum, not counted.
 GemmList linear_backward_gemms(int64_t N, int64_t in, int64_t out) { return {{N, in, out}, {out, in, N}}; }
 
-// Arguments: N, in, out, threads.
+// Arguments: N (the B*T rows), in, out, threads.
 void BM_linear_forward(benchmark::State& state) {
   const int64_t N = state.range(0), in = state.range(1), out = state.range(2);
   attn::bench::use_threads(state, /*arg=*/3);
@@ -36,7 +37,7 @@ void BM_linear_forward(benchmark::State& state) {
   });
 }
 
-// Arguments: N, in, out, threads. Times the backward alone (dx, dW and db).
+// Arguments: N (the B*T rows), in, out, threads. Times the backward alone (dx, dW and db).
 void BM_linear_backward(benchmark::State& state) {
   const int64_t N = state.range(0), in = state.range(1), out = state.range(2);
   attn::bench::use_threads(state, /*arg=*/3);

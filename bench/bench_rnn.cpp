@@ -2,12 +2,12 @@
 // H 256 and 512) and a whole layer over a sequence (ops::lstm_layer_*, ops::gru_layer_*;
 // T 24, B 64, I = H = 256), forward and backward timed separately, on 1 and 2 threads.
 //
-// Useful flops are the GEMMs' (G = 4 gates for the LSTM, 3 for the GRU): a step is
-// h W_hh^T (B, G H, H) forward and dh = dgates W_hh (B, H, G H) plus dW_hh += dgates^T h
-// (G H, H, B) backward; a layer adds the input projection x W_ih^T over all T B rows forward,
+// Useful flops are the GEMMs' (G = 4H stacked gate rows for the LSTM, 3H for the GRU): a step is
+// h W_hh^T (B, G, H) forward and dh = dgates W_hh (B, H, G) plus dW_hh += dgates^T h
+// (G, H, B) backward; a layer adds the input projection x W_ih^T over all T B rows forward,
 // dx and dW_ih over all rows backward, and accumulates dW_hh in one GEMM over all rows. The
 // fused gate nonlinearities are overhead, not counted. of_sgemm sets the rate against plain
-// sgemm on the same list of products: a step's [64, H] x [H, G H] product is small, so even
+// sgemm on the same list of products: a step's [64, H] x [H, G] product is small, so even
 // plain sgemm runs it far below its peak, and of_sgemm isolates what the op adds on top.
 #include <benchmark/benchmark.h>
 
@@ -24,7 +24,8 @@ using attn::bench::GemmList;
 
 constexpr int64_t kBatch = 64, kSteps = 24;
 
-// One step of a cell with G gates: forward and backward products.
+// One step of a cell of `G` gate blocks (the argument: 4 or 3, so G * H rows): forward and
+// backward products.
 GemmList step_forward_gemms(int64_t G, int64_t B, int64_t H) { return {{B, G * H, H}}; }
 GemmList step_backward_gemms(int64_t G, int64_t B, int64_t H) { return {{B, H, G * H}, {G * H, H, B}}; }
 

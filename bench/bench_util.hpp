@@ -59,7 +59,8 @@ inline double process_cpu_seconds() {
   return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
 }
 
-// One matrix product of an op's work: C[M, N] = A[M, K] B[K, N], `batch` independent times.
+// One matrix product of an op's work: C[M, N] = A[M, K] B[K, N], `batch` independent times
+// (M, N, K: BLAS's GEMM sizes, not docs/ARCHITECTURE.md's dimension letters).
 // An op benchmark lists the products its arithmetic amounts to (forward and backward), and
 // takes both its useful flops and its sgemm yardstick from that list.
 struct Gemm {
@@ -97,7 +98,7 @@ Seconds time_once(Run&& run) {
 // whole list once and returns the time it took. A batch is run with at most as many items as
 // keep A, B and C within ~128 MB (at least one item) and its time scaled up to the full batch:
 // the items are independent, so a shorter batch runs at the same rate without, say, a 512 MB
-// score matrix at L = 4096. Operands are random and allocated once per distinct shape.
+// score matrix at T = S = 4096. Operands are random and allocated once per distinct shape.
 class Yardstick {
  public:
   explicit Yardstick(const GemmList& gemms) {

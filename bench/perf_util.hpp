@@ -45,8 +45,8 @@ class Args {
   std::map<std::string, std::string> values_;
 };
 
-// B pairs of source and target length L over a vocabulary of V: deterministic regular tokens
-// (ids >= 4), every sentence full length, targets ending in EOS. The PyTorch scripts
+// B pairs of source and target length L (S = T = L) over a vocabulary of V: deterministic
+// regular tokens (ids >= 4), every sentence full length, targets ending in EOS. The PyTorch scripts
 // (experiments/perf/*/torch_*.py) build the same batch with the same formula.
 inline models::TokenBatch make_batch(int64_t B, int64_t L, int64_t V) {
   models::TokenBatch batch;
@@ -94,8 +94,8 @@ inline double median(const std::vector<double>& sorted) {
   return n % 2 ? sorted[n / 2] : 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]);
 }
 
-// Products of a linear layer y[N, out] = x[N, in] W^T: the forward, and with `backward` also
-// dx = dy W (N, in, out) and dW = dy^T x (out, in, N).
+// Products of a linear layer y[B*T, out] = x[B*T, in] W^T over its N = B*T rows: the forward,
+// and with `backward` also dx = dy W (B*T, in, out) and dW = dy^T x (out, in, B*T).
 inline void add_linear(bench::GemmList& list, int64_t N, int64_t in, int64_t out, bool backward) {
   list.push_back({N, out, in});
   if (backward) {

@@ -4,11 +4,11 @@
 //
 // Hypotheses, one of:
 //   --hyp PRED.h5     an attnlab output file with the predictions as token ids
-//                       /predictions      int32 [N, L]  target ids; a row ends at its first EOS
-//                                                       (2) or at /predictions_len; PAD (0) and
-//                                                       BOS (1) are skipped
-//                       /predictions_len  int32 [N]     optional: tokens per row
-//                       /vocab/tgt        string [V]    the vocabulary of the ids
+//                       /predictions      int32 [N, Lmax]  target ids; a row ends at its first
+//                                                          EOS (2) or at /predictions_len; PAD (0)
+//                                                          and BOS (1) are skipped
+//                       /predictions_len  int32 [N]        optional: tokens per row
+//                       /vocab/tgt        string [V]       the vocabulary of the ids
 //                     or as text: /predictions_text string [N], tokens joined by spaces
 //   --hyp-text FILE   one tokenised sentence a line (plain or gzip), tokens separated by spaces
 // References, one of:

@@ -11,8 +11,8 @@ namespace po = boost::program_options;
 
 namespace {
 
-// The grid [h, w] of L attention locations: --grid HxW, else the factorisation of L whose
-// aspect is closest to the image's (7 x 7 for 49 locations over a square image).
+// The grid [h, w] of the R attention locations (L here): --grid HxW, else the factorisation of
+// R whose aspect is closest to the image's (7 x 7 for 49 locations over a square image).
 std::pair<int64_t, int64_t> location_grid(const cli::Options& opts, int64_t L, int64_t H, int64_t W) {
   if (opts.has("grid")) {
     const std::string g = opts.get<std::string>("grid");
@@ -77,7 +77,7 @@ int cmd_overlay(int argc, char** argv) {
   };
   const Tensor image = plot::read_slice(file, image_ds, sel, left(image_ds) >= 3 ? 3 : 2, "an image [C, H, W] or [H, W]");
   Tensor maps = plot::read_slice(file, att_ds, sel, left(att_ds) == 3 ? 3 : 2, "attention maps [T, h, w] or [T, L]");
-  if (maps.rank() == 2) {   // [T, L] -> [T, h, w]
+  if (maps.rank() == 2) {   // [T, R] -> [T, h, w]
     const auto [h, w] = location_grid(opts, maps.dim(1), image.dim(-2), image.dim(-1));
     maps = maps.reshape({maps.dim(0), h, w});
   }

@@ -9,7 +9,7 @@ namespace po = boost::program_options;
 
 namespace {
 
-// One dataset as panels: [T, K] after the selection is one panel; [T, H, K] one per head.
+// One dataset as panels: [T, Nm] after the selection is one panel; [T, Nr, Nm] one per head.
 void add_panels(const io::File& file, const std::string& dataset, const std::string& title,
                 const plot::Selection& sel, std::vector<plot::WeightsPanel>& panels) {
   const int64_t rank = static_cast<int64_t>(file.shape(dataset).size());

@@ -20,7 +20,7 @@ struct Lengths {
 };
 
 // Allocates an n-example split of `dims` and fills it through draw(rng, in, out) -> Lengths,
-// where `in` [Tin, Win] and `out` [Tout, Wout] arrive zeroed.
+// where `in` [Tin, I] and `out` [Tout, O] arrive zeroed.
 template <class Draw>
 SequenceSplit draw_sequences(const std::string& task, const char* split, int64_t n, const Dims& d,
                              Rng& rng, const KeySet& earlier, KeySet& drawn, Draw&& draw) {

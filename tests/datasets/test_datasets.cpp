@@ -26,7 +26,7 @@ bool same_split(const SequenceSplit& a, const SequenceSplit& b) {
          same_bits(a.targets, b.targets) && same_bits(a.target_len, b.target_len);
 }
 
-// Element (i, t, c) of a [N, T, C] float tensor.
+// Element (i, t, c) of a [N, Tin, I] (or [N, Tout, O]) float tensor.
 float at3(const Tensor& x, int64_t i, int64_t t, int64_t c) {
   return x.data()[(i * x.dim(1) + t) * x.dim(2) + c];
 }

@@ -1,6 +1,6 @@
 // Tests of the shared searches (decode/search.hpp) with a model whose next-token probabilities
 // are a fixed table, so that every expected result is worked out by hand in the comments:
-// beam 1 against greedy, EOS, a sentence ending once K hypotheses ended, max_len and capacity
+// beam 1 against greedy, EOS, a sentence ending once BW hypotheses ended, max_len and capacity
 // cuts, both length penalties, PAD/BOS never emitted, repeated parents, attention behind tokens.
 #include "attn/decode/search.hpp"
 
@@ -28,7 +28,7 @@ using Prefix = std::vector<int32_t>;
 
 // Next-token probabilities by (sentence, tokens so far); a prefix not in the table gets
 // `fallback`. Each row remembers its own prefix, so a wrong keep() shows up as wrong results.
-// The attention of a row is [A = 2]: its prefix length and last token (0 when empty).
+// The attention of a row is [S] with S = 2: its prefix length and last token (0 when empty).
 class TableModel final : public decode::Stepper {
  public:
   std::map<std::pair<int64_t, Prefix>, Dist> table;
@@ -149,7 +149,7 @@ TEST_CASE("search: greedy takes the first most likely token, beam 1 is greedy, a
     CHECK(one.scores[0] == Approx(greedy.scores[0]).margin(1e-6));
     CHECK_THAT(one.attention, test::close_to(greedy.attention, 0.0));
 
-    // K = 2: step 0 keeps a and b (EOS ranks third, outside the beam); step 1's best are
+    // BW = 2: step 0 keeps a and b (EOS ranks third, outside the beam); step 1's best are
     // `b EOS` 0.36 and `a EOS` 0.2: two finished, the sentence is done after two steps.
     const SearchResult two = decode::beam_search(b2, 1, beam_options(2, PenaltyKind::gnmt, 0.0f));
     CHECK(two.tokens[0] == std::vector<int32_t>{kB});
@@ -182,7 +182,7 @@ TEST_CASE("search: max_len and the model's capacity cut a hypothesis without EOS
     CHECK(greedy.tokens[0] == std::vector<int32_t>{kA, kA, kA});
     CHECK(greedy.ended[0] == 0);
     CHECK(greedy.scores[0] == Approx(3 * std::log(0.6)).margin(1e-5));
-    // K = 2, power alpha 1: step 1 keeps aa and ab (ab and ba tie at 0.18: row a first); step 2
+    // BW = 2, power alpha 1: step 1 keeps aa and ab (ab and ba tie at 0.18: row a first); step 2
     // can only cut: aaa and aab rank in the best 2 and finish; aaa wins, |Y| = 3.
     const SearchResult beam = decode::beam_search(b, 1, beam_options(2, PenaltyKind::power, 1.0f, 3));
     CHECK(beam.tokens[0] == std::vector<int32_t>{kA, kA, kA});
@@ -209,7 +209,7 @@ TEST_CASE("search: max_len and the model's capacity cut a hypothesis without EOS
 }
 
 TEST_CASE("search: both length penalties rank finished hypotheses as their formulas say", "[unit][search]") {
-  // K = 2, max_len 2. Step 0: EOS 0.5 ranks first and finishes ([] with |Y| = 1); a and b go
+  // BW = 2, max_len 2. Step 0: EOS 0.5 ranks first and finishes ([] with |Y| = 1); a and b go
   // on. Step 1 can only cut: aa 0.27 and bb 0.18 finish (|Y| = 2); a EOS 0.03 ranks third.
   // Raw log p: [] -0.693, aa -1.309, bb -1.715; which wins depends on the penalty.
   struct Hyp {
@@ -250,7 +250,7 @@ TEST_CASE("search: both length penalties rank finished hypotheses as their formu
 }
 
 TEST_CASE("search: a sentence is done once K hypotheses ended, all of that step's kept", "[unit][search]") {
-  // K = 2. Step 0: EOS 0.5 finishes (one ended), a 0.3 and b 0.2 go on. Step 1: a EOS 0.27 and
+  // BW = 2. Step 0: EOS 0.5 finishes (one ended), a 0.3 and b 0.2 go on. Step 1: a EOS 0.27 and
   // b EOS 0.18 both finish: three ended, the sentence stops without a third step. With power
   // alpha 1: [] -0.693, [a] -1.309 / 2 = -0.655 wins, [b] -1.715 / 2.
   TableModel m(1);
@@ -265,7 +265,7 @@ TEST_CASE("search: a sentence is done once K hypotheses ended, all of that step'
 }
 
 TEST_CASE("search: an EOS ranked outside the best K neither finishes nor counts towards K", "[unit][search]") {
-  // K = 2, power alpha 1. Step 0 keeps a 0.6 and b 0.4. Step 1: a EOS 0.3 (finishes), a c 0.3
+  // BW = 2, power alpha 1. Step 0 keeps a 0.6 and b 0.4. Step 1: a EOS 0.3 (finishes), a c 0.3
   // (continues), b EOS 0.24 ranks third: outside the beam, so it does not finish and the
   // sentence goes on with a c and b b 0.16. Step 2: a c EOS 0.3 wins with |Y| = 3 (-0.401
   // against a EOS's -1.204 / 2 = -0.602).
@@ -280,7 +280,7 @@ TEST_CASE("search: an EOS ranked outside the best K neither finishes nor counts 
 }
 
 TEST_CASE("search: beam parents may repeat, and rows follow their hypotheses", "[unit][search]") {
-  // K = 2. Step 0: a 0.5 and b 0.45 from the one row: parents {0, 0}. Step 1: b a 0.225 and
+  // BW = 2. Step 0: a 0.5 and b 0.45 from the one row: parents {0, 0}. Step 1: b a 0.225 and
   // b b 0.2025 beat a EOS 0.2: both from row 1, parents {1, 1}. Step 2: EOS everywhere.
   TableModel m(1);
   m.table[{0, {}}] = {{kEos, 0.05}, {kA, 0.5}, {kB, 0.45}};

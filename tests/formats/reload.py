@@ -119,7 +119,7 @@ def sinusoid(L, D):
 
 
 def visible_keys(lengths, T, S, causal, window):
-    """[B, T, S]: key j is visible to query i when j < length, (causal) j <= i, (window) |i - j| <= w."""
+    """[B, T, S]: key j is visible to query i when j < length, (causal) j <= i, (window) |i - j| <= P."""
     i = np.arange(T)[None, :, None]
     j = np.arange(S)[None, None, :]
     vis = j < np.asarray(lengths)[:, None, None]
@@ -250,7 +250,7 @@ class Rnn:
 
 
 def reverse_within(x, lengths):
-    """Each row reversed within its length, the padding left in place. x: [B, S, F]."""
+    """Each row reversed within its length, the padding left in place. x: [B, S, D]."""
     y = x.copy()
     for b, n in enumerate(lengths):
         y[b, :n] = x[b, :n][::-1]

@@ -173,7 +173,7 @@ TEST_CASE("ntm: parameters are named by module path", "[unit][ntm]") {
                                  "controller/layer1/W_ih", "controller/layer1/W_hh", "controller/layer1/b",
                                  "heads/write0/W", "heads/write0/b", "heads/read0/W", "heads/read0/b",
                                  "heads/read1/W", "heads/read1/b", "output/W", "output/b", "memory/init"});
-  // Head rows: k [M], β, g, s [2r+1], γ (+ e, a [M] for a write head); M = 3, r = 1.
+  // Head rows: k [M], β, g, s [Ns], γ (+ e, a [M] for a write head); M = 3, Ns = 3.
   for (Param* p : lstm.params()) {
     if (p->name == "heads/write0/W") CHECK(p->value.shape() == Shape{3 + 3 + 3 + 6, 4});
     if (p->name == "heads/read1/b") CHECK(p->value.shape() == Shape{9});
@@ -233,7 +233,7 @@ TEST_CASE("ntm gradients: shifts -2..2 over 5 rows, six steps", "[gradcheck][ntm
   uint64_t seed = 350;
   for (NtmController controller : {NtmController::lstm, NtmController::feedforward}) {
     models::NtmConfig c = tiny_config(controller, 1, 1, NtmMemoryInit::random);
-    c.shift_range = 2;   // S = N = 5
+    c.shift_range = 2;   // Ns = Nm = 5
     check_gradients(c, make_batch(c.input_size, c.output_size, {3, 2}, {3, 4}, 13), seed++);
   }
 }
@@ -249,7 +249,7 @@ TEST_CASE("ntm gradients: no memory, the plain LSTM and feed-forward baselines",
 
 namespace {
 
-// The value of a head's parameter row: k [M], β, g, s [2r+1], γ (then e, a for a write head).
+// The value of a head's parameter row: k [M], β, g, s [Ns], γ (then e, a for a write head).
 struct HeadRows {
   int64_t beta, g, s, gamma;
 };
@@ -360,7 +360,7 @@ TEST_CASE("ntm: with g = 0 and a one-hot shift the weighting moves by exactly on
     for (int64_t j = 0; j < 3; ++j) b.at(r.s + j) = -100.0f;
     b.at(r.s + (write ? 0 : 2)) = 100.0f;
   });
-  const int64_t T = 9;   // > N: the weighting wraps around
+  const int64_t T = 9;   // > Nm: the weighting wraps around
   const models::SequenceBatch batch = make_batch(c.input_size, c.output_size, {4, 0}, {5, 9}, 42);
   const models::NtmRun run = model.run(batch);
   for (int64_t b = 0; b < 2; ++b)

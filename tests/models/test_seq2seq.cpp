@@ -264,7 +264,7 @@ TEST_CASE("seq2seq: alignment rows sum to 1 and put no weight on padding", "[uni
                  {static_cast<int64_t>(greedy.tokens[0].size()), static_cast<int64_t>(greedy.tokens[1].size())},
                  /*normalised=*/true);
     }
-  // Local-p scales the weights by a Gaussian (<= 1); local-m keeps the window |j - t| <= D.
+  // Local-p scales the weights by a Gaussian (<= 1); local-m keeps the window |j - t| <= P.
   Rng rng(6);
   models::Seq2Seq local_p(tiny_config(nn::ScoreKind::concat, LocalAttention::local_p, AttentionStyle::luong,
                                       RnnCell::lstm, true, false),

@@ -45,7 +45,7 @@ TEST_CASE("circular_conv by hand: shifts move the weighting and wrap around", "[
                                                  0, 0, 0, 0, 1,    //
                                                  0.25f, 0.25f, 0.25f, 0, 0.25f}), 1e-6));
   CHECK(flops::count() == 3 * 5 * 3);
-  // More shifts than rows wrap around more than once: on N = 2, shift +2 is no shift.
+  // More shifts than rows wrap around more than once: on Nm = 2, shift +2 is no shift.
   CHECK_THAT(ops::circular_conv_forward(Tensor::from({1, 2}, {0.25f, 0.75f}),
                                         Tensor::from({1, 5}, {0, 0, 0, 0, 1}), nullptr),
              test::close_to(Tensor::from({1, 2}, {0.25f, 0.75f}), 1e-6));
@@ -115,7 +115,7 @@ TEST_CASE("addressing: bad inputs are named in the message", "[unit][addressing]
 
 namespace {
 
-// Inputs of one fused-head case: B rows, N memory rows of width M, S shifts.
+// Inputs of one fused-head case: B rows, Nm memory rows (N) of width M, Ns shifts (S).
 struct HeadCase {
   Tensor k, beta, g, s, gamma, w_prev, mem;
 };
@@ -200,7 +200,7 @@ void check_same_grads(const ops::HeadAddressGrads& a, const ops::HeadAddressGrad
 TEST_CASE("head_address equals cosine, softmax, interpolation, shift and sharpening composed",
           "[unit][addressing]") {
   Rng rng(54);
-  // S < N, S = N and S > N (shifts wrap around more than once).
+  // Ns < Nm, Ns = Nm and Ns > Nm (shifts wrap around more than once).
   for (const auto& [N, S] : {std::pair<int64_t, int64_t>{7, 3}, {5, 5}, {2, 5}}) {
     INFO("N = " << N << ", S = " << S);
     const HeadCase c = random_head_case(3, N, 4, S, rng);

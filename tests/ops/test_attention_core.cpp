@@ -154,7 +154,7 @@ TEST_CASE("attention: the streaming path equals the materialised path", "[unit][
 
 // The materialised path runs one task per head when the heads divide among the threads, and
 // otherwise two batched products around a row-parallel softmax: both must give the one-thread
-// numbers (B H = 2 and 6 heads on 2 and 3 threads covers both ways).
+// numbers (B NH = 2 and 6 heads on 2 and 3 threads covers both ways).
 TEST_CASE("attention: the materialised path gives the same numbers on any number of threads",
           "[unit][attention]") {
   const int before = num_threads();
@@ -194,7 +194,7 @@ TEST_CASE("attention: the automatic path streams long keys and materialises when
 
 TEST_CASE("attention: a window mask skips key blocks outside the window", "[unit][attention]") {
   // T = S = 32, radius 2, query blocks of 4: block [t0, t0+4) sees keys [t0-2, t0+6), i.e. 8
-  // keys (6 at either edge), so the work is O(T K D), not O(T S D).
+  // keys (6 at either edge), so the work is O(T P D), not O(T S D).
   Rng rng(4);
   const int64_t B = 1, H = 2, L = 32, Dk = 3, Dv = 5;
   const Tensor q = randn({B, H, L, Dk}, rng), k = randn({B, H, L, Dk}, rng), v = randn({B, H, L, Dv}, rng);

@@ -74,7 +74,7 @@ TEST_CASE("sum_to reduces over the broadcast dimensions", "[unit][elementwise]")
   const Tensor same = ops::sum_to(x, {2, 3});
   CHECK_THAT(same, test::close_to(x, 0));
   CHECK_FALSE(same.shares_storage_with(x));
-  // [B, T, D] -> [B, 1, D] and a large [N, D] -> [D] on the threaded path, against the sums
+  // [B, T, D] -> [B, 1, D] and a large [rows, D] -> [D] on the threaded path, against the sums
   // of broadcast copies: sum_to(x, s) == (dot with ones) per output element.
   Rng rng(9);
   for (const auto& [xs, ts] : {std::pair<Shape, Shape>{{3, 4, 5}, {3, 1, 5}},

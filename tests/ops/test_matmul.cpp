@@ -15,7 +15,8 @@ std::string describe(const MatmulOptions& o) {
          " transpose_b=" + (o.transpose_b ? "1" : "0");
 }
 
-// Stored shape of a [M, K] operand (or [K, M] when transposed), with optional batch dims.
+// Stored shape of a [M, K] operand (or [K, M] when transposed; BLAS's M, N, K), with optional
+// batch dims.
 Shape stored(Shape lead, int64_t rows, int64_t cols, bool transpose) {
   lead.push_back(transpose ? cols : rows);
   lead.push_back(transpose ? rows : cols);

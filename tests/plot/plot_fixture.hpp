@@ -8,10 +8,10 @@
 
 namespace attn::test {
 
-// /attention/cross [2, 2, 3, 4]  (N, heads, T, S): example n, head h has its maximum 1 at
+// /attention/cross [2, 2, 3, 4]  (N, NH, T, S): example n, head h has its maximum 1 at
 //                                (T, S) = (h + n, 3 - h - n); every other value is 0.1 * (n + h).
 // /attention/layers/layer1 [2, 2, 3, 4]  the same plus 1 (a group of per-layer datasets)
-// /attention/stack [2, 2, 2, 3, 4]  (N, layers, heads, T, S): /attention/cross + 10 * layer
+// /attention/stack [2, 2, 2, 3, 4]  (N, layers, NH, T, S): /attention/cross + 10 * layer
 // /test/src [2, 5] int32: row 0 "ein Mann </s>" (then padding), row 1 "ein Mann schläft </s>"
 // /predictions [2, 4] int32: row 0 "a man </s>", row 1 "a man sleeps" (then padding)
 // /vocab/src, /vocab/tgt: <pad> <s> </s> <unk> then the words; /vocab/short: too short for them

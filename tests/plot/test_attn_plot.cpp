@@ -90,7 +90,7 @@ TEST_CASE("attn-plot heatmap: all heads, layers as an axis or as datasets", "[cl
   heads[1].copy_from(test::fixture_cross(1, 1));
   CHECK(slurp(fx.dir.file("heads.png")) == plot::heatmap(heads).encode(plot::Format::png));
 
-  // --layer 1 of [N, layers, heads, T, S] is the cross attention plus 10.
+  // --layer 1 of [N, layers, NH, T, S] is the cross attention plus 10.
   REQUIRE(attn_plot(fx.dir, "heatmap pred.h5 --dataset /attention/stack --index 0 --layer 1 --head 1 --out l1.png --quiet").code == 0);
   Tensor m = test::fixture_cross(0, 1);
   for (float& v : m.values()) v += 10;
@@ -189,7 +189,7 @@ TEST_CASE("attn-plot weights and overlay render their figures", "[cli][attn-plot
   REQUIRE(r.code == 0);
   {
     io::File f = io::File::open_read(fx.h5);
-    const Tensor read = f.read("/ntm/read", DType::f32)[0];   // [T, 2, N]
+    const Tensor read = f.read("/ntm/read", DType::f32)[0];   // [T, Nr, Nm], Nr = 2
     Tensor h0({6, 10}), h1({6, 10});
     for (int64_t t = 0; t < 6; ++t)
       for (int64_t k = 0; k < 10; ++k) {

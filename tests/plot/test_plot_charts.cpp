@@ -168,7 +168,7 @@ TEST_CASE("overlay: each word's map is upsampled and blended over the image", "[
   CHECK(test::near(near_corner(pic.panels()[2], true, true), lit, 2));
   CHECK(test::near(near_corner(pic.panels()[2], false, false), dark, 2));
 
-  // A [H, W] grey image of bytes works the same; words must match the maps.
+  // A [IH, IW] grey image of bytes works the same; words must match the maps.
   CHECK(overlay(Tensor::full({8, 8}, 128), maps, opts).panels().size() == 3);
   opts.words = {"a"};
   REQUIRE_THROWS_WITH(overlay(image, maps, opts), Catch::Equals("overlay: 1 words for 2 attention maps"));

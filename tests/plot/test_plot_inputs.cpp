@@ -16,7 +16,7 @@ TEST_CASE("read_slice: leading axes fixed by index, head and layer", "[io][plot-
 
   CHECK_THAT(read_slice(f, "/attention/cross", {{1, 0}, {}, {}}, 2), test::close_to(test::fixture_cross(1, 0), 0));
   CHECK_THAT(read_slice(f, "/attention/cross", {{1}, {}, 1}, 2), test::close_to(test::fixture_cross(1, 1), 0));
-  // --layer is axis -4: [N, layers, heads, T, S].
+  // --layer is axis -4: [N, layers, NH, T, S].
   Tensor want = test::fixture_cross(0, 1);
   for (float& v : want.values()) v += 10;
   CHECK_THAT(read_slice(f, "/attention/stack", {{0}, 1, 1}, 2), test::close_to(want, 0));

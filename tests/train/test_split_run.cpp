@@ -14,7 +14,7 @@ TEST_CASE("split_batches: consecutive runs, or token-budget batches in length or
 
 TEST_CASE("run_split puts every output row back in split order, zero-padded to the largest batch", "[unit][split_run]") {
   // Example i of a batch yields: a scalar i; a [T, 2] matrix of i's with T = the batch's own
-  // length (1 + its first index); a [T, 1, K] block with K = batch size.
+  // length (1 + its first index); a [T, 1, B] block with B = batch size.
   const std::vector<std::vector<int64_t>> batches{{3, 0}, {2}, {1, 4}};
   const auto out = train::run_split(5, batches, [](std::span<const int64_t> index) {
     const auto B = static_cast<int64_t>(index.size());
@@ -39,9 +39,9 @@ TEST_CASE("run_split puts every output row back in split order, zero-padded to t
   CHECK(mat.at((4 * 4 + 2) * 2) == 0.0f);
   const Tensor& block = out[2].second;
   REQUIRE(block.shape() == Shape{5, 4, 1, 2});
-  CHECK(block.at(((2 * 4 + 0) * 1 + 0) * 2 + 0) == 3.0f);   // example 2: K = 1, column 0 holds 1 + 2
+  CHECK(block.at(((2 * 4 + 0) * 1 + 0) * 2 + 0) == 3.0f);   // example 2: B = 1, column 0 holds 1 + 2
   CHECK(block.at(((2 * 4 + 0) * 1 + 0) * 2 + 1) == 0.0f);   // column 1 is padding
-  CHECK(block.at(((0 * 4 + 3) * 1 + 0) * 2 + 1) == 1.0f);   // example 0: T = 4, K = 2
+  CHECK(block.at(((0 * 4 + 3) * 1 + 0) * 2 + 1) == 1.0f);   // example 0: T = 4, B = 2
 
   REQUIRE_THROWS_AS(train::run_split(2, {{0, 1}}, [](std::span<const int64_t>) {
                       return train::NamedTensors{{"bad", Tensor({3, 2})}};

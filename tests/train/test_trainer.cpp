@@ -22,11 +22,11 @@ namespace {
 // Classes are the sign patterns of the first two input features: 4 separable classes.
 struct Classifier {
   static constexpr int64_t kN = 24, kF = 5, kC = 4;
-  Tensor X;                               // [N, F]
+  Tensor X;                               // [N, I]
   Tensor y;                               // int32 [N]
   std::vector<int32_t> lengths;           // a pretend length per example, for the bucketing
-  Param W{"out/w", Tensor({kC, kF})};     // [C, F]
-  Param b{"out/b", Tensor({kC})};         // [C]
+  Param W{"out/w", Tensor({kC, kF})};     // [O, I]: O = kC classes, I = kF features
+  Param b{"out/b", Tensor({kC})};         // [O]
 
   explicit Classifier(uint64_t seed = 3) {
     Rng rng(seed);

@@ -71,7 +71,7 @@ TEST_CASE("reverse data -> train -> eval, translate -> attn-bleu through files",
     CHECK(p.shape("/predictions")[0] == 20);
     CHECK(p.shape("/predictions_len") == Shape{20});
     CHECK(p.read_strings("/predictions_text").size() == 20);
-    const Shape cross = p.shape("/attention/cross/layer0");   // [N, H, T, S]
+    const Shape cross = p.shape("/attention/cross/layer0");   // [N, NH, T, S]
     REQUIRE(cross.size() == 4);
     CHECK(cross[0] == 20);
     CHECK(cross[1] == 2);

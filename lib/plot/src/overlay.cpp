@@ -12,7 +12,7 @@ namespace attn::plot {
 
 namespace {
 
-// The image as three [H, W] planes in [0, 1] (grey images repeat one plane).
+// The image as three [IH, IW] planes in [0, 1] (grey images repeat one plane).
 struct Rgb32 {
   int64_t H = 0, W = 0;
   std::vector<float> r, g, b;

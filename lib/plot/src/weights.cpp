@@ -49,7 +49,7 @@ Picture weights(const std::vector<WeightsPanel>& panels_in, const WeightsOptions
     cv.text(p.title, gx, y, panel_font, style::kText, HAlign::left, VAlign::top);
     y += panel_title_h;
     const Rect r{gx, std::round(y), cell * static_cast<double>(T), row_h * static_cast<double>(K)};
-    // [T, K] drawn with time along x: the transpose, [K, T].
+    // [T, Nm] (K columns here) drawn with time along x: the transpose, [Nm, T].
     std::vector<float> kt(static_cast<size_t>(K * T));
     const float* v = p.values.data();
     for (int64_t t = 0; t < T; ++t)

@@ -8,7 +8,7 @@
 namespace attn::data {
 namespace {
 
-// Rows of an int32 [N, L] id matrix decoded with `vocab`, each cut at lens[i] when given.
+// Rows of an int32 [N, Lmax] id matrix decoded with `vocab`, each cut at lens[i] when given.
 Corpus decode_rows(const io::File& file, const std::string& ids_name, const std::string& len_name,
                    const Vocab& vocab) {
   const Tensor ids = file.read(ids_name, DType::i32, {kAny, kAny});

@@ -11,7 +11,7 @@
 namespace attn::data {
 namespace {
 
-// Rows `index` of x [N, T, W], each cut to its first `rows` time steps.
+// Rows `index` of x [N, Tin, I] or [N, Tout, O], each cut to its first `rows` time steps.
 Tensor gather_rows(const Tensor& x, std::span<const int64_t> index, int64_t rows) {
   const int64_t T = x.dim(1), W = x.dim(2);
   Tensor y({static_cast<int64_t>(index.size()), rows, W});

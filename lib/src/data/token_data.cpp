@@ -8,7 +8,7 @@
 namespace attn::data {
 namespace {
 
-// Reads /<split>/<name> [N, L] and /<split>/<name>_len [N]; checks lengths and ids.
+// Reads /<split>/<name> [N, S] (or [N, T]) and /<split>/<name>_len [N]; checks lengths and ids.
 void read_sequences(const io::File& file, const std::string& split, const std::string& name, int64_t vocab,
                     Tensor& seqs, Tensor& lens) {
   const std::string ds = "/" + split + "/" + name, len_ds = ds + "_len";

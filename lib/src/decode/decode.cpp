@@ -42,7 +42,7 @@ class TransformerStepper final : public Stepper {
     Tensor prefix({R, T}, DType::i32);
     for (int64_t r = 0; r < R; ++r)
       std::copy(fed_[static_cast<size_t>(r)].begin(), fed_[static_cast<size_t>(r)].end(), prefix.idata() + r * T);
-    const Tensor h = model_.decode_prefix(prefix, state_.memory, state_.src_len);   // [R, T, D]
+    const Tensor h = model_.decode_prefix(prefix, state_.memory, state_.src_len);   // [B, T, D]
     Tensor last({R, D});
     for (int64_t r = 0; r < R; ++r) std::copy_n(h.data() + (r * T + T - 1) * D, D, last.data() + r * D);
     return model_.output_logits(last);

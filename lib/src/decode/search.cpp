@@ -1,5 +1,5 @@
 // The searches of decode/search.hpp over a Stepper: greedy search and sampling (one row per
-// sentence, one token chosen per row and step) and beam search (K rows per sentence, the
+// sentence, one token chosen per row and step) and beam search (BW rows per sentence, the
 // history of every hypothesis kept as parent links, traced back once at the end).
 #include "attn/decode/search.hpp"
 
@@ -26,7 +26,7 @@ constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
 // ---- the model's next-token distribution ---------------------------------------------------
 
-// Feeds `fed` and returns the next-token logits [R, V] with PAD and BOS at -inf: the one place
+// Feeds `fed` and returns the next-token logits [B, V] with PAD and BOS at -inf: the one place
 // every search forbids them.
 Tensor next_logits(Stepper& model, const std::vector<int32_t>& fed) {
   const int64_t R = static_cast<int64_t>(fed.size()), V = model.vocab();
@@ -45,7 +45,7 @@ void log_softmax_row_double(float* x, int64_t V) {
   for (int64_t v = 0; v < V; ++v) x[v] -= lse;
 }
 
-// x [R, V] <- log_softmax(x) row by row, the model's way.
+// x [B, V] <- log_softmax(x) row by row, the model's way.
 void log_softmax_rows(float* x, int64_t R, int64_t V, LogSoftmax kind) {
   if (kind == LogSoftmax::vectorised) {
     ops::log_softmax_rows_inplace(x, R, V);
@@ -122,7 +122,7 @@ void keep_rows(Stepper& model, std::vector<int64_t>& sentence, const std::vector
 // tokens are: (step, row of that step).
 struct AttentionLog {
   bool on = false;
-  std::vector<Tensor> steps;   // [R_t, A] per step t
+  std::vector<Tensor> steps;   // [B_t, S] per step t (B_t: that step's rows)
   std::vector<std::vector<std::pair<int64_t, int64_t>>> behind;
 
   AttentionLog(bool want, int64_t N) : on(want), behind(want ? static_cast<size_t>(N) : 0) {}
@@ -132,7 +132,7 @@ struct AttentionLog {
   void record_token(int64_t sentence, int64_t step, int64_t row) {
     if (on) behind[static_cast<size_t>(sentence)].emplace_back(step, row);
   }
-  // [N, T, A] (T: the most tokens of a sentence), zeros where no token is; undefined when off
+  // [N, T, S] (T: the most tokens of a sentence), zeros where no token is; undefined when off
   // or when the model gives no attention.
   Tensor assemble() const {
     int64_t A = -1;
@@ -241,14 +241,14 @@ struct Candidate {
   int64_t row;
   int32_t token;
 };
-// The candidates' order: higher score first, ties by (row, token), so K = 1 picks exactly
+// The candidates' order: higher score first, ties by (row, token), so BW = 1 picks exactly
 // greedy's first maximum.
 bool better(const Candidate& a, const Candidate& b) {
   if (a.score != b.score) return a.score > b.score;
   return a.row != b.row ? a.row < b.row : a.token < b.token;
 }
 
-// The best `M` extensions of rows [r0, r1) of log-probabilities lp [R, V], best first, into
+// The best `M` extensions of rows [r0, r1) of log-probabilities lp [B, V], best first, into
 // `best`. Tokens at -inf (PAD, BOS) or NaN are never candidates.
 void best_candidates(const Tensor& lp, const std::vector<double>& score, int64_t r0, int64_t r1, size_t M,
                      std::vector<Candidate>& best) {
@@ -373,7 +373,7 @@ SearchResult beam_search(Stepper& model, int64_t N, const SearchOptions& o) {
       const int64_t s = sentence[static_cast<size_t>(r0)];
       int64_t r1 = r0;
       while (r1 < R && sentence[static_cast<size_t>(r1)] == s) ++r1;
-      // The best 2K (K of them may end and still leave K alive).
+      // The best 2 BW (BW of them may end and still leave BW alive).
       best_candidates(lp, score, r0, r1, static_cast<size_t>(2 * K), best);
       std::vector<Finished>& fin = finished[static_cast<size_t>(s)];
       const size_t first = next.parent.size();

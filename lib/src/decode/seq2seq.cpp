@@ -14,9 +14,9 @@ namespace {
 
 using models::Seq2Seq;
 
-// The model's rows are slots of a fixed batch of N x K rows, sentence n in slots n K .. n K +
-// K - 1, as in the seq2seq search this replaced: OpenBLAS's result for a row of a GEMM depends
-// on how many rows the GEMM has (its edge kernels), so keeping that batch is what keeps greedy
+// The model's rows are slots of a fixed batch of N x BW rows, sentence n in slots n BW ..
+// n BW + BW - 1, as in the seq2seq search this replaced: OpenBLAS's result for a row of a GEMM
+// depends on how many rows the GEMM has (its edge kernels), so keeping that batch is what keeps greedy
 // search bit-identical and beam search identical wherever its rules did not change. (Dropping
 // the finished rows, as the Transformer does, measured faster but moved scores and alignments
 // in their last bits.) A search row is the slot of its sentence at its rank among the
@@ -66,7 +66,8 @@ class Seq2SeqStepper final : public Stepper {
   Tensor attention() const override { return weights_; }
 
  private:
-  // The search's rows of x [P, ...]: [R, ...] (x itself when every slot is a row, in order).
+  // The search's rows of x [N*BW, ...] (one per slot): [B, ...] (x itself when every slot is a
+  // row, in order).
   Tensor slots(const Tensor& x) const {
     const int64_t P = x.dim(0), R = static_cast<int64_t>(slot_.size()), W = x.numel() / P;
     if (R == P) return x;   // every slot holds its own row: slot_ is the identity
@@ -80,7 +81,7 @@ class Seq2SeqStepper final : public Stepper {
   models::Seq2SeqDecoderState state_;
   std::vector<int64_t> slot_;       // per search row: its slot
   std::vector<int64_t> sentence_;   // per search row: its sentence
-  Tensor weights_;                  // [R, S] of the last step, or empty
+  Tensor weights_;                  // [B, S] of the last step, or empty
 };
 
 Seq2SeqDecodeResult decode(const Seq2Seq& model, const Tensor& src, const Tensor& src_len,

@@ -2,20 +2,23 @@
 // (the forward's steps in reverse order). The configuration is in ntm_config.cpp; the
 // addressing of one head is ops::head_address_row_forward/backward.
 //
-// Buffers (time-major, allocated once per call; row (t, b) is t * B + b):
-//   X     [T*B, Win]          x_t, zero outside the input phase
-//   GX_l  [T*B, G]            controller layer l's gates: pre-activations, then (LSTM) the
-//                             activated i, f, g, o in place
-//   C_l   [T*B, H]            LSTM cell states c_t
-//   Hl_l  [T*B, H]            controller layer l's outputs; the top one is h_t
-//   Pre   [T*B, P]            every head's raw parameters (one GEMM per step);  Act: activated
-//   Wt    [(T+1)*B, NH, N]    weightings w_0 .. w_T, write heads first (block 0: one-hot)
-//   Sv    [T*B, NH, Z]        what each head's addressing keeps for its backward
-//   Mem   [(T*W+1)*B, N, M]   memory stages: stage t*W + h is the memory before write head h at
-//                             step t, so stage t*W is M_{t-1} and stage (t+1)*W is M_t
-//   Nrm   [(T+1)*B, N]        row norms of stage t*W (one block when W = 0: memory never changes)
-//   Rd    [(T+1)*B, R*M]      read vectors r_0 .. r_T
-// Without a backward (evaluate, run), Mem keeps only the W + 1 stages of one step, Nrm two
+// Buffers (time-major, allocated once per call; row (t, b) is t * B + b). The letters are
+// docs/ARCHITECTURE.md's; Dims names them Win = I, Wout = O, N = Nm, S = Ns, R = Nr, W = Nw,
+// NH = Nr + Nw (every head), P = Np (ntm.hpp), Z = head_address_saved_size(Nm) = 4Nm + 3:
+//   X     [T*B, I]                 x_t, zero outside the input phase
+//   GX_l  [T*B, G]                 controller layer l's gates: pre-activations, then (LSTM) the
+//                                  activated i, f, g, o in place
+//   C_l   [T*B, H]                 LSTM cell states c_t
+//   Hl_l  [T*B, H]                 controller layer l's outputs; the top one is h_t
+//   Pre   [T*B, Np]                every head's raw parameters (one GEMM per step);  Act: activated
+//   Wt    [(T+1)*B, Nr + Nw, Nm]   weightings w_0 .. w_T, write heads first (block 0: one-hot)
+//   Sv    [T*B, Nr + Nw, 4Nm + 3]  what each head's addressing keeps for its backward
+//   Mem   [(T*Nw+1)*B, Nm, M]      memory stages: stage t*Nw + h is the memory before write head h
+//                                  at step t, so stage t*Nw is M_{t-1} and stage (t+1)*Nw is M_t
+//   Nrm   [(T+1)*B, Nm]            row norms of stage t*Nw (one block when Nw = 0: memory never
+//                                  changes)
+//   Rd    [(T+1)*B, Nr*M]          read vectors r_0 .. r_T
+// Without a backward (evaluate, run), Mem keeps only the Nw + 1 stages of one step, Nrm two
 // blocks and Sv one step, as rings: evaluating many sequences at once stays small.
 #include "attn/models/ntm.hpp"
 
@@ -50,7 +53,7 @@ struct Dims {
   int64_t B = 0, T = 0, Tin = 0, Tout = 0;
   int64_t Win = 0, Wout = 0, H = 0, L = 0, G = 0;   // G: controller gate width (4H or H)
   int64_t N = 0, M = 0, S = 0, R = 0, W = 0, NH = 0, P = 0, RM = 0, Z = 0;
-  std::vector<int64_t> off;                         // [NH] a head's first column in a P row
+  std::vector<int64_t> off;                         // [Nr + Nw] a head's first column in a Pre row
   bool lstm = true;
 };
 
@@ -64,7 +67,7 @@ struct NtmImpl {
     Tensor X;
     std::vector<Tensor> GX, C, Hl;         // per controller layer (C: lstm only)
     Tensor Pre, Act, Wt, Sv, Mem, Nrm, Rd;
-    Tensor logits;                         // [T*B, Wout]
+    Tensor logits;                         // [T*B, O]
     // Blocks each ring holds: every stage / step when training, else the ones a step uses.
     int64_t mem_stages = 1, norm_blocks = 1, saved_steps = 1;
   };
@@ -100,7 +103,7 @@ inline int64_t stage(const Dims& d, int64_t t) { return t * d.W; }          // m
 float* mem_at(Impl::Run& r, int64_t s, int64_t b) {
   return r.Mem.data() + ((s % r.mem_stages) * r.d.B + b) * r.d.N * r.d.M;
 }
-float* norm_at(Impl::Run& r, int64_t t, int64_t b) {   // norms of stage t*W
+float* norm_at(Impl::Run& r, int64_t t, int64_t b) {   // norms of stage t*Nw
   return r.Nrm.data() + ((r.d.W > 0 ? t % r.norm_blocks : 0) * r.d.B + b) * r.d.N;
 }
 float* w_at(Impl::Run& r, int64_t t, int64_t b, int64_t h) {
@@ -116,7 +119,7 @@ ops::HeadAddressRow head_row(const Dims& d, const float* act, const float* w_pre
   return {act, act[d.M], act[d.M + 1], act + d.M + 2, act[d.M + 2 + d.S], w_prev, mem, norms};
 }
 
-// Activated head parameters (see ntm.hpp) for one P row.
+// Activated head parameters (see ntm.hpp) for one Pre row.
 void activate_heads(const Dims& d, const float* pre, float* act) {
   const int64_t M = d.M, S = d.S;
   for (int64_t h = 0; h < d.NH; ++h) {

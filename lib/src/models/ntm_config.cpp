@@ -41,7 +41,7 @@ void NtmConfig::validate() const {
   require(read_heads >= 0, "read_heads must be >= 0" + got(read_heads));
   require(write_heads >= 0, "write_heads must be >= 0" + got(write_heads));
   require(shift_range >= 0, "shift_range must be >= 0" + got(shift_range));
-  // Shifts of N or more rows repeat smaller ones (they wrap around the memory).
+  // Shifts of Nm or more rows repeat smaller ones (they wrap around the memory).
   require(shift_range < memory_rows, "shift_range must be < memory_rows (" + std::to_string(memory_rows) + ")" +
                                          got(shift_range));
 }

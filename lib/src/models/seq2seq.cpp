@@ -18,7 +18,7 @@ using Impl = Seq2SeqImpl;
 
 // y[t, b] = x[len_b - 1 - t, b] for t < len_b, x[t, b] otherwise: each sentence reversed within
 // its length, the padding left in place. An involution, so it is its own backward.
-// x: [S, B, F] -> [S, B, F] (new tensor).
+// x: [S, B, D] -> [S, B, D] (new tensor).
 Tensor reverse_within(const Tensor& x, const int32_t* len) {
   const int64_t S = x.dim(0), B = x.dim(1), F = x.dim(2);
   Tensor y(x.shape());

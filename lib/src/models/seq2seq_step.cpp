@@ -1,6 +1,6 @@
-// models::Seq2Seq run one decoder step at a time over R rows (the incremental decoding API that
+// models::Seq2Seq run one decoder step at a time over B rows (the incremental decoding API that
 // attn::decode's searches drive): the decoder's step (nn::AttentionDecoder), then the step's
-// output projection over all R rows as one GEMM; selecting rows gathers the recurrent state,
+// output projection over all B rows as one GEMM; selecting rows gathers the recurrent state,
 // and the source memory only when the rows' sentences change.
 #include <cstring>
 
@@ -21,7 +21,7 @@ struct Seq2SeqDecoderState::Impl {
   nn::AttentionMemory memory;           // one row per row: the rows' sentences
   std::vector<int64_t> sentence;        // per row
   nn::AttentionDecoderState st;
-  Tensor gx, o, logits;                 // [R, G], [R, Do], [R, V]
+  Tensor gx, o, logits;                 // [B, G], [B, Do], [B, V]
   int64_t t = 0;                        // steps done
 };
 

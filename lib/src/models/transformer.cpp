@@ -64,7 +64,7 @@ Transformer::Transformer(const TransformerConfig& config, Rng& rng) : config_(co
   config_.validate();
   const TransformerConfig& c = config_;
   const int64_t D = c.d_model;
-  const float emb_std = 1.0f / std::sqrt(static_cast<float>(D));   // sqrt(D) * E ~ N(0, 1)
+  const float emb_std = 1.0f / std::sqrt(static_cast<float>(D));   // sqrt(D) * table ~ N(0, 1)
   const bool has_encoder = c.arch != TransformerArch::lm, has_decoder = c.arch != TransformerArch::mlm;
 
   if (c.arch == TransformerArch::encdec && !c.shared_vocab()) {
@@ -133,7 +133,7 @@ Tensor Transformer::embed(const nn::Embedding& table, const std::optional<nn::Le
   if (offset + L > config_.max_len)
     throw ShapeError("transformer: positions [" + std::to_string(offset) + ", " + std::to_string(offset + L) +
                      ") exceed max_len " + std::to_string(config_.max_len) + " (raise max_len)");
-  Tensor x = table.forward(ids, cache ? &cache->tokens : nullptr);   // [B, L, D], fresh
+  Tensor x = table.forward(ids, cache ? &cache->tokens : nullptr);   // [B, S or T, D], fresh
   scale_inplace(x, std::sqrt(static_cast<float>(config_.d_model)));
   if (segment_embed_) {
     Tensor seg = segments;
@@ -390,7 +390,7 @@ Tensor Transformer::decode_prefix(const Tensor& prefix, const Tensor& memory, co
 
 namespace {
 
-// out[r] = t[keep[r]] along the leading dimension; t: [B, ...] -> [R, ...].
+// out[r] = t[keep[r]] along the leading dimension; t: [B, ...] -> [keep.size(), ...].
 Tensor gather_rows(const Tensor& t, const std::vector<int64_t>& keep) {
   Shape shape = t.shape();
   shape[0] = static_cast<int64_t>(keep.size());

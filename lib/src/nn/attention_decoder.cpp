@@ -17,7 +17,7 @@ using blas::Trans;
 using ops::add_into;
 using ops::copy_rows;
 
-// Local-p's Gaussian width sigma = D / 2 (Luong et al. 2015, eq. 10).
+// Local-p's Gaussian width sigma = P / 2, P the window radius (Luong et al. 2015, eq. 10: D / 2).
 float local_sigma(int64_t window) { return static_cast<float>(window) / 2.0f; }
 
 void require(bool ok, const std::string& message) {

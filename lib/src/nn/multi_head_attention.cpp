@@ -16,7 +16,8 @@ namespace {
 
 using blas::Trans;
 
-// x [B*L, D] (rows (b, l)) + bias [D] -> heads [B, NH, L, HD]. bias may be null.
+// x [B*T, D] (rows (b, t); T the projected positions, queries or keys) + bias [D] -> heads
+// [B, NH, T, HD]. bias may be null.
 Tensor split_heads(const float* x, const float* bias, int64_t B, int64_t L, int64_t NH, int64_t HD) {
   Tensor out = Tensor::uninitialized({B, NH, L, HD});
   float* o = out.data();
@@ -37,7 +38,7 @@ Tensor split_heads(const float* x, const float* bias, int64_t B, int64_t L, int6
   return out;
 }
 
-// heads [B, NH, L, HD] -> [B, L, D]
+// heads [B, NH, T, HD] -> [B, T, D]
 Tensor merge_heads(const Tensor& heads) {
   const int64_t B = heads.dim(0), NH = heads.dim(1), L = heads.dim(2), HD = heads.dim(3);
   Tensor out = Tensor::uninitialized({B, L, NH * HD});
@@ -73,7 +74,7 @@ void add_column_sums(const float* x, int64_t rows, int64_t cols, float* out) {
     for (int64_t c = 0; c < cols; ++c) out[c] += partial[static_cast<size_t>(blk * cols + c)];
 }
 
-// y = x W^T + b, split into heads. x: [B, L, D] -> [B, NH, L, HD]
+// y = x W^T + b, split into heads. x: [B, T, D] -> [B, NH, T, HD] (keys and values: S for T)
 Tensor project(const Tensor& x, const Param& w, const Param& b, int64_t NH) {
   const int64_t B = x.dim(0), L = x.dim(1), D = x.dim(2);
   Tensor y = Tensor::uninitialized({B * L, D});
@@ -81,7 +82,7 @@ Tensor project(const Tensor& x, const Param& w, const Param& b, int64_t NH) {
   return split_heads(y.data(), b.value.data(), B, L, NH, D / NH);
 }
 
-// Backward of `project`: dheads [B, NH, L, HD] -> db += colsum, dW += dY^T x, and
+// Backward of `project`: dheads [B, NH, T, HD] -> db += colsum, dW += dY^T x, and
 // dx (= or += when accumulate) dY W.
 void project_backward(const Tensor& dheads, const Tensor& x, Param& w, Param& b, Tensor& dx,
                       bool accumulate) {

@@ -224,7 +224,8 @@ void memory_row_norms(const float* mem, int64_t N, int64_t M, float* norms) {
 
 namespace {
 
-// The shift j = jj - (S-1)/2 as a rotation in [0, N): w~[i] takes w_g[(i - rot) mod N].
+// The shift j = jj - (Ns-1)/2 as a rotation in [0, Nm): w~[i] takes w_g[(i - rot) mod Nm]
+// (the arguments S = Ns shifts, N = Nm memory rows).
 inline int64_t rotation(int64_t jj, int64_t S, int64_t N) { return wrap(jj - (S - 1) / 2, N); }
 
 }  // namespace
@@ -324,7 +325,7 @@ void head_address_row_backward(const HeadAddressDims& d, const HeadAddressRow& i
     for (int64_t i = 0; i < N; ++i) dws[i] = scale * (dw[i] - rf) * exp_approx(gm1 * l[i]);
   }
 
-  // Shift: dw_g[(i - rot) mod N] += s_j dw~[i];  ds_j = Σ_i dw~[i] w_g[(i - rot) mod N]
+  // Shift: dw_g[(i - rot) mod Nm] += s_j dw~[i];  ds_j = Σ_i dw~[i] w_g[(i - rot) mod Nm]
   std::fill(dwg, dwg + N, 0.0f);
   for (int64_t jj = 0; jj < S; ++jj) {
     const int64_t rot = rotation(jj, S, N);

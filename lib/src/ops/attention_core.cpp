@@ -411,7 +411,7 @@ Tensor attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, floa
     out = forward_materialised(q, k, v, scale, mask, d, P);
   if (weights != nullptr) *weights = P;
   if (cache != nullptr) {
-    // The streaming cache keeps its own copy of the output (O(L) memory), so a caller may
+    // The streaming cache keeps its own copy of the output (O(T) memory), so a caller may
     // update the returned tensor in place (a residual add) without corrupting backward.
     *cache = AttentionCache{q, k, v, mask, scale, options, stream, P, stream ? out.clone() : Tensor(), lse};
   }

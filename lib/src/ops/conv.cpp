@@ -25,7 +25,7 @@ namespace {
 using blas::Trans;
 
 // Checks the options and fills in the output size; `op` names the public function in messages,
-// which speak of one length for conv1d (seen here as [B, C, 1, L]).
+// which speak of one length for conv1d (seen here as [B, C, 1, IW]).
 ConvGeometry make_geometry(const std::string& op, const Shape& x, const Shape& W,
                            const ConvOptions& o) {
   const bool one_d = op == "conv1d";
@@ -58,7 +58,7 @@ ConvGeometry make_geometry(const std::string& op, const Shape& x, const Shape& W
 // The column matrix is never built for the whole batch (C*KH*KW times the input, 118 MB for an
 // ImageNet stem on 16 images): one chunk of an image's output positions at a time is unfolded
 // into a per-thread buffer that stays in cache while its GEMM reads it, and the GEMM writes its
-// [O, chunk] result straight into y[b] (row stride P), which is already y's [B, O, OH, OW]
+// [O, chunk] result straight into y[b] (row stride OH*OW), which is already y's [B, O, OH, OW]
 // layout: no permutation pass, no batch-sized scratch.
 
 // About this many floats per chunk's column matrix (512 KiB: the L2 size of current x86 cores)...
@@ -246,7 +246,7 @@ Tensor conv_backward(const Tensor& dy, const Tensor& W, const ConvGeometry& g, c
         std::fill(dxn, dxn + plane, 0.0f);
         for (int64_t p0 = 0; p0 < P; p0 += ch.size) {
           const int64_t p1 = std::min(P, p0 + ch.size), m = p1 - p0;
-          const float* dyn = dyp + n * g.O * P + p0;   // [O, m] with row stride P
+          const float* dyn = dyp + n * g.O * P + p0;   // [O, m] with row stride OH*OW
           im2col(g, xp + n * plane, p0, p1, col.data());
           blas::gemm(Trans::N, Trans::T, g.O, CKK, m, 1.0f, dyn, P, col.data(), m, 1.0f, dWg, CKK);
           for (int64_t o = 0; o < g.O; ++o) {
@@ -291,7 +291,7 @@ void check_one_value(const ConvOptions& o, const std::string& op) {
   check("dilation", o.dilation);
 }
 
-// The 2-D options of a 1-D convolution seen as [B, C, 1, L].
+// The 2-D options of a 1-D convolution seen as [B, C, 1, IW].
 ConvOptions as_2d(const ConvOptions& o) {
   return {Size2(1, o.stride.w), Size2(0, o.padding.w), Size2(1, o.dilation.w)};
 }

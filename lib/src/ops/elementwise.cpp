@@ -165,7 +165,7 @@ Tensor sum_to(const Tensor& x, const Shape& shape) {
     (layout.stride[1][d] ? kept : summed).push(layout.size[d], layout.stride[0][d], layout.stride[1][d]);
 
   if (layout.stride[1][last] != 0) {
-    // Innermost dimension kept ([N, D] -> [D]): each task owns a block of output columns
+    // Innermost dimension kept ([rows, D] -> [D]): each task owns a block of output columns
     // under one kept index and adds the matching input rows into it, in row order.
     constexpr int64_t kBlock = 1024;
     const int64_t n_kept = kept.count(), n_summed = summed.count();
@@ -185,7 +185,7 @@ Tensor sum_to(const Tensor& x, const Shape& shape) {
       }
     }
   } else {
-    // Innermost dimension summed ([N, D] -> [N, 1]): one output element per task, a sum of
+    // Innermost dimension summed ([rows, D] -> [rows, 1]): one output element per task, a sum of
     // contiguous runs.
     const int64_t n_kept = kept.count(), n_summed = summed.count();
 #pragma omp parallel for schedule(static) if (total >= kParallelElems)

@@ -85,7 +85,7 @@ Tensor matmul_forward(const Tensor& a, const Tensor& b, const MatmulOptions& opt
   const Trans ta = options.transpose_a ? Trans::T : Trans::N;
   const Trans tb = options.transpose_b ? Trans::T : Trans::N;
   if (p.shared_b && !options.transpose_a) {
-    // x[B, T, D] @ W[D, N]: the batch is just more rows of one product.
+    // x[B, T, D] @ W[D, O]: the batch is just more rows of one product.
     blas::gemm(ta, tb, p.batch * p.M, p.N, p.K, 1.0f, a.data(), p.lda, b.data(), p.ldb, 0.0f,
                y.data(), p.N);
   } else {

@@ -16,7 +16,7 @@ namespace {
 
 
 // Checks the options against x: [B, C, IH, IW] and fills in the output size. For 1-D ops
-// (`one_d`, x seen as [B, C, 1, L]) every field must be one value, which applies to the length.
+// (`one_d`, x seen as [B, C, 1, IW]) every field must be one value, which applies to the length.
 PoolGeometry make_geometry(const std::string& op, const Shape& x, PoolOptions o, bool one_d) {
   const auto shown = [&](Size2 v) { return one_d ? std::to_string(v.w) : to_string(v); };
   if (one_d) {

@@ -61,13 +61,14 @@ void gather(const T* x, T* y, const detail::StridedLayout<1>& layout) {
     return;
   }
   if (r >= 2 && layout.stride[0][r - 2] == 1) {
-    // The last two axes swap: per batch item, y[R, C] = x[C, R]^T with x's rows s_last apart.
+    // The last two axes swap: per batch item, y[rows, cols] = x[cols, rows]^T (R rows, C
+    // columns) with x's rows s_last apart.
     // Tiles of 32 x 32 keep both the reads and the writes within cache lines.
     constexpr int64_t kTile = 32;
     const int64_t R = layout.size[r - 2], C = layout.size[r - 1];
     const int64_t items = layout.numel() / (R * C);
     const int64_t row_tiles = (R + kTile - 1) / kTile;
-    detail::StridedLayout<1> outer = layout;   // batch offsets: rows of a [items, R*C] view
+    detail::StridedLayout<1> outer = layout;   // batch offsets: rows of a [items, rows*cols] view
     outer.rank = r - 1;
     outer.size[r - 2] = 1;
 #pragma omp parallel for schedule(static) if (layout.numel() >= kParallelElems)

@@ -10,7 +10,7 @@
 namespace attn::train {
 namespace {
 
-// Copies part [B, d1..dk] into rows `index` of out [N, D1..Dk] (every di <= Di), the rest of
+// Copies part [B, d1..dk] into rows `index` of out [N, e1..ek] (every di <= ei), the rest of
 // each out row left as it is (zero). A part of rank 1 is [B] into [N].
 void scatter(const Tensor& part, std::span<const int64_t> index, Tensor& out) {
   const int rank = part.rank();

@@ -3,9 +3,9 @@
 // (4.3) and priority sort (4.5), as fixed data sets of float32 sequences.
 //
 // Every task has one layout (datasets/README.md gives each channel):
-//   inputs      [N, Tin, Win]  float32  the input phase; rows past input_len[i] are zero
+//   inputs      [N, Tin, I]    float32  the input phase; rows past input_len[i] are zero
 //   input_len   [N]            int32
-//   targets     [N, Tout, Wout] float32 what the model emits after the input phase, while
+//   targets     [N, Tout, O]   float32  what the model emits after the input phase, while
 //                                       it is fed zero vectors; rows past target_len[i] are 0
 //   target_len  [N]            int32
 // Binary data channels are 0/1 bits, each drawn with probability 1/2. The loss mask of
@@ -23,8 +23,8 @@ namespace attn::datasets {
 using data::SequenceSplit;   // the layout, read and written by lib/data/sequence_data.hpp
 
 // Copy (4.1): L ~ U{min_len..max_len} random vectors of `width` bits, then one delimiter row.
-// Win = width + 1 (channel width: delimiter), Tin = max_len + 1; the target is the sequence,
-// Wout = width, Tout = max_len. Graves: width 8, L in 1..20.
+// I = width + 1 (channel width: delimiter), Tin = max_len + 1; the target is the sequence,
+// O = width, Tout = max_len. Graves: width 8, L in 1..20.
 struct CopyConfig {
   int64_t width = 8;
   int64_t min_len = 1;
@@ -35,8 +35,8 @@ struct CopyConfig {
 // the repeat count c ~ U{min_repeat..max_repeat} normalised as (c - mu) / sigma (channel
 // width + 1), mu and sigma being the mean and standard deviation of U{1..norm_repeat}: the
 // encoding of a count stays fixed when --max-repeat grows for a generalisation test. The target
-// is the sequence c times, then an end-marker row (channel width). Win = width + 2,
-// Tin = max_len + 1, Wout = width + 1, Tout = max_len * max_repeat + 1. Graves: width 8,
+// is the sequence c times, then an end-marker row (channel width). I = width + 2,
+// Tin = max_len + 1, O = width + 1, Tout = max_len * max_repeat + 1. Graves: width 8,
 // L in 1..10, c in 1..10.
 struct RepeatCopyConfig {
   int64_t width = 8;
@@ -52,8 +52,8 @@ float repeat_count_code(int64_t count, int64_t norm_repeat);
 // Associative recall (4.3): k ~ U{min_items..max_items} distinct items, each item_len rows of
 // `width` bits, each preceded by an item-delimiter row (channel width); then the query, a copy
 // of item q ~ U{0..k-2}, between two query-delimiter rows (channel width + 1). The target is
-// item q + 1. Win = width + 2, Tin = max_items * (item_len + 1) + item_len + 2,
-// Wout = width, Tout = item_len. Graves: width 6, item_len 3, 2..6 items.
+// item q + 1. I = width + 2, Tin = max_items * (item_len + 1) + item_len + 2,
+// O = width, Tout = item_len. Graves: width 6, item_len 3, 2..6 items.
 struct AssocRecallConfig {
   int64_t width = 6;
   int64_t item_len = 3;
@@ -63,8 +63,8 @@ struct AssocRecallConfig {
 
 // Priority sort (4.5): in_n random vectors of `width` bits, each with a priority
 // p ~ U[-1, 1) in channel width, then a delimiter row (channel width + 1). The target is the
-// out_n vectors of highest priority, highest first (ties keep input order). Win = width + 2,
-// Tin = in_n + 1, Wout = width, Tout = out_n. Graves: width 8, 20 in, 16 out.
+// out_n vectors of highest priority, highest first (ties keep input order). I = width + 2,
+// Tin = in_n + 1, O = width, Tout = out_n. Graves: width 8, 20 in, 16 out.
 struct PrioritySortConfig {
   int64_t width = 8;
   int64_t in_n = 20;

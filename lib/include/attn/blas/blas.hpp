@@ -2,7 +2,8 @@
 // in the library goes through these functions, which also feed the multiply-add counter
 // (core/flops.hpp). Each has a naive-loop twin (`*_reference`) that tests compare against.
 //
-// All matrices are row-major. op(X) is X or X^T as selected by the Trans flag.
+// All matrices are row-major. op(X) is X or X^T as selected by the Trans flag. M, N, K are
+// BLAS's sizes of a product (C [M, N] = A [M, K] B [K, N]), not docs/ARCHITECTURE.md's letters.
 #pragma once
 #include <cstdint>
 

@@ -45,7 +45,8 @@ struct PaddedBatch {
 };
 
 // Rows `index` of a padded data set, re-padded to the longest selected row.
-// seqs: int32 [N, L]   lengths: int32 [N], each in [0, L]   -> tokens [B, Lmax], lengths [B].
+// seqs: int32 [N, S] (or [N, T])   lengths: int32 [N], each in [0, S]   -> tokens [B, Lmax],
+// lengths [B].
 // Throws ShapeError on mismatched shapes, DataError on an index or length out of range.
 PaddedBatch gather_batch(const Tensor& seqs, const Tensor& lengths, std::span<const int64_t> index);
 

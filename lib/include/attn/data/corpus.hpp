@@ -3,7 +3,7 @@
 // compare word for word.
 //
 // Hypotheses (a file written by a translate verb, train/token_run.hpp): /predictions_text
-// (strings, tokens joined by spaces) when present, else /predictions (int32 [N, L] ids; a row ends
+// (strings, tokens joined by spaces) when present, else /predictions (int32 [N, Lmax] ids; a row ends
 // at /predictions_len when present; PAD and BOS skipped, a row cut at its first EOS) decoded with
 // /vocab/tgt.
 // References (a translation data set, datasets/README.md): the raw lines /<split>/tgt_text,

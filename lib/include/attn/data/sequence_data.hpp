@@ -1,11 +1,11 @@
 // The sequence-to-sequence layout of the NTM tasks (datasets/README.md, "NTM tasks"): one
 // definition, written by attn-data's generators and read, checked, by the tools that train on
 // it. Per split:
-//   /<split>/inputs      float32 [N, Tin, Win]   the input phase; rows t >= input_len[i] are 0
-//   /<split>/input_len   int32   [N]             in [1, Tin]
-//   /<split>/targets     float32 [N, Tout, Wout] the outputs wanted after the input phase; rows
+//   /<split>/inputs      float32 [N, Tin, I]    the input phase; rows t >= input_len[i] are 0
+//   /<split>/input_len   int32   [N]            in [1, Tin]
+//   /<split>/targets     float32 [N, Tout, O]   the outputs wanted after the input phase; rows
 //                                               t >= target_len[i] are 0
-//   /<split>/target_len  int32   [N]             in [1, Tout]
+//   /<split>/target_len  int32   [N]            in [1, Tout]
 #pragma once
 #include <cstdint>
 #include <span>
@@ -17,10 +17,10 @@
 namespace attn::data {
 
 struct SequenceSplit {
-  Tensor inputs;       // [N, Tin, Win]   float32
-  Tensor input_len;    // [N]             int32
-  Tensor targets;      // [N, Tout, Wout] float32
-  Tensor target_len;   // [N]             int32
+  Tensor inputs;       // [N, Tin, I]    float32
+  Tensor input_len;    // [N]            int32
+  Tensor targets;      // [N, Tout, O]   float32
+  Tensor target_len;   // [N]            int32
 
   int64_t size() const { return input_len.numel(); }
   int64_t input_width() const { return inputs.dim(2); }

@@ -33,7 +33,8 @@ struct TokenSplitRequest {
 
 // Reads one split. Every failure names the file and the dataset: a missing dataset or wrong
 // rank (FormatError / ShapeError from io), rows that differ between src and tgt (ShapeError), a
-// length outside [1, L] or an id outside [0, vocab) (DataError, with the row).
+// length outside [1, S] (src) or [1, T] (tgt), or an id outside [0, vocab) (DataError, with the
+// row).
 TokenSplit read_token_split(const io::File& file, const std::string& split, const TokenSplitRequest& request);
 
 // Writes /<split>/{src, src_len, tgt, tgt_len} of s (the four must be set).

@@ -4,7 +4,7 @@
 //
 // The decoder keeps every layer's self-attention keys and values in a KV cache and the
 // cross-attention keys/values of the encoder memory are projected once, so each new token
-// costs O(L D) per layer instead of re-running the prefix (O(L^2 D)). use_cache = false re-runs
+// costs O(T D) per layer instead of re-running the prefix (O(T^2 D)). use_cache = false re-runs
 // the whole prefix every step instead (same results up to rounding; it exists to test the
 // cache). Finished sentences and hypotheses leave the batch (DecoderState::select), so the work
 // per step shrinks as sentences end.
@@ -46,7 +46,7 @@ struct DecodeResult {
   // Sum of the generated tokens' log-probabilities (EOS included when produced); beam search:
   // divided by the length penalty lp(Y).
   std::vector<float> scores;
-  // With want_attention, per decoder layer: self [N, H, T, T] and cross [N, H, T, S] weights
+  // With want_attention, per decoder layer: self [N, NH, T, T] and cross [N, NH, T, S] weights
   // (lm: no cross). Row t is the decoder position fed t-th (BOS, [prompt,] tokens), the query
   // that predicted the next token; T is the longest row count, and shorter sentences are
   // padded with zero rows.
@@ -66,7 +66,7 @@ struct SampleOptions {
   bool use_cache = true;
 };
 // Ancestral sampling from softmax(logits / temperature) (restricted to the top k), each draw
-// from `rng` (reproducible for a seed). prompt: int32 [N, P] (may be [N, 0]), prompt_len [N].
+// from `rng` (reproducible for a seed). prompt: int32 [N, Tp] (may be [N, 0]), prompt_len [N].
 DecodeResult sample(const models::Transformer& model, const Tensor& prompt, const Tensor& prompt_len,
                     const SampleOptions& options, Rng& rng);
 

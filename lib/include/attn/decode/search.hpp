@@ -14,14 +14,14 @@
 //   - EOS ends a hypothesis. It is not among the tokens; its log-probability is in the score.
 //   - A hypothesis that has max_len tokens, or whose model has no position left to feed its
 //     last token (Stepper::capacity), ends there without EOS.
-// Beam search (K = beam) adds, per sentence and step:
-//   - the candidates are the 2K best one-token extensions of the sentence's live hypotheses by
-//     summed log-probability (double), ties broken by (row, token), so K = 1 is greedy search;
-//   - walking them best first until K continue: a candidate that ends (EOS, or no room left)
-//     is finished if it ranks among the best K, i.e. if it would have been in the beam; the
+// Beam search (BW = beam) adds, per sentence and step:
+//   - the candidates are the 2 BW best one-token extensions of the sentence's live hypotheses by
+//     summed log-probability (double), ties broken by (row, token), so BW = 1 is greedy search;
+//   - walking them best first until BW continue: a candidate that ends (EOS, or no room left)
+//     is finished if it ranks among the best BW, i.e. if it would have been in the beam; the
 //     others continue (Wu et al. 2016, fairseq). Only the last possible step has candidates
 //     with no room, and then none continues;
-//   - a sentence is done once K hypotheses are finished (all of those finishing in that step
+//   - a sentence is done once BW hypotheses are finished (all of those finishing in that step
 //     are kept) or none continues;
 //   - the result is the finished hypothesis with the best score log P(Y) / lp(|Y|), |Y| counting
 //     the EOS when there is one (the first of equal ones: earlier step, better rank).
@@ -46,7 +46,7 @@ enum class LogSoftmax : uint8_t {
   double_sum,   // the exponentials summed in double with std::exp (the RNN seq2seq)
 };
 
-// A model being decoded: R rows, each a prefix (hypothesis) of one sentence.
+// A model being decoded: B rows, each a prefix (hypothesis) of one sentence.
 class Stepper {
  public:
   static constexpr int64_t kUnlimited = std::numeric_limits<int64_t>::max();
@@ -57,12 +57,12 @@ class Stepper {
   virtual int64_t capacity() const { return kUnlimited; }
   virtual LogSoftmax log_softmax() const { return LogSoftmax::vectorised; }
   // Feeds token fed[r] to row r (BOS on the first call) and returns the logits of every row's
-  // next token [R, V]. The search overwrites them (a buffer the model reuses is fine).
+  // next token [B, V]. The search overwrites them (a buffer the model reuses is fine).
   virtual Tensor step(const std::vector<int32_t>& fed) = 0;
   // Row i becomes the old row rows[i] (in that order; repeats allowed: beam parents); rows not
   // listed are dropped. Never called with all rows in place, nor with none.
   virtual void keep(const std::vector<int64_t>& rows) = 0;
-  // The attention weights of the last step, [R, A] (row r: the weights behind row r's next
+  // The attention weights of the last step, [B, S] (row r: the weights behind row r's next
   // token), or an empty tensor. Read only with SearchOptions::want_attention; the search keeps
   // the tensor, so the model must not write into it afterwards.
   virtual Tensor attention() const { return {}; }
@@ -81,7 +81,7 @@ struct LengthPenalty {
 
 struct SearchOptions {
   int64_t max_len = 100;          // >= 1 generated tokens at most (EOS excluded)
-  int64_t beam = 1;               // K >= 1 (beam_search)
+  int64_t beam = 1;               // BW >= 1 (beam_search)
   LengthPenalty length_penalty;   // beam_search
   bool want_attention = false;    // collect Stepper::attention() behind every token
 };
@@ -92,7 +92,7 @@ void check_search_options(const SearchOptions& options, const std::string& what)
 // Tokens fed after BOS before anything is generated (a language model's prompt): sentence n's
 // are tokens[n, 0 .. lengths[n]). They are neither emitted nor scored.
 struct Prompts {
-  Tensor tokens;    // int32 [N, P]
+  Tensor tokens;    // int32 [N, Tp]
   Tensor lengths;   // int32 [N]; undefined: no prompts
 };
 
@@ -102,7 +102,7 @@ struct SearchResult {
   // divided by lp(|Y|).
   std::vector<float> scores;
   std::vector<uint8_t> ended;                 // 1: ended with EOS; 0: cut (max_len or capacity)
-  // With want_attention and a model that gives it: [N, T, A], row t = the weights behind token
+  // With want_attention and a model that gives it: [N, T, S], row t = the weights behind token
   // t; T is the longest output, rows past a sentence's tokens are zeros. Else undefined.
   Tensor attention;
 };
@@ -119,7 +119,7 @@ struct Sampling {
 SearchResult sample_search(Stepper& model, int64_t N, const SearchOptions& options, const Sampling& sampling,
                            Rng& rng, const Prompts& prompts = {});
 
-// Beam search with K = options.beam (rules above).
+// Beam search with BW = options.beam (rules above).
 SearchResult beam_search(Stepper& model, int64_t N, const SearchOptions& options);
 
 }  // namespace attn::decode

@@ -20,7 +20,7 @@ namespace attn::decode {
 
 struct Seq2SeqDecodeOptions {
   int64_t max_len = 100;        // >= 1 emitted tokens per sentence, EOS excluded
-  int64_t beam = 1;             // K >= 1 (beam_search)
+  int64_t beam = 1;             // BW >= 1 (beam_search)
   float length_penalty = 1.0f;  // alpha >= 0 of log p / |y|^alpha (beam_search)
 };
 

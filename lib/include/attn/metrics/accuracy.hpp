@@ -1,7 +1,7 @@
 // Accuracy and likelihood metrics for sequence outputs: token accuracy, sequence (exact-match)
 // accuracy, perplexity and bits from a mean negative log-likelihood.
 //
-// Predictions and targets are int32 token ids [N, L] with the targets' lengths [N]; only the
+// Predictions and targets are int32 token ids [N, T] with the targets' lengths [N]; only the
 // positions t < len[i] count (padding never does), so the metrics need no mask tensor.
 #pragma once
 #include <cstdint>
@@ -18,7 +18,7 @@ struct AccuracyCounts {
   AccuracyCounts& operator+=(const AccuracyCounts& other);
 };
 
-// pred: int32 [N, L]   target: int32 [N, L]   len: int32 [N], each in [0, L].
+// pred: int32 [N, T]   target: int32 [N, T]   len: int32 [N], each in [0, T].
 // A sequence of length 0 counts as correct. Throws ShapeError / DataError on bad inputs.
 AccuracyCounts count_correct(const Tensor& pred, const Tensor& target, const Tensor& len);
 

@@ -3,9 +3,9 @@
 // (Bahdanau, Cho & Bengio 2015, "Neural Machine Translation by Jointly Learning to Align and
 // Translate", ICLR, Figure 2): does a model's quality hold as the sentences grow?
 //
-// Length buckets are given by their inclusive upper bounds u_0 < u_1 < ... < u_{K-1}: bucket k
-// holds the sentences of source length L with u_{k-1} < L <= u_k (u_{-1} = 0). Sentences longer
-// than u_{K-1} form one more, open bucket whose upper bound is the longest length found.
+// Length buckets are given by their inclusive upper bounds u_0 < u_1 < ... < u_{n-1}: bucket k
+// holds the sentences of source length len with u_{k-1} < len <= u_k (u_{-1} = 0). Sentences
+// longer than u_{n-1} form one more, open bucket whose upper bound is the longest length found.
 #pragma once
 #include <cstdint>
 #include <span>
@@ -56,10 +56,11 @@ std::string format_length_table(const std::vector<LengthBucket>& buckets);
 // Writes scores into an output file being made (format "attnlab/output", kind "bleu"):
 //   /metrics attributes  bleu, brevity_penalty, ratio (float64), hyp_len, ref_len, sentences
 //                        (int64): the whole corpus
-//   /by_length/lower, upper      int32 [K]    each bucket's source lengths, inclusive
-//   /by_length/sentences         int32 [K]
-//   /by_length/bleu              float32 [K]  0..100; NaN for an empty bucket (a chart breaks there)
-//   /by_length/brevity_penalty   float32 [K]  likewise
+//   /by_length/lower, upper      int32 [buckets]    each bucket's source lengths, inclusive
+//   /by_length/sentences         int32 [buckets]
+//   /by_length/bleu              float32 [buckets]  0..100; NaN for an empty bucket (a chart
+//                                                   breaks there)
+//   /by_length/brevity_penalty   float32 [buckets]  likewise
 // The /by_length group is left out when `buckets` is empty. Draw the chart with
 //   attn-plot curve FILE --series /by_length/upper:/by_length/bleu --out bleu.png
 void write_bleu_scores(io::File& file, const BleuScore& total, int64_t sentences,

@@ -1,6 +1,9 @@
 // The neural Turing machine (models/ntm): Graves, Wayne & Danihelka 2014, "Neural Turing
 // Machines", with the parameterisation and initialisation of Collier & Beel 2018,
 // "Implementing Neural Turing Machines" (ICANN), which trains reliably.
+// Shapes use docs/ARCHITECTURE.md's letters: Graves' N x M memory is Nm x M here, with Nr read
+// and Nw write heads, Ns = 2r + 1 shift weights (r = shift_range), I input and O output bits, Np
+// rows of head parameters (head_params()).
 //
 // At time step t (0-based; x_t the input row, zero in the output phase):
 //   controller input  u_t = [x_t; r_{t-1}]                   (every read head's vector, in order)
@@ -8,7 +11,7 @@
 //                     zero initial state; torch.nn.LSTM's equations, parameters held by nn::Rnn)
 //                     or tanh(W_l ... tanh(W_0 u_t + b_0) ... + b_l) (feedforward)
 //   head parameters   one linear layer per head on h_t (all heads' layers are ONE GEMM):
-//                     k = tanh(.) [M], β = softplus(.), g = σ(.), s = softmax(.) [2r+1],
+//                     k = tanh(.) [M], β = softplus(.), g = σ(.), s = softmax(.) [Ns],
 //                     γ = 1 + softplus(.); a write head also e = σ(.) [M], a = tanh(.) [M]
 //   addressing        w = sharpen(circular_conv(g softmax(β cos(k, M_i)) + (1 - g) w_{t-1}, s), γ)
 //                     (ops::head_address_row_forward; Graves eq. 5-9)
@@ -23,7 +26,7 @@
 //
 // Initial state, the symmetry breaker: every head's w_0 is one-hot on location 0, r_0 = w_0^T M_0
 // (row 0 of M_0), the controller state is zero. M_0 (memory_init): `constant` 1e-6 everywhere
-// (Collier & Beel's best); `learned`, a parameter [N, M] ~ U(-0.1, 0.1); `random`, drawn for
+// (Collier & Beel's best); `learned`, a parameter [Nm, M] ~ U(-0.1, 0.1); `random`, drawn for
 // every sequence from the caller's Rng as N(0, 0.5^2) truncated to [-1, 1] (values outside
 // 2 sigma are drawn again, like TensorFlow's truncated_normal that Collier & Beel use).
 //
@@ -37,9 +40,9 @@
 // Parameters, by module path (stable order): controller/layer<l>/{W_ih, W_hh, b} (lstm) or
 // controller/layer<l>/{W, b} (feedforward); heads/write<i>/{W, b}, heads/read<i>/{W, b};
 // output/{W, b}; memory/init (learned only). The heads' W and b are row blocks of one matrix
-// [P, H] and one bias [P] (views sharing storage, so one GEMM makes every head's parameters):
+// [Np, H] and one bias [Np] (views sharing storage, so one GEMM makes every head's parameters):
 // update them in place, as optimizers and io::restore_params do; never assign a new tensor to
-// a head Param's value or grad. Row layout of a head: k [M], β, g, s [2r+1], γ, then for a write
+// a head Param's value or grad. Row layout of a head: k [M], β, g, s [Ns], γ, then for a write
 // head e [M], a [M]; write heads first, then read heads.
 // Initialisation: controller LSTMs as nn::Rnn (U(±1/sqrt(H)), PyTorch's), feed-forward
 // controller layers, heads and output Glorot-uniform with zero biases (nn::Linear).
@@ -93,16 +96,16 @@ const char* ntm_memory_init_name(NtmMemoryInit init);
 inline constexpr float kNtmConstantMemory = 1e-6f;
 
 struct NtmConfig {
-  int64_t input_size = 0;        // Win (copy task: width + 1)
-  int64_t output_size = 0;       // Wout (copy task: width)
+  int64_t input_size = 0;        // I (copy task: width + 1)
+  int64_t output_size = 0;       // O (copy task: width)
   NtmController controller = NtmController::lstm;
   int64_t controller_size = 100;     // H
   int64_t controller_layers = 1;
-  int64_t memory_rows = 128;         // N
+  int64_t memory_rows = 128;         // Nm
   int64_t memory_width = 20;         // M
-  int64_t read_heads = 1;            // R (0 and 0: no memory, the plain controller baseline)
-  int64_t write_heads = 1;           // W
-  int64_t shift_range = 1;           // r: shifts -r..r, 2r + 1 shift weights
+  int64_t read_heads = 1;            // Nr (0 and 0: no memory, the plain controller baseline)
+  int64_t write_heads = 1;           // Nw
+  int64_t shift_range = 1;           // r: shifts -r..r, Ns = 2r + 1 shift weights
   NtmMemoryInit memory_init = NtmMemoryInit::constant;
 
   // The fields of /config, each once (io/config_fields.hpp).
@@ -122,10 +125,10 @@ struct NtmConfig {
   }
 
   bool has_memory() const { return read_heads + write_heads > 0; }
-  int64_t shifts() const { return 2 * shift_range + 1; }                   // S
+  int64_t shifts() const { return 2 * shift_range + 1; }                   // Ns
   int64_t read_head_size() const { return memory_width + shifts() + 3; }   // k, β, g, s, γ
   int64_t write_head_size() const { return read_head_size() + 2 * memory_width; }   // + e, a
-  int64_t head_params() const { return write_heads * write_head_size() + read_heads * read_head_size(); }   // P
+  int64_t head_params() const { return write_heads * write_head_size() + read_heads * read_head_size(); }   // Np
 
   // Throws ConfigError naming the field for anything out of range.
   void validate() const;
@@ -137,15 +140,15 @@ struct NtmConfig {
   static NtmConfig from_attrs(const std::map<std::string, io::AttrValue>& attrs, const std::string& source = "/config");
 };
 
-// A batch of sequences in the data-set layout (attn/data/sequence_data.hpp): inputs [B, Tin, Win]
-// (rows t >= input_len[b] are ignored), input_len [B] in [0, Tin], targets [B, Tout, Wout] (rows
+// A batch of sequences in the data-set layout (attn/data/sequence_data.hpp): inputs [B, Tin, I]
+// (rows t >= input_len[b] are ignored), input_len [B] in [0, Tin], targets [B, Tout, O] (rows
 // t >= target_len[b] are ignored), target_len [B] in [0, Tout].
 using SequenceBatch = data::SequenceSplit;
 
 // Sums over a batch (add them up over batches with +=).
 struct NtmStats {
   double bce_nats = 0;             // binary cross-entropy of the counted bits, nats
-  int64_t bits = 0;                // output bits counted: Σ_b target_len[b] * Wout
+  int64_t bits = 0;                // output bits counted: Σ_b target_len[b] * O
   int64_t bit_errors = 0;          // counted bits where (output > 0.5) != (target > 0.5)
   int64_t sequences = 0;           // B
   int64_t sequences_correct = 0;   // sequences without a bit error
@@ -162,9 +165,9 @@ struct NtmStats {
 
 // What run() shows of a batch: outputs and every head's weighting at every step.
 struct NtmRun {
-  Tensor outputs;         // [B, Tout, Wout] σ(y) of the output phase; rows t >= target_len[b] are 0
-  Tensor read_weights;    // [B, T, R, N] w_t of every read head at steps t = 0..T-1
-  Tensor write_weights;   // [B, T, W, N] the same for the write heads
+  Tensor outputs;         // [B, Tout, O] σ(y) of the output phase; rows t >= target_len[b] are 0
+  Tensor read_weights;    // [B, T, Nr, Nm] w_t of every read head at steps t = 0..T-1
+  Tensor write_weights;   // [B, T, Nw, Nm] the same for the write heads
                           // (rows t >= input_len[b] + target_len[b], after the example ended, are 0)
   NtmStats stats;         // as evaluate() gives
 };
@@ -197,11 +200,11 @@ class Ntm {
   NtmConfig config_;
   std::vector<nn::Rnn> lstm_;          // controller_layers, lstm controller
   std::vector<nn::Linear> ff_;         // controller_layers, feed-forward controller
-  Tensor heads_W_, heads_dW_;          // [P, H] every head's weights (and their grads)
-  Tensor heads_b_, heads_db_;          // [P]
+  Tensor heads_W_, heads_dW_;          // [Np, H] every head's weights (and their grads)
+  Tensor heads_b_, heads_db_;          // [Np]
   std::vector<Param> heads_;           // per head: W, b (views of the blocks above)
-  nn::Linear output_;                  // [Wout, H + R*M]
-  Param memory_init_;                  // [N, M], learned only
+  nn::Linear output_;                  // [O, H + Nr*M]
+  Param memory_init_;                  // [Nm, M], learned only
 };
 
 // The stream of M_0 for evaluate() and run() without an Rng (memory_init random).

@@ -24,10 +24,11 @@
 //   logits_t = W_o o_t + b_o.
 // attend(q): a = softmax(score(q, h_j)) with score dot, general, concat (= additive,
 // v^T tanh(W q + U h_j)), scaled_dot or location (W_a q) (Luong sec. 3.1), masked to the
-// sentence. Local attention (Luong sec. 3.2) restricts it to the window [p_t - D, p_t + D]:
+// sentence. Local attention (Luong sec. 3.2) restricts it to the window [p_t - P, p_t + P]
+// (P: Luong's D):
 //   local_m: p_t = t;
 //   local_p: p_t = S_b sigmoid(v_p^T tanh(W_p q)) with S_b the sentence's length, and the
-//            weights become a_j exp(-(j - p_t)^2 / (2 sigma^2)), sigma = D / 2 (not renormalised,
+//            weights become a_j exp(-(j - p_t)^2 / (2 sigma^2)), sigma = P / 2 (not renormalised,
 //            as in the paper); the gradient flows through p_t into W_p and v_p.
 // Attention `none` is the Cho/Sutskever baseline: no context (o_t = [s_t; e_t] or h~_t =
 // tanh(W_c s_t)); the decoder sees the source only through s_0.
@@ -76,7 +77,7 @@ LocalAttention parse_local_attention(const std::string& name);
 const char* local_attention_name(LocalAttention local);
 
 struct Seq2SeqConfig {
-  int64_t src_vocab = 0, tgt_vocab = 0;   // V_src, V (ids 0..3 are PAD, BOS, EOS, UNK)
+  int64_t src_vocab = 0, tgt_vocab = 0;   // Vs, V (ids 0..3 are PAD, BOS, EOS, UNK)
   int64_t embed_dim = 256;                // E (source and target)
   nn::RnnCell cell = nn::RnnCell::gru;
   int64_t hidden = 256;                   // H per direction, encoder
@@ -88,7 +89,7 @@ struct Seq2SeqConfig {
   AttentionStyle attention_style = AttentionStyle::bahdanau;
   int64_t attention_dim = 256;            // A: concat scores and local_p's W_p
   LocalAttention local = LocalAttention::global;
-  int64_t attention_window = 10;          // D: local window radius (unused by global attention)
+  int64_t attention_window = 10;          // P: local window radius (unused by global attention)
   int64_t max_src_len = 256;              // location scores: the longest source
   float dropout = 0.0f;                   // between encoder layers and on o_t
   float teacher_forcing = 1.0f;           // probability of feeding the gold token in training
@@ -135,7 +136,7 @@ struct Seq2SeqConfig {
 
 class Seq2Seq;
 
-// The decoder of one source batch run one step at a time (attn::decode's searches): R rows,
+// The decoder of one source batch run one step at a time (attn::decode's searches): B rows,
 // each a hypothesis of one sentence.
 class Seq2SeqDecoderState {
  public:
@@ -147,7 +148,7 @@ class Seq2SeqDecoderState {
   int64_t rows() const;
   // Keeps rows `keep` (in that order; repeats allowed, e.g. beam parents): gathers the
   // recurrent state and, when the rows' sentences change, the source memory prepared for the
-  // attention (a beam's K rows of one sentence share theirs until the sentence ends).
+  // attention (a beam's BW rows of one sentence share theirs until the sentence ends).
   void select(const std::vector<int64_t>& keep);
 
  private:
@@ -181,9 +182,9 @@ class Seq2Seq {
   // `copies` rows per sentence (rows n * copies .. n * copies + copies - 1 are sentence n), the
   // attention memory prepared over those rows.
   Seq2SeqDecoderState start_decoding(const Tensor& src, const Tensor& src_len, int64_t copies = 1) const;
-  // One decoder step: feeds ids: int32 [R] (BOS first) to the R rows and returns the logits of
-  // the next token [R, V], a buffer the next step overwrites. With `weights` not null, it
-  // receives the step's attention weights [R, S] (a new tensor; empty without attention).
+  // One decoder step: feeds ids: int32 [B] (BOS first) to the B rows and returns the logits of
+  // the next token [B, V], a buffer the next step overwrites. With `weights` not null, it
+  // receives the step's attention weights [B, S] (a new tensor; empty without attention).
   Tensor decode_step(const Tensor& ids, Seq2SeqDecoderState& state, Tensor* weights = nullptr) const;
 
  private:

@@ -123,7 +123,7 @@ TokenBatch mask_examples(const TokenBatch& batch, uint64_t seed, std::span<const
 
 // The incremental decoding state of one batch of B rows (hypotheses): the encoder memory, its
 // key lengths and projected cross-attention keys/values, and each decoder layer's
-// self-attention KV cache. Each step costs O(L D) per layer and row instead of O(L^2 D).
+// self-attention KV cache. Each step costs O(T D) per layer and row instead of O(T^2 D).
 struct DecoderState {
   Tensor memory;                        // [B, S, D] (encdec), empty for lm
   Tensor src_len;                       // int32 [B] (encdec)
@@ -187,7 +187,7 @@ class Transformer {
 
   const nn::Embedding& src_embedding() const { return shared_embed() ? tgt_embed_ : src_embed_; }
   bool shared_embed() const;
-  // ids [B, L] -> sqrt(D) E[ids] + positions (+ segments), dropped out.
+  // ids [B, S or T] -> sqrt(D) table[ids] + positions (+ segments), dropped out.
   Tensor embed(const nn::Embedding& table, const std::optional<nn::LearnedPositionalEmbedding>& pos,
                const Tensor& ids, const Tensor& segments, int64_t offset, bool training, Rng& rng,
                EmbedCache* cache) const;

@@ -18,8 +18,8 @@
 // `backward_memory` folds the accumulated gradient of U k through U once at the end.
 //
 // Masks (ops/attention_mask.hpp) apply with the step's query at `position`: padding masks
-// source positions past each length, causal masks keys j > position, and a window of radius K
-// keeps |position - j| <= K (Luong's local-m attention).
+// source positions past each length, causal masks keys j > position, and a window of radius P
+// keeps |position - j| <= P (Luong's local-m attention).
 #pragma once
 #include <cstdint>
 #include <string>

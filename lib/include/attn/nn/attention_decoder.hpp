@@ -1,7 +1,7 @@
 // nn::AttentionDecoder: one step of an attention RNN decoder, an nn::Rnn cell (GRU or LSTM)
 // and an nn::Attention over a prepared memory h_1..h_S (keys = values), in either of the two
 // orders of the literature, for every model that decodes by attending (the RNN encoder-decoder,
-// models/seq2seq; the Show-Attend-and-Tell captioner, whose memory is the L image regions).
+// models/seq2seq; the Show-Attend-and-Tell captioner, whose memory is the R image regions).
 //
 // At step t, with the caller's input x_t (e.g. the embedding of y_{t-1}) already projected
 // (gx_t = x_t W_ih[:, :E]^T + b, all steps in ONE GEMM by `project_input`), and state s_{t-1}:
@@ -11,10 +11,10 @@
 //   luong:    s_t = RNN([x_t; h~_{t-1}], s_{t-1}) (input feeding, h~_0 = 0);
 //             c_t, a_t = attend(s_t);  o_t = h~_t = tanh(W_c [c_t; s_t])     (Luong et al. 2015, eq. 5)
 // attend(q): a = softmax(score(q, h_j)) with any score of nn::Attention, masked to each row's
-// memory length. Local attention (Luong sec. 3.2) restricts it to the window [p_t - D, p_t + D]:
+// memory length. Local attention (Luong sec. 3.2) restricts it to the window [p_t - P, p_t + P]:
 //   local_m: p_t = t;
 //   local_p: p_t = S_b sigmoid(v_p^T tanh(W_p q)), S_b the row's memory length, and the weights
-//            become a_j exp(-(j - p_t)^2 / (2 sigma^2)), sigma = D / 2 (not renormalised, as in
+//            become a_j exp(-(j - p_t)^2 / (2 sigma^2)), sigma = P / 2 (not renormalised, as in
 //            the paper); the gradient flows through p_t into W_p and v_p.
 // Optional gating scalar (Xu et al. 2015, sec. 4.2.1): beta_t = sigmoid(w_b . q + b_b) of the
 // step's query q (s_{t-1} in Bahdanau order, s_t in Luong order), and the context becomes
@@ -69,7 +69,7 @@ struct AttentionDecoderConfig {
   int64_t max_len = 0;         // location scores: the longest memory S
   AttentionStyle style = AttentionStyle::bahdanau;
   LocalAttention local = LocalAttention::global;
-  int64_t window = 0;          // D: local window radius (>= 1 with local attention)
+  int64_t window = 0;          // P (Luong's D): local window radius (>= 1 with local attention)
   bool gate = false;           // the gating scalar beta_t on the context
 
   int64_t context_dim() const { return score == ScoreKind::none ? 0 : memory_dim; }   // Dc
@@ -140,8 +140,8 @@ class AttentionDecoder {
   // s_0 = h0 [B, Dd] (shared, not copied), c0 [B, Dd] for an LSTM (undefined: zeros); h~_0 = 0.
   AttentionDecoderState initial_state(const Tensor& h0, const Tensor& c0 = Tensor()) const;
   AttentionDecoderCache make_cache(int64_t T, int64_t B) const;
-  // The caller's part of the input projection: gx[N, G] = x W_ih[:, :E]^T + b, x: [N, E] with
-  // row stride ldx. One GEMM (overwrites gx).
+  // The caller's part of the input projection over its N rows (all steps: T*B):
+  // gx [T*B, G] = x W_ih[:, :E]^T + b, x: [T*B, E] with row stride ldx. One GEMM (overwrites gx).
   void project_input(const float* x, int64_t ldx, int64_t N, float* gx) const;
 
   // ---- per step ----
@@ -186,7 +186,7 @@ class AttentionDecoder {
   Linear gate_;                           // gate: w_b [1, Dd], b_b [1]
 };
 
-// Rows `index` of x: [R, ...] (f32 or i32) -> [index.size(), ...], a new tensor; x itself when
+// Rows `index` of x: [B, ...] (f32 or i32) -> [index.size(), ...], a new tensor; x itself when
 // undefined or empty. For the beam searches' select.
 Tensor gather_rows(const Tensor& x, const std::vector<int64_t>& index);
 // The rows `index` of a prepared memory: keys, values (still one tensor when they were),

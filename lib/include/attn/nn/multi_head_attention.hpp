@@ -1,9 +1,10 @@
 // nn::MultiHeadAttention (Vaswani et al. 2017, sec. 3.2.2):
 //   MHA(Q, K, V) = concat(head_1..head_NH) W_o^T + b_o,
 //   head_h = softmax(Q_h K_h^T / sqrt(HD) + mask) V_h,  Q = query W_q^T + b_q (K, V likewise)
-// with d_model D = NH * HD. The projections are one GEMM each over all B*T (or B*S) rows; the
-// split into heads is fused with the bias add, and the heads run through the fused attention
-// core (ops/attention_core.hpp), which streams over key blocks for long sequences.
+// with d_model D = NH * HD (Q, K, V: the paper's matrices, not dimensions). The projections are
+// one GEMM each over all B*T (or B*S) rows; the split into heads is fused with the bias add,
+// and the heads run through the fused attention core (ops/attention_core.hpp), which streams
+// over key blocks for long sequences.
 //
 // For decoding, a KV cache keeps the projected keys and values of earlier positions, so each
 // step projects only its own position (forward_cached; see KVCache).

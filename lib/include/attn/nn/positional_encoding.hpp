@@ -18,7 +18,8 @@ Tensor sinusoidal_encoding(int64_t positions, int64_t d_model);
 // One entry PE(pos, column) of that table, in double precision.
 double sinusoidal_value(int64_t pos, int64_t column, int64_t d_model);
 
-// In place: x[b, t] += table[offset + t].   x: [B, T, D]   table: [L, D] with offset + T <= L.
+// In place: x[b, t] += table[offset + t].   x: [B, T, D]   table: [max_len, D] with
+// offset + T <= max_len.
 void add_positional_encoding(Tensor& x, const Tensor& table, int64_t offset = 0);
 
 // A learned embedding per position, "<name>/table" [max_len, D], initialised N(0, 0.02^2).

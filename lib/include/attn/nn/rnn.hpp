@@ -53,12 +53,12 @@ class Rnn {
   int64_t gates() const { return W_hh.value.dim(0); }   // G
   ParamList params();
 
-  // gx[N, G] = beta * gx + x W_ih[:, col : col + width]^T (+ the input bias when with_bias).
-  // x: [N, width] with row stride ldx. One GEMM.
+  // gx[T*B, G] = beta * gx + x W_ih[:, col : col + width]^T (+ the input bias when with_bias),
+  // over the N rows given (all steps: T*B). x: [T*B, width] with row stride ldx. One GEMM.
   void project(const float* x, int64_t ldx, int64_t N, int64_t col, int64_t width, bool with_bias,
                float beta, float* gx) const;
   // The gradient of `project`: dW_ih[:, col : col + width] += dgx^T x (+ db = column sums of
-  // dgx when with_bias); when dx is non-null, dx[N, width] (row stride lddx) += dgx W_ih[:, col..].
+  // dgx when with_bias); when dx is non-null, dx[T*B, width] (row stride lddx) += dgx W_ih[:, col..].
   void project_backward(const float* dgx, int64_t N, const float* x, int64_t ldx, int64_t col, int64_t width,
                         bool with_bias, float* dx, int64_t lddx);
 

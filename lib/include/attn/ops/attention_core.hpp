@@ -1,20 +1,20 @@
 // The fused scaled-dot-product attention core that every Transformer layer runs:
 //   out = softmax(scale * q k^T + mask) v        (Vaswani et al. 2017, eq. 1)
-// over a batch of B * H independent heads, plus the masked row softmax it is built on.
+// over a batch of B * NH independent heads, plus the masked row softmax it is built on.
 //
 // Two paths compute the same numbers:
 //  * materialised: per head, the scores are one GEMM [T, S], softmaxed in place, and the
-//    weighted sum a second GEMM (one task per head). It keeps the weights P [B, H, T, S] for
+//    weighted sum a second GEMM (one task per head). It keeps the weights P [B, NH, T, S] for
 //    backward and hands them out on request. It computes all T x S scores whatever the mask. Best for short
 //    sequences (S <= kStreamMinKeys), and the only path that returns weights.
 //  * streaming (Dao et al. 2022; FlashAttention-2's loop order, Dao 2023): query blocks of
 //    `block_q` rows walk over key blocks of `block_k` keys with a running (online) softmax, so
-//    memory grows as L, not L^2. Each query block visits only the keys its rows can see: causal
-//    masks halve the work, a window of radius K costs O(T (2K + block_q) D) instead of
+//    memory grows as T + S, not T S. Each query block visits only the keys its rows can see: causal
+//    masks halve the work, a window of radius P costs O(T (2P + block_q) D) instead of
 //    O(T S D), and padded keys past a sequence's length cost nothing. The cache keeps only the
 //    output and one log-sum-exp per row; backward (one task per head, so no two threads write
 //    the same gradient row) recomputes each score tile, one extra GEMM per tile, instead of
-//    storing B*H*T*S weights.
+//    storing B*NH*T*S weights.
 // Both call BLAS tiles through the seam, so the multiply-add counter sees exactly the work done.
 #pragma once
 #include <cstdint>
@@ -49,9 +49,9 @@ struct AttentionCache {
   float scale = 1.0f;
   AttentionOptions options;
   bool streamed = false;
-  Tensor weights;   // materialised: P [B, H, T, S]
-  Tensor out;       // streaming: the output [B, H, T, Dv]
-  Tensor lse;       // streaming: log sum_j exp(score_tj) per row [B, H, T]; +inf if none visible
+  Tensor weights;   // materialised: P [B, NH, T, S]
+  Tensor out;       // streaming: the output [B, NH, T, Dv]
+  Tensor lse;       // streaming: log sum_j exp(score_tj) per row [B, NH, T]; +inf if none visible
 };
 
 struct AttentionGrads {
@@ -59,22 +59,23 @@ struct AttentionGrads {
 };
 
 // out = softmax(scale * q k^T, masked) v.
-// q: [B, H, T, Dk]   k: [B, H, S, Dk]   v: [B, H, S, Dv]   ->   out: [B, H, T, Dv] (new tensor).
-// `weights`, when not null, receives P [B, H, T, S]: rows sum to 1 over visible keys and are
+// q: [B, NH, T, Dk]   k: [B, NH, S, Dk]   v: [B, NH, S, Dv]   ->   out: [B, NH, T, Dv] (new tensor).
+// `weights`, when not null, receives P [B, NH, T, S]: rows sum to 1 over visible keys and are
 // exactly 0 on masked ones; a row with no visible key is all zeros, and so is its output.
 // The weights share storage with cache->weights: read them, do not modify them.
 Tensor attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, float scale,
                          const AttentionMask& mask, AttentionCache* cache, Tensor* weights = nullptr,
                          const AttentionOptions& options = {});
 
-// dout: [B, H, T, Dv]. Returns fresh dq, dk, dv (no parameters).
+// dout: [B, NH, T, Dv]. Returns fresh dq, dk, dv (no parameters).
 AttentionGrads attention_backward(const Tensor& dout, const AttentionCache& cache);
 
-// In place: every row (b, g, t) of scores [B, G, T, S] becomes the softmax over its visible keys
-// under `mask` (G heads share a mask; exact zeros on masked keys, an all-zero row if none).
+// In place: every row (b, h, t) of scores [B, NH, T, S] becomes the softmax over its visible keys
+// under `mask` (the NH heads, maybe 1, share a mask; exact zeros on masked keys, an all-zero row
+// if none).
 void masked_softmax_inplace(Tensor& scores, const AttentionMask& mask);
 
-// In place: dweights [R.., S] becomes dscores = P * (dP - sum_j P_j dP_j) row by row, given the
+// In place: dweights [..., S] becomes dscores = P * (dP - sum_j P_j dP_j) row by row, given the
 // softmax output P of the same shape. Masked keys (P = 0) get exactly 0.
 void masked_softmax_backward_inplace(Tensor& dweights, const Tensor& weights);
 

@@ -3,7 +3,7 @@
 // A mask is a handful of numbers applied on the fly: key lengths (padding), a causal flag and a
 // window radius. Together they leave every query row one contiguous range of visible keys
 // [lo, hi), which the attention core uses both to mask scores and to skip whole key blocks
-// (a window of radius K over S keys costs O(T K D), not O(T S D)). An explicit [B or 1, T, S]
+// (a window of radius P over S keys costs O(T P D), not O(T S D)). An explicit [B or 1, T, S]
 // int32 tensor (nonzero = visible) covers anything else and is ANDed with the structured parts.
 //
 // Query row t sits at position `query_offset + t` (0 by default: query i and key i are the same

@@ -7,7 +7,7 @@
 // over the whole batch, so no per-sample reduction), dcol = W^T dY, and col2im scatters dcol
 // back onto dx. The column matrix is rebuilt in backward instead of cached: it is KH*KW times
 // the input (for stride 1), and rebuilding it is a cheap memory pass next to the GEMMs.
-// conv1d is conv2d on [B, C, 1, L]. The multiply-adds are the GEMMs' (counted by the BLAS seam).
+// conv1d is conv2d on [B, C, 1, IW]. The multiply-adds are the GEMMs' (counted by the BLAS seam).
 // Reference: Chellapilla et al. 2006 (convolution as im2col + GEMM); torch.nn.Conv1d/Conv2d.
 #pragma once
 #include <cstdint>
@@ -41,7 +41,7 @@ struct ConvGeometry {
 };
 
 struct ConvCache {
-  Tensor x;   // [B, C, IH, IW] the input (shared; a [B, C, 1, L] view for conv1d)
+  Tensor x;   // [B, C, IH, IW] the input (shared; a [B, C, 1, IW] view for conv1d)
   ConvGeometry geometry;
 };
 
@@ -55,10 +55,10 @@ Tensor conv2d_forward(const Tensor& x, const Tensor& W, const Tensor& b, const C
 Tensor conv2d_backward(const Tensor& dy, const Tensor& W, const ConvCache& cache, Tensor& dW,
                        Tensor& db);
 
-// x: [B, C, L]   W: [O, C, K]   b: [O] or undefined   -> y: [B, O, OL]
+// x: [B, C, IW]   W: [O, C, K]   b: [O] or undefined   -> y: [B, O, OW]
 Tensor conv1d_forward(const Tensor& x, const Tensor& W, const Tensor& b, const ConvOptions& options,
                       ConvCache* cache);
-// dy: [B, O, OL]. ADDS into dW: [O, C, K] and db: [O] (may be undefined). Returns dx: [B, C, L].
+// dy: [B, O, OW]. ADDS into dW: [O, C, K] and db: [O] (may be undefined). Returns dx: [B, C, IW].
 Tensor conv1d_backward(const Tensor& dy, const Tensor& W, const ConvCache& cache, Tensor& dW,
                        Tensor& db);
 

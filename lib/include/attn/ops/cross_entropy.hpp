@@ -4,9 +4,10 @@
 // Forward makes two passes over each row of logits (max and sum of x, then the sum of
 // exponentials) and keeps only the log-normaliser of each row, as its max and log-sum;
 // backward makes one pass writing dlogits, recomputing exp(x - lse). A training step can
-// run both as one op (cross_entropy_forward_backward_inplace), which exponentiates once. No [N, V] probability
-// tensor is ever stored, and cross_entropy_backward_inplace writes dlogits over the logits,
-// so the largest activation of a language model needs no second buffer.
+// run both as one op (cross_entropy_forward_backward_inplace), which exponentiates once. No
+// [B*T, V] probability tensor is ever stored, and cross_entropy_backward_inplace writes dlogits
+// over the logits, so the largest activation of a language model needs no second buffer. (Rows
+// are written B*T, the tokens of a batch; any number of rows works.)
 //
 // Label smoothing follows PyTorch's CrossEntropyLoss (Szegedy et al. 2016, "Rethinking the
 // Inception Architecture", sec. 7): the target distribution is (1 - eps) one_hot(t) + eps / V,
@@ -31,20 +32,20 @@ struct CrossEntropyResult {
   int64_t correct = 0;    // counted rows whose target attains the row maximum (ties count)
   double nll_sum = 0.0;   // sum of the counted rows' plain -log p_{i,t_i} (= sum without
                           // label smoothing; for perplexity)
-  Tensor losses;          // [N] each row's loss, 0 for ignored rows (per-sequence metrics)
+  Tensor losses;          // [B*T] each row's loss, 0 for ignored rows (per-sequence metrics)
 };
 
 struct CrossEntropyCache {
-  Tensor logits;          // [N, V] shared with the caller, not copied: leave it unchanged
-  Tensor targets;         // [N] int32
-  Tensor row_max;         // [N] m_i = max_v logits[i, v]
-  Tensor log_sum;         // [N] log sum_v exp(logits[i, v] - m_i), so lse_i = m_i + log_sum_i
+  Tensor logits;          // [B*T, V] shared with the caller, not copied: leave it unchanged
+  Tensor targets;         // [B*T] int32
+  Tensor row_max;         // [B*T] m_i = max_v logits[i, v]
+  Tensor log_sum;         // [B*T] log sum_v exp(logits[i, v] - m_i), so lse_i = m_i + log_sum_i
   int64_t count = 0;
   CrossEntropyOptions options;
 };
 
 // loss = (1 / count) sum_{i: t_i != ignore} [lse_i - (1 - eps) x_{i,t_i} - eps mean_v x_{i,v}],
-// lse_i = log sum_v exp(x_{i,v}).   logits: [N, V] float32   targets: [N] int32.
+// lse_i = log sum_v exp(x_{i,v}).   logits: [B*T, V] float32   targets: [B*T] int32.
 // Throws DataError naming the row and value for a target outside [0, V) other than
 // ignore_index, ConfigError for eps outside [0, 1). Rows are spread over threads; the sums
 // are taken in row order, so the result does not depend on the thread count.
@@ -54,7 +55,7 @@ CrossEntropyResult cross_entropy_forward(const Tensor& logits, const Tensor& tar
 
 // dlogits_{i,v} = dloss / count * (softmax(x_i)_v - (1 - eps) [v = t_i] - eps / V) for
 // counted rows, 0 for ignored rows (and everywhere when count = 0). dloss is the gradient
-// of the mean loss (1 for a plain loss). Returns dlogits: [N, V], a new tensor.
+// of the mean loss (1 for a plain loss). Returns dlogits: [B*T, V], a new tensor.
 Tensor cross_entropy_backward(float dloss, const CrossEntropyCache& cache);
 // The same, written over cache.logits (which the caller's logits tensor shares) and returned:
 // no allocation, for when the logits are not needed after the backward pass.

@@ -1,5 +1,5 @@
 // The affine map of a fully connected layer, y = x W^T + b, applied to the last dimension of
-// x whatever its leading dimensions ([N, in], [B, T, in], ...): they are flattened into rows
+// x whatever its leading dimensions ([B, in], [B, T, in], ...): they are flattened into rows
 // so the forward and each gradient is ONE GEMM. W is stored [out, in] as in PyTorch's
 // nn.Linear, so a checkpoint's weights read the same in both.
 #pragma once

@@ -1,7 +1,8 @@
 // Matrix products of tensors: y = op(a) op(b), where op transposes the last two dimensions
 // when asked. Plain 2-D products, batched products over any leading dimensions, and a 2-D
 // operand shared by the whole batch (the common x[B, T, D] @ W case, realised as ONE GEMM
-// over B*T rows). Every product, forward and backward, goes through the blas seam.
+// over B*T rows). Every product, forward and backward, goes through the blas seam. M, N, K
+// below are BLAS's product sizes, not docs/ARCHITECTURE.md's dimension letters.
 #pragma once
 #include "attn/core/tensor.hpp"
 

@@ -1,4 +1,4 @@
-// Max and average pooling, 1-D ([B, C, L]) and 2-D ([B, C, IH, IW]), as forward/backward pairs.
+// Max and average pooling, 1-D ([B, C, IW]) and 2-D ([B, C, IH, IW]), as forward/backward pairs.
 //
 // Conventions are PyTorch's defaults (torch.nn.MaxPool2d / AvgPool2d, ceil_mode=false):
 // - out size per axis = (in + 2 padding - kernel) / stride + 1 (floor); stride defaults to the
@@ -8,7 +8,7 @@
 // - Average pooling counts the zero padding (count_include_pad=true): every window divides by
 //   KH*KW, also at the borders. It adds B*C*OH*OW*KH*KW multiply-adds to the flops counter per
 //   pass (it is a depthwise convolution with a constant kernel); max pooling adds none.
-// 1-D pooling is 2-D pooling on [B, C, 1, L].
+// 1-D pooling is 2-D pooling on [B, C, 1, IW].
 #pragma once
 #include "attn/core/tensor.hpp"
 #include "attn/ops/conv.hpp"   // Size2
@@ -45,7 +45,7 @@ Tensor avg_pool2d_forward(const Tensor& x, const PoolOptions& options, AvgPoolCa
 // dy: [B, C, OH, OW] -> dx: [B, C, IH, IW] (new).
 Tensor avg_pool2d_backward(const Tensor& dy, const AvgPoolCache& cache);
 
-// The same on x: [B, C, L] -> [B, C, OL]; options take one value per field.
+// The same on x: [B, C, IW] -> [B, C, OW]; options take one value per field.
 Tensor max_pool1d_forward(const Tensor& x, const PoolOptions& options, MaxPoolCache* cache);
 Tensor max_pool1d_backward(const Tensor& dy, const MaxPoolCache& cache);
 Tensor avg_pool1d_forward(const Tensor& x, const PoolOptions& options, AvgPoolCache* cache);

@@ -35,8 +35,8 @@ struct WarmupInverseSqrt {
 };
 
 // lr(t) = lr0 * gamma^floor((t - 1) / step_size): steps 1..step_size run at lr0, the next
-// step_size at lr0 * gamma, and so on. With step_size = E batches per epoch times K, the rate
-// drops after every K epochs (PyTorch's StepLR stepped once per epoch; Sukhbaatar et al. 2015
+// step_size at lr0 * gamma, and so on. With step_size = n batches per epoch times k, the rate
+// drops after every k epochs (PyTorch's StepLR stepped once per epoch; Sukhbaatar et al. 2015
 // halve it every 25 epochs).
 struct StepDecay {
   StepDecay(float lr0, float gamma, int64_t step_size);   // lr0 >= 0, gamma in (0, 1], step_size >= 1

@@ -17,14 +17,14 @@
 // /metrics; /state/curriculum_level with a curriculum). A run file (format "attnlab/output", kind
 // "ntm-run") holds, for the N sequences of a split in data-set order:
 //   /inputs, /input_len, /targets, /target_len   the split's sequences (data/sequence_data.hpp)
-//   /outputs        float32 [N, Tout, Wout]   the model's outputs σ(y); zero past target_len
-//   /read_weights   float32 [N, T, R, Nm]     every read head's weighting at every step
-//   /write_weights  float32 [N, T, W, Nm]     the same for the write heads; T = the longest
+//   /outputs        float32 [N, Tout, O]      the model's outputs σ(y); zero past target_len
+//   /read_weights   float32 [N, T, Nr, Nm]    every read head's weighting at every step
+//   /write_weights  float32 [N, T, Nw, Nm]    the same for the write heads; T = the longest
 //                                             input_len + target_len, zero past an example's end
 //   /metrics        attributes sequences, bits_per_sequence, bit_errors_per_sequence,
 //                   bit_error_rate, sequence_accuracy
-// `attn-plot weights RUN.h5 --index I --inputs /inputs --outputs /outputs --write
-// /write_weights --read /read_weights` draws sequence I as Graves et al. Fig. 6 does.
+// `attn-plot weights RUN.h5 --index i --inputs /inputs --outputs /outputs --write
+// /write_weights --read /read_weights` draws sequence i as Graves et al. Fig. 6 does.
 #pragma once
 #include <cstdint>
 #include <string>

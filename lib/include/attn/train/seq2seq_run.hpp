@@ -14,7 +14,7 @@
 //                         predicted and source lengths. Rows sum to 1 within the source length
 //                         with global attention. Local attention's rows sum to at most 1: local-p
 //                         weighs them by a Gaussian without renormalising (Luong et al. 2015), and
-//                         a local-m window that has passed the end of the source (t > S_b + D - 1)
+//                         a local-m window that has passed the end of the source (t > S_b + P - 1)
 //                         sees no word, so its row is 0. Absent with attention `none`.
 #pragma once
 #include <cstdint>

@@ -8,14 +8,14 @@
 //
 // A translation output file (format "attnlab/output", kind "translation") holds, for the N
 // sentences of a split in data-set order:
-//   /predictions        int32 [N, L]    target ids, without BOS and EOS, padded with 0
+//   /predictions        int32 [N, Lmax] target ids, without BOS and EOS, padded with 0
 //   /predictions_len    int32 [N]       tokens per row
 //   /predictions_text   string [N]      the tokens joined by single spaces (what attn-bleu scores)
 //   /predictions_detok  string [N]      detokenised sentences, for reading
 //   /scores             float32 [N]     the decoder's log-probability (beam: length-normalised)
 //   /src, /src_len      int32 [N, S], [N]   the source sentences (labels for attention plots)
 //   /vocab/src, /vocab/tgt  string      copies, so the file stands alone
-//   /attention/<name>   float32 [N, ..., T, K]   the model's attention weights, when asked
+//   /attention/<name>   float32 [N, ..., T, S]   the model's attention weights, when asked
 //                       (transformer_run.hpp, seq2seq_run.hpp say which); zero beyond a
 //                       sentence's lengths
 //   /metrics  attributes sentences, and with references sequence_accuracy, token_accuracy
@@ -126,7 +126,7 @@ std::map<std::string, io::AttrValue> resumed_config(const std::string& checkpoin
 struct Translation {
   std::vector<std::vector<int32_t>> tokens;                // per sentence, in split order
   std::vector<float> scores;
-  NamedTensors attention;   // "/attention/<name>", [N, ..., T, K]
+  NamedTensors attention;   // "/attention/<name>", [N, ..., T, S]
   metrics::AccuracyCounts accuracy;   // against the split's targets (EOS included), when present
 };
 
@@ -134,7 +134,7 @@ struct Translation {
 struct DecodedBatch {
   std::vector<std::vector<int32_t>> tokens;                // per row of the batch
   std::vector<float> scores;
-  NamedTensors attention;   // [B, ..., Tb, Kb] each; may be none
+  NamedTensors attention;   // [B, ..., Tb, Sb] each; may be none
 };
 using BatchDecoder = std::function<DecodedBatch(const data::PaddedBatch& src)>;
 
@@ -153,8 +153,8 @@ auto decode_batch(const Model& model, const data::PaddedBatch& src, Options opti
 }
 
 // Decodes the sources of `split` in batches of about max_tokens source tokens of similar lengths
-// and puts the results back in split order. Each named attention tensor becomes one [N, ..., T, K]
-// with T and K the largest of any batch (at least 1), zero where a batch had less. With targets
+// and puts the results back in split order. Each named attention tensor becomes one [N, ..., T, S]
+// with T and S the largest of any batch (at least 1), zero where a batch had less. With targets
 // in the split, the exact-match accuracy of tokens + EOS is counted. ConfigError without sources.
 Translation translate_split(const data::TokenSplit& split, int64_t max_tokens, const BatchDecoder& decode);
 

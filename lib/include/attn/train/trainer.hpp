@@ -23,7 +23,7 @@
 //              unfinished epoch; train_seconds (float64) and train_units: wall time in training
 //              steps and units of work trained on since the run began, resumed parts included;
 //              unit: what a unit is ("tokens", "sequences", ...); plus the task's own state
-//   /metrics   float32 [E], one entry per epoch: train_loss, valid_loss, train_<m> and
+//   /metrics   float32 [epochs], one entry per epoch: train_loss, valid_loss, train_<m> and
 //              valid_<m> for every metric m of the task, valid_<m> for every epoch metric,
 //              trained_<unit> (units of work trained on when the epoch ended: trained_tokens,
 //              trained_sequences; the x axis of a learning curve) and train_seconds (the state's

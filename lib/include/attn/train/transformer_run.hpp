@@ -13,8 +13,8 @@
 // A Transformer model file is a checkpoint of kind "transformer" plus the vocabularies of its
 // data (token_run.hpp). Its translations are token_run.hpp's output file with, when asked
 // (dump_attention), every decoder layer's weights:
-//   /attention/self/layer<i>   float32 [N, H, T, T]   decoder self-attention
-//   /attention/cross/layer<i>  float32 [N, H, T, S]   cross-attention
+//   /attention/self/layer<i>   float32 [N, NH, T, T]   decoder self-attention
+//   /attention/cross/layer<i>  float32 [N, NH, T, S]   cross-attention
 // Row t is the decoder position fed t-th (BOS, y_0, ...), zero rows/columns beyond a sentence's
 // lengths.
 #pragma once

@@ -22,7 +22,7 @@ struct HeatmapOptions {
   std::vector<std::string> x_labels;       // one per column, or empty (column numbers)
   std::vector<std::string> y_labels;       // one per row, or empty (row numbers)
   std::string x_title, y_title;            // axis titles, e.g. "source", "target"
-  std::vector<std::string> panel_titles;   // one per panel, or empty ("head 0", ... if P > 1)
+  std::vector<std::string> panel_titles;   // one per panel, or empty ("head 0", ... if several)
   Colormap colormap = Colormap::viridis;
   std::optional<double> vmin, vmax;        // colour scale; default: the finite data range
   double cell = 0;                         // cell side in units; 0: from width/height, or automatic
@@ -31,9 +31,9 @@ struct HeatmapOptions {
   bool colorbar = true;
 };
 
-// maps: [R, C] or [P, R, C] (P panels, R rows, C columns). NaN cells are drawn light grey.
+// maps: [rows, cols] or [panels, rows, cols]. NaN cells are drawn light grey.
 // panels(): the cell grid of each panel; cell (r, c) of panel p is the rectangle
-// { x + c * w / C, y + r * h / R, w / C, h / R }.
+// { x + c * w / cols, y + r * h / rows, w / cols, h / rows }.
 // Throws ShapeError on a bad rank or a label count that does not match.
 Picture heatmap(const Tensor& maps, const HeatmapOptions& opts = {});
 

@@ -1,10 +1,10 @@
 // Reading what to draw out of attnlab HDF5 files: a matrix (or a stack of them) sliced out of
 // any float dataset, token labels from id datasets and vocabularies, and cropping of padding.
 //
-// Slicing. A dataset of rank r is cut down to its last `keep` axes (2 for one matrix [R, C],
-// 3 for all heads [NH, R, C]) by fixing every axis before them:
+// Slicing. A dataset of rank r is cut down to its last `keep` axes (2 for one matrix
+// [rows, cols], 3 for all heads [NH, rows, cols]) by fixing every axis before them:
 //   - `head` fixes axis r - 3 and `layer` axis r - 4, the layout of attention outputs
-//     ([N, heads, T, S], [N, layers, heads, T, S]);
+//     ([N, NH, T, S], [N, layers, NH, T, S]);
 //   - `index` fixes the remaining leading axes in order (usually the example number).
 // Every failure (missing dataset, wrong rank, index out of range, too few or too many indices)
 // throws FormatError or ShapeError naming the file, the dataset, its shape and what was asked.
@@ -33,16 +33,17 @@ struct Selection {
 Tensor read_slice(const io::File& file, const std::string& dataset, const Selection& sel, int keep,
                   const std::string& what = "");
 
-// Labels from token ids: row `row` of `ids` ([N, L], or [L] with row = -1) up to its first
+// Labels from token ids: row `row` of `ids` ([N, Lmax], or [Lmax] with row = -1) up to its first
 // padding id 0, each id looked up in the vocabulary dataset `vocab` (UTF-8 strings), or
-// printed as a number when `vocab` is empty. With ids [N, S, W] (sentences of words, as bAbI
+// printed as a number when `vocab` is empty. With ids [N, sentences, words] (as bAbI
 // stories) row n gives one label per sentence: its words joined by spaces.
 // Throws DataError for an id outside the vocabulary.
 std::vector<std::string> id_labels(const io::File& file, const std::string& ids, int64_t row,
                                    const std::string& vocab);
 
-// The top-left [R, C] block of the last two axes of m ([..., R0, C0] with R <= R0, C <= C0): a
-// copy, for dropping the padded rows and columns of an attention map.
+// The top-left block of R rows and C columns (the arguments) of the last two axes of m
+// ([..., rows, cols] with R <= rows, C <= cols): a copy, for dropping the padded rows and
+// columns of an attention map.
 Tensor crop(const Tensor& m, int64_t R, int64_t C);
 
 // Splits a label list given on the command line: on '|' when the text has one (labels with

@@ -24,14 +24,14 @@ struct OverlayOptions {
   int columns = 0;                  // panels per row; 0: up to 6
 };
 
-// image: [C, H, W] (C = 1 or 3) or [H, W]; values in [0, 1], [0, 255], or anything else
+// image: [C, IH, IW] (C = 1 or 3) or [IH, IW]; values in [0, 1], [0, 255], or anything else
 // (then min-max scaled). maps: [T, h, w] (any h, w). Throws ShapeError on bad ranks or a word
 // count that does not match T. panels(): the image panel (when shown), then one per map.
 Picture overlay(const Tensor& image, const Tensor& maps, const OverlayOptions& opts = {});
 
 // Bilinear resampling with half-pixel centres (as PyTorch's align_corners=False, clamped at
-// the border): out[y, x] = a at source point ((y + 0.5) h / H - 0.5, (x + 0.5) w / W - 0.5).
-// a: [h, w] -> [H, W].
+// the border): out[y, x] = a at source point ((y + 0.5) h / IH - 0.5, (x + 0.5) w / IW - 0.5).
+// a: [h, w] -> [IH, IW], the image size given as H, W.
 Tensor upsample_bilinear(const Tensor& a, int64_t H, int64_t W);
 
 }  // namespace attn::plot

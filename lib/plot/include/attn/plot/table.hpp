@@ -23,7 +23,7 @@ struct TableOptions {
   double max_label_width = 420;          // longer row labels are cut with an ellipsis
 };
 
-// m: [R, C]. panels(): the cell grid. Throws ShapeError on a bad rank or label count.
+// m: [rows, cols]. panels(): the cell grid. Throws ShapeError on a bad rank or label count.
 Picture table(const Tensor& m, const TableOptions& opts = {});
 
 }  // namespace attn::plot

@@ -16,7 +16,8 @@ namespace attn::plot {
 
 struct WeightsPanel {
   std::string title;      // e.g. "inputs", "write weighting"
-  Tensor values;          // [T, K]: time steps by locations (or bits); T may differ per panel
+  Tensor values;          // [T, Nm]: time steps by memory locations (or bits: [T, I], [T, O]);
+                          // T may differ per panel
 };
 
 struct WeightsOptions {
@@ -29,7 +30,7 @@ struct WeightsOptions {
 };
 
 // panels(): the cell grid of each panel, in order; time step t of panel p spans
-// [x + t * cell, x + (t + 1) * cell). Throws ShapeError unless every panel is [T, K].
+// [x + t * cell, x + (t + 1) * cell). Throws ShapeError unless every panel is a matrix [T, Nm].
 Picture weights(const std::vector<WeightsPanel>& panels, const WeightsOptions& opts = {});
 
 }  // namespace attn::plot
