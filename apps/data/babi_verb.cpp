@@ -69,17 +69,18 @@ int cmd_babi(int argc, char** argv) {
                      (data.tasks.size() == 1 ? " task " : " tasks ") + datasets::task_ranges(data.tasks);
   if (!data.left_out.empty())
     line += ", left out " + datasets::task_ranges(data.left_out) + " (no training file)";
-  int64_t ws = 0, wq = 0;
+  int64_t ms = 0, ws = 0, wq = 0;
   for (int k = 0; k < 3; ++k) {
     const data::QaSplit& s = data.splits[k];
     line += std::string(k ? ", " : ": ") + datasets::kSplitNames[k] + " " + std::to_string(s.size());
+    ms = std::max(ms, s.memory_size());
     ws = std::max(ws, s.sentence_width());
     wq = std::max(wq, s.question_width());
   }
-  line += " questions; vocabulary " + std::to_string(data.vocab.size()) + ", memory " +
-          std::to_string(opts.get<int64_t>("memory-size")) + " sentences, longest sentence " + std::to_string(ws) +
-          " and question " + std::to_string(wq) + " words, " + std::to_string(data.unknown_test_words) +
-          " unknown test words";
+  line += " questions; vocabulary " + std::to_string(data.vocab.size()) + ", memory " + std::to_string(ms) +
+          " of at most " + std::to_string(opts.get<int64_t>("memory-size")) + " sentences, longest sentence " +
+          std::to_string(ws) + " and question " + std::to_string(wq) + " words, " +
+          std::to_string(data.unknown_test_words) + " unknown test words";
   if (!data.test_only_answers.empty()) {
     const size_t n = data.test_only_answers.size();
     line += ", " + std::to_string(n) + (n == 1 ? " test answer" : " test answers") + " in no training question:";

@@ -52,7 +52,7 @@ TEST_CASE("attn-data babi writes the question-answering layout that attn-data in
   INFO(r.err);
   REQUIRE(r.code == 0);
   CHECK(r.out == "attn-data babi: wrote b.h5 (en task 1: train 3, valid 1, test 4 questions; vocabulary 16, "
-                 "memory 50 sentences, longest sentence 5 and question 3 words, 0 unknown test words)\n");
+                 "memory 2 of at most 50 sentences, longest sentence 5 and question 3 words, 0 unknown test words)\n");
   CHECK_THAT(r.err, Contains("attn-data babi: configuration") && Contains("--memory-size"));
 
   const io::File f = io::File::open_read(dir.file("b.h5"));
