@@ -15,6 +15,7 @@ int main(int argc, char** argv) {
       {"posenc", cmd_posenc, "print the sinusoidal positional-encoding table (Vaswani et al. 2017, 3.5)"},
       {"multi30k", cmd_multi30k, "Multi30k translation (Elliott et al. 2016): tokenised, vocabularies, splits"},
       {"parallel", cmd_parallel, "any line-aligned parallel text pair (plain or gzip) as a translation set"},
+      {"babi", cmd_babi, "bAbI question answering v1.2 (Weston et al. 2015): stories, questions, supporting facts"},
       {"info", cmd_info, "summarise any attnlab HDF5 file: format, command, datasets, attributes"},
   });
 }

@@ -25,6 +25,8 @@ int cmd_posenc(int argc, char** argv);
 // Parallel text (text_verbs.cpp).
 int cmd_multi30k(int argc, char** argv);
 int cmd_parallel(int argc, char** argv);
+// The bAbI question-answering tasks (babi_verb.cpp).
+int cmd_babi(int argc, char** argv);
 // Any attnlab file (info.cpp).
 int cmd_info(int argc, char** argv);
 

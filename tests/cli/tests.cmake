@@ -1,9 +1,10 @@
 # apps/common in process ([unit][cli-common]) and the data and BLEU tools run as executables
-# ([cli]): attn-data's generators and importers, attn-bleu.
+# ([cli]): attn-data's generators and importers (bAbI included), attn-bleu.
 attn_add_test(test_cli SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/test_cli_common.cpp
   ${CMAKE_CURRENT_LIST_DIR}/test_attn_data.cpp
   ${CMAKE_CURRENT_LIST_DIR}/test_text_tools.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/test_babi_cli.cpp
   LIBS attn_cli)
 # The [cli] cases run the tools: build them first when the tests are built.
 add_dependencies(test_cli attn-data attn-bleu)

@@ -22,9 +22,13 @@
 #include <string>
 
 #include "attn/core/tensor.hpp"
+#include "attn/data/vocab.hpp"
 #include "attn/io/hdf5_file.hpp"
 
 namespace attn::data {
+
+// The dataset of the one vocabulary.
+inline constexpr const char* kQaVocab = "/vocab/words";
 
 struct QaSplit {
   Tensor story;       // [N, Ms, Ws] int32
@@ -39,17 +43,20 @@ struct QaSplit {
   int64_t sentence_width() const { return story.dim(2); }     // Ws
   int64_t question_width() const { return question.dim(1); } // Wq
   // Rows `index` (in that order); the memory cut to the most sentences any selected row has,
-  // sentence and question widths to the widest selected (never below 1).
+  // sentence and question widths to the widest selected (never below 1); support keeps Ks.
   QaSplit gather(std::span<const int64_t> index) const;
 };
 
 // Writes the six datasets of `split` ("train", ...).
 void write_qa_split(io::File& file, const std::string& split, const QaSplit& s);
 
-// Reads and checks one split: dtypes, ranks and row counts (ShapeError); story_len in
-// [1, Ms], every word id in [0, vocab_size), answers in [kNumReserved, vocab_size), support
-// in [-1, story_len), task in [1, 20] (DataError naming the file, dataset and row); a missing
-// split or dataset is a FormatError listing what the file has.
+// Reads and checks one split: dtypes (integer datasets; io's FormatError otherwise), ranks and
+// row counts (ShapeError); story_len in [1, Ms], every word id in [0, vocab_size), answers in
+// [kNumReserved, vocab_size), support in [-1, story_len), task in [1, 20] (DataError naming the
+// file, dataset and row); a missing split or dataset is a FormatError listing what the file has.
 QaSplit read_qa_split(const io::File& file, const std::string& split, int64_t vocab_size);
+
+// Reads and checks /vocab/words (read_vocab); its size() is read_qa_split's vocab_size.
+Vocab read_qa_vocab(const io::File& file);
 
 }  // namespace attn::data
