@@ -27,4 +27,5 @@ endfunction()
 attn_add_perf(transformer)
 attn_add_perf(seq2seq)
 attn_add_perf(ntm)
+attn_add_perf(memnet)
 target_link_libraries(perf_ntm PRIVATE attn_datasets)   # make_copy: the copy task's sequences

@@ -1,0 +1,49 @@
+// MemN2NConfig: names of the enumerations, range checks and the /config attributes.
+#include <string>
+
+#include "attn/io/config_fields.hpp"
+#include "attn/models/memnet.hpp"
+
+namespace attn::models {
+namespace {
+
+void require(bool ok, const std::string& message) {
+  if (!ok) throw ConfigError("memnet config: " + message);
+}
+
+std::string got(int64_t v) { return ", got " + std::to_string(v); }
+
+}  // namespace
+
+MemN2NEncoding parse_memn2n_encoding(const std::string& name) {
+  if (name == "bow") return MemN2NEncoding::bow;
+  if (name == "position") return MemN2NEncoding::position;
+  throw ConfigError("unknown encoding '" + name + "' (expected bow or position)");
+}
+const char* memn2n_encoding_name(MemN2NEncoding encoding) {
+  return encoding == MemN2NEncoding::bow ? "bow" : "position";
+}
+
+MemN2NTying parse_memn2n_tying(const std::string& name) {
+  if (name == "adjacent") return MemN2NTying::adjacent;
+  if (name == "layerwise") return MemN2NTying::layerwise;
+  throw ConfigError("unknown tying '" + name + "' (expected adjacent or layerwise)");
+}
+const char* memn2n_tying_name(MemN2NTying tying) {
+  return tying == MemN2NTying::adjacent ? "adjacent" : "layerwise";
+}
+
+void MemN2NConfig::validate() const {
+  require(vocab_size >= 1, "vocab_size must be >= 1" + got(vocab_size));
+  require(embedding_size >= 1, "embedding_size must be >= 1" + got(embedding_size));
+  require(hops >= 1, "hops must be >= 1" + got(hops));
+  require(memory_size >= 1, "memory_size must be >= 1" + got(memory_size));
+}
+
+std::map<std::string, io::AttrValue> MemN2NConfig::to_attrs() const { return io::write_fields(*this); }
+
+MemN2NConfig MemN2NConfig::from_attrs(const std::map<std::string, io::AttrValue>& attrs, const std::string& source) {
+  return io::read_fields<MemN2NConfig>(attrs, source);
+}
+
+}  // namespace attn::models
