@@ -70,4 +70,17 @@ void run_translate(const Options& opts, const ModelReads& reads, const data::Voc
   print_summary(opts, line + " -> " + opts.get<std::string>("out"));
 }
 
+void add_valid_bleu_option(Options& opts) {
+  opts.add()("valid-bleu", boost::program_options::bool_switch(),
+             "after every epoch, translate /valid greedily and store its BLEU (on token ids) as the curve "
+             "valid_bleu");
+}
+
+void add_valid_bleu(const Options& opts, train::TrainTask& task, const data::TokenSplit* valid,
+                    std::function<train::Translation(const data::TokenSplit&)> translate) {
+  if (!opts.get<bool>("valid-bleu")) return;
+  if (!valid) throw ConfigError("--valid-bleu needs a validation split (/valid) in the data set");
+  task.epoch_metrics.push_back(train::valid_bleu(*valid, std::move(translate)));
+}
+
 }  // namespace attn::cli

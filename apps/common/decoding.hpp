@@ -75,4 +75,11 @@ void run_translate(const Options& opts, const ModelReads& reads, const data::Voc
                    const data::Vocab& tgt_vocab,
                    const std::function<train::Translation(const data::TokenSplit&, const DecodeChoice&)>& translate);
 
+// --valid-bleu, an option of the translation tools' train verbs.
+void add_valid_bleu_option(Options& opts);
+// With --valid-bleu: adds the epoch metric valid_bleu (train::valid_bleu of translate on the
+// validation split) to `task`; ConfigError when there is no validation split.
+void add_valid_bleu(const Options& opts, train::TrainTask& task, const data::TokenSplit* valid,
+                    std::function<train::Translation(const data::TokenSplit&)> translate);
+
 }  // namespace attn::cli

@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "attn/train/seq2seq_run.hpp"
+#include "common/decoding.hpp"
 #include "common/options.hpp"
 #include "common/training.hpp"
 #include "verbs.hpp"
@@ -55,6 +56,7 @@ void add_model_options(cli::Options& opts) {
       ("label-smoothing", po::value<double>()->value_name("EPS")->default_value(0.0, "0")
                               ->notifier(cli::in_range<double>("label-smoothing", 0.0, 0.99)),
        "label smoothing of the loss");
+  cli::add_valid_bleu_option(opts);
 }
 
 models::Seq2SeqConfig config_from_options(const cli::Options& opts, const train::Vocabs& vocabs) {
@@ -105,6 +107,8 @@ std::unique_ptr<cli::TrainRun> prepare(const cli::Options& opts, cli::TrainInput
   run->model.emplace(config, in.init_rng);
   run->task = train::seq2seq_task(*run->model, run->splits.train, run->splits.valid_or_null(), run->vocabs.src,
                                   run->vocabs.tgt);
+  cli::add_valid_bleu(opts, run->task, run->splits.valid_or_null(),
+                      [m = &*run->model](const data::TokenSplit& s) { return train::translate(*m, s, {}); });
   return run;
 }
 

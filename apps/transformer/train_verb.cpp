@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "attn/train/transformer_run.hpp"
+#include "common/decoding.hpp"
 #include "common/options.hpp"
 #include "common/training.hpp"
 #include "verbs.hpp"
@@ -40,6 +41,7 @@ void add_model_options(cli::Options& opts) {
       ("label-smoothing", po::value<double>()->value_name("EPS")->default_value(0.1, "0.1")
                               ->notifier(cli::in_range<double>("label-smoothing", 0.0, 0.99)),
        "label smoothing of the loss (paper sec. 5.4)");
+  cli::add_valid_bleu_option(opts);
 }
 
 models::TransformerConfig config_from_options(const cli::Options& opts, const train::Vocabs& vocabs) {
@@ -85,6 +87,10 @@ std::unique_ptr<cli::TrainRun> prepare(const cli::Options& opts, cli::TrainInput
   run->task = train::transformer_task(*run->model, run->splits.train, run->splits.valid_or_null(), run->vocabs.src,
                                       run->vocabs.tgt);
   run->model_width = config.d_model;
+  if (config.arch != TransformerArch::encdec && opts.get<bool>("valid-bleu"))
+    throw ConfigError("--valid-bleu needs an encoder-decoder model (--arch encdec)");
+  cli::add_valid_bleu(opts, run->task, run->splits.valid_or_null(),
+                      [m = &*run->model](const data::TokenSplit& s) { return train::translate(*m, s, {}); });
   return run;
 }
 

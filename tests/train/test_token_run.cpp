@@ -129,3 +129,38 @@ TEST_CASE("write_translation stores the layout of a translation output file", "[
   CHECK(f.attr_int("/metrics", "sentences") == 5);
   CHECK(f.attr_double("/metrics", "sequence_accuracy") == Approx(0.8));
 }
+
+TEST_CASE("valid_bleu scores translations of the validation split against its targets without EOS",
+          "[unit][token_run]") {
+  const data::TokenSplit valid = reverse_split();
+  auto targets_without_eos = [&](const data::TokenSplit& s) {
+    train::Translation t;
+    for (int64_t i = 0; i < s.size(); ++i) {
+      const int32_t* row = s.tgt.idata() + i * s.tgt.dim(1);
+      t.tokens.emplace_back(row, row + s.tgt_len.idata()[i] - 1);
+    }
+    return t;
+  };
+  const train::EpochMetric exact = train::valid_bleu(valid, targets_without_eos);
+  CHECK(exact.name == "bleu");
+  CHECK(exact.compute() == Approx(100.0));
+
+  // Sentence 0 gets its last two tokens swapped: the corpus BLEU is what metrics::bleu_score
+  // gives for the summed statistics, computed here independently of valid_bleu.
+  auto one_wrong = [&](const data::TokenSplit& s) {
+    train::Translation t = targets_without_eos(s);
+    std::swap(t.tokens[0][2], t.tokens[0][3]);
+    return t;
+  };
+  metrics::BleuStats stats;
+  const train::Translation wrong = one_wrong(valid), right = targets_without_eos(valid);
+  for (size_t i = 0; i < right.tokens.size(); ++i) stats += metrics::bleu_stats(wrong.tokens[i], right.tokens[i]);
+  const double want = metrics::bleu_score(stats).bleu;
+  CHECK(want < 100.0);
+  CHECK(train::valid_bleu(valid, one_wrong).compute() == Approx(want));
+
+  data::TokenSplit no_targets = valid;
+  no_targets.tgt = Tensor();
+  no_targets.tgt_len = Tensor();
+  REQUIRE_THROWS_WITH(train::valid_bleu(no_targets, targets_without_eos), Contains("needs sources and targets"));
+}

@@ -184,4 +184,20 @@ void write_translation(io::File& file, const Translation& tr, const data::TokenS
   }
 }
 
+EpochMetric valid_bleu(const data::TokenSplit& valid, std::function<Translation(const data::TokenSplit&)> translate) {
+  if (!valid.has_src() || !valid.has_tgt())
+    throw ConfigError("valid_bleu: the split '" + valid.name + "' needs sources and targets");
+  return {"bleu", "BLEU", [&valid, translate = std::move(translate)] {
+            const Translation t = translate(valid);
+            const int64_t T = valid.tgt.dim(1);
+            metrics::BleuStats stats;
+            for (int64_t i = 0; i < valid.size(); ++i) {
+              const int32_t* row = valid.tgt.idata() + i * T;
+              const std::vector<int32_t> ref(row, row + valid.tgt_len.idata()[i] - 1);   // without EOS
+              stats += metrics::bleu_stats(t.tokens[static_cast<size_t>(i)], ref);
+            }
+            return metrics::bleu_score(stats).bleu;
+          }};
+}
+
 }  // namespace attn::train

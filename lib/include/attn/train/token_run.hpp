@@ -38,6 +38,7 @@
 #include "attn/io/checkpoint.hpp"
 #include "attn/io/hdf5_file.hpp"
 #include "attn/metrics/accuracy.hpp"
+#include "attn/metrics/bleu.hpp"
 #include "attn/models/token_batch.hpp"
 #include "attn/nn/param.hpp"
 #include "attn/train/model_file.hpp"
@@ -157,6 +158,12 @@ auto decode_batch(const Model& model, const data::PaddedBatch& src, Options opti
 // with T and S the largest of any batch (at least 1), zero where a batch had less. With targets
 // in the split, the exact-match accuracy of tokens + EOS is counted. ConfigError without sources.
 Translation translate_split(const data::TokenSplit& split, int64_t max_tokens, const BatchDecoder& decode);
+
+// The epoch metric "bleu" (the curve valid_bleu): corpus BLEU-4 (x 100) of translate(valid)
+// against valid's targets, compared as token ids with EOS removed. The ids are the data set's
+// tokens (subwords when it was built with them), so the curve follows attn-bleu's detokenised
+// score without equalling it. `valid` and what `translate` refers to must outlive the task.
+EpochMetric valid_bleu(const data::TokenSplit& valid, std::function<Translation(const data::TokenSplit&)> translate);
 
 // Writes a translation into an open output file in the layout above (root attributes and
 // /config are the caller's).
