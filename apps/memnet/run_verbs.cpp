@@ -67,11 +67,12 @@ int cmd_eval(int argc, char** argv) {
 int cmd_answer(int argc, char** argv) {
   cli::Options opts(kTool, "--model FILE --data FILE --out FILE [options]",
                     "Answers every question of one split and writes the predictions, whether each is right, every\n"
-                    "hop's attention over the memory sentences (/attention/hops [N, hops, Ms]), the split's stories,\n"
-                    "questions and supporting facts and the vocabulary, the layout of docs/FORMATS.md. Draw question\n"
-                    "0's hop table (Sukhbaatar et al. Table 2) with:\n"
-                    "  attn-plot table OUT --dataset /attention/hops --index 0 --transpose --row-ids /story\n"
-                    "    --row-vocab /vocab/words --col-labels \"hop 1|hop 2|hop 3\" --out hops.png");
+                    "hop's attention over the memory sentences (/attention/hops [N, hops, Ms]; /attention/support_hops\n"
+                    "with the supporting facts as a first row), the split's stories, questions and supporting facts\n"
+                    "and the vocabulary, the layout of docs/FORMATS.md. Draw question 0's hop table (Sukhbaatar et\n"
+                    "al. Table 2) with:\n"
+                    "  attn-plot table OUT --dataset /attention/support_hops --index 0 --transpose --row-ids /story\n"
+                    "    --row-vocab /vocab/words --col-labels \"support|hop 1|hop 2|hop 3\" --out hops.png");
   add_common(opts);
   opts.out("answers file, HDF5");
   if (!opts.parse(argc, argv)) return 0;

@@ -58,7 +58,7 @@ TEST_CASE("attn-memnet --help lists the verbs, train --help the options with the
     CHECK_THAT(train_help.out, Contains(flag));
   const Result answer_help = run(dir, "{memnet} answer --help");
   CHECK(answer_help.code == 0);
-  CHECK_THAT(answer_help.out, Contains("attn-plot table OUT --dataset /attention/hops"));
+  CHECK_THAT(answer_help.out, Contains("attn-plot table OUT --dataset /attention/support_hops"));
 }
 
 TEST_CASE("attn-memnet: babi task 1 -> train -> eval -> answer -> attn-plot table, through files", "[cli][attn-memnet]") {
@@ -124,13 +124,25 @@ TEST_CASE("attn-memnet: babi task 1 -> train -> eval -> answer -> attn-plot tabl
       right += correct.idata()[n];
     }
     CHECK(a.attr_double("/metrics", "accuracy") == Approx(right / 1000.0));
+    // The support table: the supporting facts' slots, then the hops.
+    const Tensor table = a.read("/attention/support_hops"), support = a.read("/support", DType::i32);
+    REQUIRE(table.shape() == Shape{1000, 3, Ms});
+    for (int64_t n = 0; n < 1000; n += 97) {
+      const int32_t fact = support.idata()[n * support.dim(1)];   // task 1: one supporting fact
+      REQUIRE(fact >= 0);
+      for (int64_t i = 0; i < Ms; ++i) {
+        CHECK(table.at(n * 3 * Ms + i) == (i == fact ? 1.0f : 0.0f));
+        CHECK(table.at((n * 3 + 2) * Ms + i) == hops.at((n * 2 + 1) * Ms + i));
+      }
+    }
     const Tensor per_task = a.read("/metrics/task_accuracy");
     REQUIRE(per_task.numel() == 20);
     CHECK(per_task.at(0) == Approx(right / 1000.0));
     CHECK(std::isnan(per_task.at(1)));
   }
-  const Result table = run(dir, "{plot} table a.h5 --dataset /attention/hops --index 3 --transpose --row-ids /story "
-                                "--row-vocab /vocab/words --col-labels 'hop 1|hop 2' --out hops.svg --quiet");
+  const Result table = run(dir, "{plot} table a.h5 --dataset /attention/support_hops --index 3 --transpose "
+                                "--row-ids /story --row-vocab /vocab/words --col-labels 'support|hop 1|hop 2' "
+                                "--out hops.svg --quiet");
   INFO(table.err);
   CHECK(table.code == 0);
   REQUIRE(std::filesystem::exists(dir.file("hops.svg")));

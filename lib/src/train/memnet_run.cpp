@@ -2,6 +2,7 @@
 // answers, model files (memnet_run.hpp).
 #include "attn/train/memnet_run.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <memory>
@@ -182,6 +183,17 @@ void write_memnet_answers(io::File& file, const data::QaSplit& split, const data
                        {"story", split.story}, {"story_len", split.story_len}, {"question", split.question},
                        {"support", split.support}, {"task", split.task}});
   file.write("/attention/hops", answers.attention);
+  // The supporting facts as a first row before the hops: the notes' table in one dataset.
+  const int64_t H = answers.attention.dim(1), Ms = answers.attention.dim(2), Ks = split.support.dim(1);
+  Tensor table({N, H + 1, Ms});
+  for (int64_t n = 0; n < N; ++n) {
+    for (int64_t k = 0; k < Ks; ++k) {
+      const int32_t slot = split.support.idata()[n * Ks + k];
+      if (slot >= 0 && slot < Ms) table.data()[n * (H + 1) * Ms + slot] = 1.0f;
+    }
+    std::copy_n(answers.attention.data() + n * H * Ms, H * Ms, table.data() + (n * (H + 1) + 1) * Ms);
+  }
+  file.write("/attention/support_hops", table);
   data::write_vocab(file, data::kQaVocab, vocab);
   const BatchStats& s = answers.scores.stats;
   file.set_attr("/metrics", "questions", static_cast<int64_t>(s.count));

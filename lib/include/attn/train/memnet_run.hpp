@@ -28,13 +28,16 @@
 //   /attention/hops   float32 [N, Nhop, Ms]  every hop's attention over the memory slots (0
 //                                            outside the model's window and past story_len;
 //                                            under linear start, the raw scores)
+//   /attention/support_hops  float32 [N, 1 + Nhop, Ms]  the same after a first row that is 1 at
+//                                            the supporting facts' slots (/support), 0 elsewhere
 //   /story, /story_len, /question, /support, /task   the split's (data/qa_data.hpp)
 //   /vocab/words      the vocabulary
 //   /metrics          attributes questions, loss, accuracy, error; dataset task_accuracy float32
 //                     [20]: the accuracy on task t at t - 1, NaN for tasks absent from the split
 // `attn-plot table ANSWERS --dataset /attention/hops --index I --transpose --row-ids /story
 // --row-vocab /vocab/words --col-labels "hop 1|hop 2|hop 3"` draws question I's hop table
-// (Sukhbaatar et al. Table 2).
+// (Sukhbaatar et al. Table 2); --dataset /attention/support_hops with --col-labels
+// "support|hop 1|hop 2|hop 3" adds the supporting facts as the first column.
 #pragma once
 #include <array>
 #include <cstdint>
