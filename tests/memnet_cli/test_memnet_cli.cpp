@@ -39,7 +39,8 @@ bool import_task1(const test::TempDir& dir, const std::string& babi) {
   return r.code == 0;
 }
 
-const char* kTiny = "--embedding-size 8 --batch-size 32 --seed 2 --threads 1 --quiet";
+const char* kTinyAnySeed = "--embedding-size 8 --batch-size 32 --threads 1 --quiet";
+const std::string kTiny = std::string(kTinyAnySeed) + " --seed 2";
 
 }  // namespace
 
@@ -54,7 +55,7 @@ TEST_CASE("attn-memnet --help lists the verbs, train --help the options with the
                            "--temporal-encoding", "--no-temporal-encoding", "--tying adjacent|layerwise (=adjacent)",
                            "--memory-size N (=50)", "--linear-start", "--random-noise", "--batch-size N (=32)",
                            "--epochs N (=100)", "--optimizer sgd|rmsprop|adam|adamw (=sgd)", "--lr X (=0.32)",
-                           "--lr-decay-every N (=25)", "--clip X (=1.25)", "--resume", "0.01 x 32"})
+                           "--lr-decay-every N (=25)", "--clip X (=1.25)", "--resume", "0.01 x 32", "--repeats N (=1)"})
     CHECK_THAT(train_help.out, Contains(flag));
   const Result answer_help = run(dir, "{memnet} answer --help");
   CHECK(answer_help.code == 0);
@@ -202,4 +203,44 @@ TEST_CASE("attn-memnet exit codes: bad data and bad options", "[cli][attn-memnet
   const Result ntm_data = run(dir, "{memnet} eval --model copy.h5 --data d.h5");
   CHECK(ntm_data.code == 3);
   CHECK_THAT(ntm_data.err, Contains("copy.h5"));
+}
+
+TEST_CASE("attn-memnet train --repeats K keeps the run of the best validation error and records every run", "[cli][attn-memnet]") {
+  const std::string babi = babi_dir();
+  if (babi.empty()) return;
+  test::TempDir dir;
+  REQUIRE(import_task1(dir, babi));
+  const Result r =
+      run(dir, "{memnet} train --data d.h5 --model m.h5 --repeats 3 --seed 4 --epochs 2 " + std::string(kTinyAnySeed));
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  CHECK_THAT(r.out, Contains("run 3 (seed 6): valid error") && Contains("--repeats 3: kept run") &&
+                        Contains("over the 3 runs: median"));
+  const io::File s = io::File::open_read(dir.file("m.repeats.h5"));
+  CHECK(s.attr_string("/", "kind") == "memnet-repeats");
+  const Tensor valid = s.read("/valid_error"), test = s.read("/test_error"), seeds = s.read("/seed", DType::i32);
+  REQUIRE(valid.numel() == 3);
+  REQUIRE(test.numel() == 3);
+  CHECK(seeds.idata()[2] == 6);
+  const int64_t kept = s.attr_int("/", "kept_run");
+  REQUIRE(kept >= 1);
+  REQUIRE(kept <= 3);
+  for (int64_t k = 0; k < 3; ++k) {
+    CHECK(valid.at(kept - 1) <= valid.at(k));
+    CHECK(test.at(k) >= 0.0f);
+    CHECK(std::filesystem::exists(dir.file("m.run" + std::to_string(k + 1) + ".h5")));
+  }
+  CHECK(s.attr_double("/", "test_error_kept") == Approx(test.at(kept - 1)));
+  CHECK(test::same_params(dir.file("m.h5"), dir.file("m.run" + std::to_string(kept) + ".h5")));
+  // Each run is the single run of its seed.
+  REQUIRE(run(dir, "{memnet} train --data d.h5 --model one.h5 --seed 5 --epochs 2 " + std::string(kTinyAnySeed)).code == 0);
+  CHECK(test::same_params(dir.file("one.h5"), dir.file("m.run2.h5")));
+  // Usage errors.
+  CHECK(run(dir, "{memnet} train --data d.h5 --model m.h5 --repeats 0 --quiet").code == 2);
+  const Result resume = run(dir, "{memnet} train --data d.h5 --model m.h5 --repeats 2 --resume --quiet");
+  CHECK(resume.code == 2);
+  CHECK_THAT(resume.err, Contains("--repeats does not combine with --resume"));
+  const Result twice = run(dir, "{memnet} train --data d.h5 --model m.h5 --repeats 2 --seed 1 --seed 2 --quiet");
+  CHECK(twice.code == 2);
+  CHECK_THAT(twice.err, Contains("--seed is given more than once"));
 }
