@@ -3,8 +3,8 @@
 
     reload.py [--tol 1e-4] [--break CONVENTION] MODEL.h5 BATCH.h5 [MODEL.h5 BATCH.h5 ...]
 
-MODEL.h5 is a model file of kind "transformer" (arch encdec, lm or mlm) or "seq2seq" (any
-variant). Nothing of attnlab is imported: the model is rebuilt from the file's /config and /params
+MODEL.h5 is a model file of kind "transformer" (arch encdec, lm or mlm), "seq2seq" (any
+variant) or "memnet" (any encoding and tying). Nothing of attnlab is imported: the model is rebuilt from the file's /config and /params
 alone, following docs/FORMATS.md, which is what this script tests.
 
 BATCH.h5 holds a batch as the model reads it and what attnlab computed on it:
@@ -12,6 +12,10 @@ BATCH.h5 holds a batch as the model reads it and what attnlab computed on it:
     /tgt, /tgt_len   int32 [B, T], [B]      encdec, lm, seq2seq (targets ending with EOS)
     /logits          float32 [B, T, V]      teacher-forced logits (mlm: [B, S, V])
     /alignment       float32 [B, T, S]      seq2seq with attention: the decoder's weights
+For a memnet, instead:
+    /story, /story_len, /question   int32 [B, Ms, Ws], [B], [B, Wq]   a bAbI batch
+    /attention       float32 [B, Nhop, Ms]  every hop's attention (0 outside the window)
+    /predictions     int32 [B]              the predicted answer ids (compared exactly)
 Every position is compared, padded ones included (their values are defined too).
 
 Prints one line per pair (the largest differences) and exits 0 when every difference is below
@@ -374,6 +378,65 @@ def seq2seq_logits(c, p, batch):
     return logits, alignment
 
 
+# ---- memnet ----------------------------------------------------------------------------------
+
+def memnet_outputs(config, p, batch):
+    """Every hop's attention [B, Nhop, Ms] and the logits [B, V] of a MemN2N (FORMATS.md, MemN2N)."""
+    V, E, K, Mm = (int(config[k]) for k in ("vocab_size", "embedding_size", "hops", "memory_size"))
+    temporal = int(config["temporal"]) == 1
+    if config["tying"] == "adjacent":
+        tables = [p(f"A1", (V, E))] + [p(f"C{k}", (V, E)) for k in range(1, K + 1)]
+        A = tables[:K]
+        C = tables[1:]
+        B_, W, H = tables[0], tables[K], None
+        if temporal:
+            t = [p("T_A1", (Mm, E))] + [p(f"T_C{k}", (Mm, E)) for k in range(1, K + 1)]
+            TA, TC = t[:K], t[1:]
+    else:
+        B_, A1, C1 = p("B", (V, E)), p("A", (V, E)), p("C", (V, E))
+        A, C = [A1] * K, [C1] * K
+        if temporal:
+            ta, tc = p("T_A", (Mm, E)), p("T_C", (Mm, E))
+            TA, TC = [ta] * K, [tc] * K
+        H, W = p("H", (E, E)), p("W", (V, E))
+
+    def embed(X, ids):
+        words = []
+        for w in ids:
+            if w == 0:
+                break
+            words.append(int(w))
+        J = len(words)
+        out = np.zeros(E)
+        for j, w in enumerate(words, start=1):
+            if config["encoding"] == "position":
+                k = np.arange(1, E + 1)
+                out += ((1 - j / J) - (k / E) * (1 - 2 * j / J)) * X[w]
+            else:
+                out += X[w]
+        return out
+
+    story, story_len, question = batch["story"], batch["story_len"], batch["question"]
+    Bn, Ms = story.shape[0], story.shape[1]
+    attention = np.zeros((Bn, K, Ms))
+    logits = np.zeros((Bn, V))
+    for b in range(Bn):
+        n = int(story_len[b])
+        window = range(max(0, n - Mm), n)
+        u = embed(B_, question[b])
+        for h in range(K):
+            m = np.array([embed(A[h], story[b, i]) + (TA[h][n - 1 - i] if temporal else 0) for i in window])
+            c = np.array([embed(C[h], story[b, i]) + (TC[h][n - 1 - i] if temporal else 0) for i in window])
+            s = m @ u
+            e = np.exp(s - s.max())
+            pr = e / e.sum()
+            attention[b, h, list(window)] = pr
+            o = pr @ c
+            u = (u if H is None else H @ u) + o
+        logits[b] = W @ u
+    return attention, logits
+
+
 # ---- main ------------------------------------------------------------------------------------
 
 def check(model_path, batch_path, tol):
@@ -383,6 +446,19 @@ def check(model_path, batch_path, tol):
         p = Params(raw)
         with h5py.File(batch_path, "r") as f:
             batch = {k: f[k][()] for k in f.keys()}
+        if kind == "memnet":
+            attention, logits = memnet_outputs(config, p, batch)
+            p.check_all_used()
+            if attention.shape != batch["attention"].shape:
+                raise FormatProblem(f"attention of shape {list(attention.shape)}, the batch file has "
+                                    f"{list(batch['attention'].shape)}")
+            diff = float(np.max(np.abs(attention - batch["attention"])))
+            same = bool(np.all(np.argmax(logits, axis=1) == batch["predictions"]))
+            ok = diff < tol and same
+            print(f"{model_path}: memnet {config['encoding']} {config['tying']} temporal {config['temporal']}: "
+                  f"max |attention diff| {diff:.3g} over {list(attention.shape)}, predictions "
+                  f"{'the same' if same else 'DIFFER'} (tolerance {tol:g}): {'match' if ok else 'MISMATCH'}")
+            return 0 if ok else 1
         if kind == "transformer":
             logits, alignment = transformer_logits(config, p, batch)
             what = f"transformer {config['arch']}"

@@ -4,6 +4,7 @@ list(APPEND ATTN_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/split_run.cpp
   ${CMAKE_CURRENT_LIST_DIR}/model_file.cpp
   ${CMAKE_CURRENT_LIST_DIR}/ntm_run.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/memnet_run.cpp
   ${CMAKE_CURRENT_LIST_DIR}/token_run.cpp
   ${CMAKE_CURRENT_LIST_DIR}/transformer_run.cpp
   ${CMAKE_CURRENT_LIST_DIR}/seq2seq_run.cpp)
