@@ -25,6 +25,7 @@
 
 #include "attn/blas/blas.hpp"
 #include "attn/core/flops.hpp"
+#include "attn/core/row_blocks.hpp"
 #include "attn/core/threading.hpp"
 #include "attn/ops/softmax.hpp"
 
@@ -311,33 +312,6 @@ int threads_for(int64_t work) {
   return omp_get_max_threads();
 }
 
-// Runs rows(b0, b1) over contiguous blocks of batch rows, one block per thread in ONE parallel
-// region, the blocks splitting `cost` (one entry per row) about evenly; with one thread it is
-// rows(0, B). Every row's work is independent, so the blocks do not change any value.
-template <class Rows>
-void over_row_blocks(const std::vector<int64_t>& cost, int threads, const Rows& rows) {
-  const int64_t B = static_cast<int64_t>(cost.size());
-  if (threads <= 1 || B <= 1) {
-    rows(int64_t{0}, B);
-    return;
-  }
-  int64_t total = 0;
-  for (int64_t c : cost) total += c;
-  // Block k starts at the first row whose cost before it reaches k / threads of the total.
-  std::vector<int64_t> start(static_cast<size_t>(threads) + 1, B);
-  start[0] = 0;
-  int64_t before = 0;
-  size_t k = 1;
-  for (int64_t b = 0; b < B; ++b) {
-    while (k < static_cast<size_t>(threads) && before * threads >= total * static_cast<int64_t>(k)) start[k++] = b;
-    before += cost[static_cast<size_t>(b)];
-  }
-#pragma omp parallel num_threads(threads)
-  {
-    const size_t t = static_cast<size_t>(omp_get_thread_num());
-    if (start[t + 1] > start[t]) rows(start[t], start[t + 1]);
-  }
-}
 
 std::string id_range(int64_t V) { return " is outside [0, V = " + std::to_string(V) + ")"; }
 

@@ -30,6 +30,7 @@
 
 #include "attn/blas/blas.hpp"
 #include "attn/core/flops.hpp"
+#include "attn/core/row_blocks.hpp"
 #include "attn/ops/activation.hpp"
 #include "attn/ops/addressing.hpp"
 #include "attn/ops/softmax.hpp"
@@ -253,28 +254,7 @@ void lstm_row_backward(int64_t H, const float* g, const float* c, const float* c
 // with a barrier each, which costs most when the machine is busy).
 template <class Steps>
 void over_row_blocks(const std::vector<int64_t>& cost, const Steps& steps) {
-  const int64_t B = static_cast<int64_t>(cost.size());
-  const int threads = omp_in_parallel() ? 1 : omp_get_max_threads();
-  if (threads == 1) {
-    steps(int64_t{0}, B);
-    return;
-  }
-  // Block k starts at the first row whose cost before it reaches k / threads of the total.
-  int64_t total = 0;
-  for (int64_t c : cost) total += c;
-  std::vector<int64_t> start(static_cast<size_t>(threads) + 1, B);
-  start[0] = 0;
-  int64_t before = 0;
-  size_t k = 1;
-  for (int64_t b = 0; b < B; ++b) {
-    while (k < static_cast<size_t>(threads) && before * threads >= total * static_cast<int64_t>(k)) start[k++] = b;
-    before += cost[static_cast<size_t>(b)];
-  }
-#pragma omp parallel num_threads(threads)
-  {
-    const size_t t = static_cast<size_t>(omp_get_thread_num());
-    if (start[t + 1] > start[t]) steps(start[t], start[t + 1]);
-  }
+  attn::over_row_blocks(cost, omp_in_parallel() ? 1 : omp_get_max_threads(), steps);
 }
 
 // Each row's share of a time loop's work, for over_row_blocks: T controller steps, and the
