@@ -10,12 +10,14 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 
 #include "attn/data/vocab.hpp"
 #include "attn/data/token_data.hpp"
 #include "attn/train/token_run.hpp"
 #include "common/options.hpp"
+#include "common/training.hpp"
 
 namespace attn::cli {
 
@@ -74,6 +76,15 @@ int run_eval_verb(const char* tool, int argc, char** argv, ModelFile (*load)(con
 void run_translate(const Options& opts, const ModelReads& reads, const data::Vocab& src_vocab,
                    const data::Vocab& tgt_vocab,
                    const std::function<train::Translation(const data::TokenSplit&, const DecodeChoice&)>& translate);
+
+// What a translation tool's training run keeps alive: the data set's vocabularies and splits,
+// and the model its task trains.
+template <class Model>
+struct TokenTrainRun : TrainRun {
+  train::Vocabs vocabs;
+  train::TrainingData splits;
+  std::optional<Model> model;
+};
 
 // --valid-bleu, an option of the translation tools' train verbs.
 void add_valid_bleu_option(Options& opts);

@@ -2,7 +2,6 @@
 // over the token data set (attn/train/trainer.hpp, seq2seq_run.hpp).
 #include <algorithm>
 #include <memory>
-#include <optional>
 
 #include "attn/train/seq2seq_run.hpp"
 #include "common/decoding.hpp"
@@ -85,15 +84,8 @@ models::Seq2SeqConfig config_from_options(const cli::Options& opts, const train:
   return c;
 }
 
-// What a training run keeps alive: the data, the model and its task.
-struct Seq2SeqRun : cli::TrainRun {
-  train::Vocabs vocabs;
-  train::TrainingData splits;
-  std::optional<models::Seq2Seq> model;
-};
-
 std::unique_ptr<cli::TrainRun> prepare(const cli::Options& opts, cli::TrainInputs& in) {
-  auto run = std::make_unique<Seq2SeqRun>();
+  auto run = std::make_unique<cli::TokenTrainRun<models::Seq2Seq>>();
   run->vocabs = train::read_data_vocabs(in.data);
   models::Seq2SeqConfig config =
       in.resume.empty()

@@ -1,7 +1,6 @@
 // attn-transformer train: options -> models::TransformerConfig and train::TrainConfig, then
 // train::fit over the token data set (attn/train/trainer.hpp, transformer_run.hpp).
 #include <memory>
-#include <optional>
 
 #include "attn/train/transformer_run.hpp"
 #include "common/decoding.hpp"
@@ -67,15 +66,8 @@ models::TransformerConfig config_from_options(const cli::Options& opts, const tr
   return c;
 }
 
-// What a training run keeps alive: the data, the model and its task.
-struct TransformerRun : cli::TrainRun {
-  train::Vocabs vocabs;
-  train::TrainingData splits;
-  std::optional<models::Transformer> model;
-};
-
 std::unique_ptr<cli::TrainRun> prepare(const cli::Options& opts, cli::TrainInputs& in) {
-  auto run = std::make_unique<TransformerRun>();
+  auto run = std::make_unique<cli::TokenTrainRun<models::Transformer>>();
   run->vocabs = train::read_data_vocabs(in.data);
   models::TransformerConfig config =
       in.resume.empty()

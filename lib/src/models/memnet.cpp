@@ -726,12 +726,8 @@ MemN2NStats MemN2N::train_step(const QaBatch& batch, Rng* noise) {
 }
 
 MemN2NResult MemN2N::evaluate(const QaBatch& batch) const {
-  Impl::Run run;
-  Impl::prepare(*this, batch, nullptr, run);
-  Impl::forward(*this, batch, run);
-  MemN2NResult r;
-  r.predictions = Tensor({run.d.B}, DType::i32);
-  r.stats = Impl::loss(run, batch, r.predictions.idata(), /*backward=*/false);
+  MemN2NResult r = answer(batch);
+  r.attention = Tensor();   // evaluation returns the answers and their sums only
   return r;
 }
 
