@@ -409,9 +409,12 @@ def memnet_outputs(config, p, batch):
         J = len(words)
         out = np.zeros(E)
         for j, w in enumerate(words, start=1):
+            k = np.arange(1, E + 1)
             if config["encoding"] == "position":
-                k = np.arange(1, E + 1)
                 out += ((1 - j / J) - (k / E) * (1 - 2 * j / J)) * X[w]
+            elif config["encoding"] == "position-fixed":
+                Jf = int(config["sentence_length"])
+                out += (1 + 4 * (k - (E + 1) / 2) * (j - (Jf + 1) / 2) / (E * Jf)) * X[w]
             else:
                 out += X[w]
         return out

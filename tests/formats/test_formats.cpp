@@ -272,13 +272,14 @@ TEST_CASE("formats: numpy reloads seq2seq with dot local-m, location, scaled-dot
   check_reload(dir, names);
 }
 
-TEST_CASE("formats: numpy reloads a memnet (position and bow, adjacent and layerwise) and reproduces its attention",
+TEST_CASE("formats: numpy reloads a memnet (every encoding, adjacent and layerwise) and reproduces its attention",
           "[integration][formats]") {
   test::TempDir dir;
   memnet_case(dir, "mn_pe_adjacent", "--encoding position --tying adjacent");
   memnet_case(dir, "mn_bow_layerwise", "--encoding bow --tying layerwise --no-temporal-encoding");
   memnet_case(dir, "mn_pe_layerwise", "--encoding position --tying layerwise");
-  check_reload(dir, {"mn_pe_adjacent", "mn_bow_layerwise", "mn_pe_layerwise"});
+  memnet_case(dir, "mn_pef_adjacent", "--encoding position-fixed --tying adjacent");
+  check_reload(dir, {"mn_pe_adjacent", "mn_bow_layerwise", "mn_pe_layerwise", "mn_pef_adjacent"});
 }
 
 TEST_CASE("formats: reload.py notices a wrong convention (GRU gates r and z swapped, sinusoids in halves)",

@@ -51,9 +51,10 @@ TEST_CASE("attn-memnet --help lists the verbs, train --help the options with the
   for (const char* verb : {"train", "eval", "answer"}) CHECK_THAT(help.out, Contains(std::string("  ") + verb + " "));
   const Result train_help = run(dir, "{memnet} train --help");
   CHECK(train_help.code == 0);
-  for (const char* flag : {"--hops N (=3)", "--embedding-size N (=20)", "--encoding bow|position (=position)",
+  for (const char* flag : {"--hops N (=3)", "--embedding-size N (=20)", "--encoding bow|position|position-fixed (=position)",
                            "--temporal-encoding", "--no-temporal-encoding", "--tying adjacent|layerwise (=adjacent)",
-                           "--memory-size N (=50)", "--linear-start", "--random-noise", "--batch-size N (=32)",
+                           "--memory-size N (=50)", "--linear-start", "--linear-start-epochs N (=0)", "--random-noise",
+                           "--batch-size N (=32)",
                            "--epochs N (=100)", "--optimizer sgd|rmsprop|adam|adamw (=sgd)", "--lr X (=0.32)",
                            "--lr-decay-every N (=25)", "--clip X (=1.25)", "--resume", "0.01 x 32", "--repeats N (=1)"})
     CHECK_THAT(train_help.out, Contains(flag));

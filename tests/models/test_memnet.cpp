@@ -34,6 +34,7 @@ models::MemN2NConfig tiny_config(MemN2NEncoding encoding, MemN2NTying tying, boo
   c.encoding = encoding;
   c.temporal = temporal;
   c.tying = tying;
+  if (encoding == MemN2NEncoding::position_fixed) c.sentence_length = 5;   // tiny_batch's widths are 4
   return c;
 }
 
@@ -114,9 +115,11 @@ Reference reference(models::MemN2N& model, const models::QaBatch& batch, bool li
       const Vec x = row(table, words[j - 1]);
       for (int64_t k = 1; k <= E; ++k) {
         const double jJ = static_cast<double>(j) / static_cast<double>(J);
-        const double l = c.encoding == MemN2NEncoding::bow
-                             ? 1.0
-                             : (1.0 - jJ) - static_cast<double>(k) / static_cast<double>(E) * (1.0 - 2.0 * jJ);
+        const double dk = static_cast<double>(k), dE = static_cast<double>(E), Jf = double(c.sentence_length);
+        const double l = c.encoding == MemN2NEncoding::bow        ? 1.0
+                         : c.encoding == MemN2NEncoding::position ? (1.0 - jJ) - dk / dE * (1.0 - 2.0 * jJ)
+                                                                  : 1.0 + 4.0 * (dk - (dE + 1) / 2) *
+                                                                              (double(j) - (Jf + 1) / 2) / (dE * Jf);
         out[k - 1] += l * x[k - 1];
       }
     }
@@ -188,10 +191,10 @@ void jitter(models::MemN2N& model, uint64_t seed, float scale = 0.5f) {
     for (float& v : p->value.values()) v += rng.uniform(-scale, scale);
 }
 
-// The 8 model layouts: encoding x tying x temporal encoding.
+// The 12 model layouts: encoding x tying x temporal encoding.
 std::vector<models::MemN2NConfig> every_layout(int64_t hops = 2) {
   std::vector<models::MemN2NConfig> all;
-  for (MemN2NEncoding encoding : {MemN2NEncoding::bow, MemN2NEncoding::position})
+  for (MemN2NEncoding encoding : {MemN2NEncoding::bow, MemN2NEncoding::position, MemN2NEncoding::position_fixed})
     for (MemN2NTying tying : {MemN2NTying::adjacent, MemN2NTying::layerwise})
       for (bool temporal : {false, true}) all.push_back(tiny_config(encoding, tying, temporal, hops));
   return all;
@@ -202,7 +205,7 @@ std::vector<models::MemN2NConfig> every_layout(int64_t hops = 2) {
 TEST_CASE("memnet config: validation and attributes", "[unit][memnet]") {
   models::MemN2NConfig c = tiny_config(MemN2NEncoding::bow, MemN2NTying::layerwise, false, 3);
   const auto attrs = c.to_attrs();
-  CHECK(attrs.size() == 7);
+  CHECK(attrs.size() == 8);
   CHECK(std::get<std::string>(attrs.at("encoding")) == "bow");
   CHECK(std::get<std::string>(attrs.at("tying")) == "layerwise");
   CHECK(std::get<int64_t>(attrs.at("temporal")) == 0);
@@ -222,12 +225,12 @@ TEST_CASE("memnet config: validation and attributes", "[unit][memnet]") {
   CHECK(defaults.encoding == MemN2NEncoding::position);
   CHECK(defaults.temporal);
   CHECK(defaults.tying == MemN2NTying::adjacent);
-  for (const char* name : {"bow", "position"})
+  for (const char* name : {"bow", "position", "position-fixed"})
     CHECK(models::memn2n_encoding_name(models::parse_memn2n_encoding(name)) == std::string(name));
   for (const char* name : {"adjacent", "layerwise"})
     CHECK(models::memn2n_tying_name(models::parse_memn2n_tying(name)) == std::string(name));
   REQUIRE_THROWS_WITH(models::parse_memn2n_encoding("pe"),
-                      Catch::Contains("unknown encoding 'pe' (expected bow or position)"));
+                      Catch::Contains("unknown encoding 'pe' (expected bow, position or position-fixed)"));
   REQUIRE_THROWS_WITH(models::parse_memn2n_tying("rnn"),
                       Catch::Contains("unknown tying 'rnn' (expected adjacent or layerwise)"));
 
@@ -243,6 +246,8 @@ TEST_CASE("memnet config: validation and attributes", "[unit][memnet]") {
   rejects([](auto& x) { x.embedding_size = -1; }, "embedding_size must be >= 1, got -1");
   rejects([](auto& x) { x.hops = 0; }, "hops must be >= 1, got 0");
   rejects([](auto& x) { x.memory_size = 0; }, "memory_size must be >= 1, got 0");
+  rejects([](auto& x) { x.encoding = MemN2NEncoding::position_fixed; },
+          "position-fixed encoding needs sentence_length >= 1, got 0");
 
   auto bad_attrs = attrs;
   bad_attrs["tying"] = std::string("rnn");

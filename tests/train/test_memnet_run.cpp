@@ -7,6 +7,8 @@
 #include <cmath>
 #include <filesystem>
 #include <optional>
+#include <string>
+#include <vector>
 
 #include "attn/datasets/babi.hpp"
 #include "attn/optim/config.hpp"
@@ -71,5 +73,63 @@ TEST_CASE("memnet learns bAbI task 1 to >= 99% test accuracy with the paper's sc
     const train::MemnetAnswers a = train::answer_memnet(loaded.model, d->splits.test, 100);
     CHECK(a.scores.stats.sum(0) == test.stats.sum(0));
     CHECK(a.attention.shape() == Shape{1000, 3, d->splits.test.memory_size()});
+  }
+}
+
+TEST_CASE("memnet linear start: the softmax comes back after --linear-start-epochs or when the loss stops falling; "
+          "the rate is held, then its schedule starts again", "[unit][memnet]") {
+  // One question over a vocabulary of the reserved ids and two words: what the task is trained
+  // on does not matter here, only its linear-start state.
+  data::QaSplit split;
+  split.story = Tensor::from_ints({1, 1, 1}, {4});
+  split.story_len = Tensor::from_ints({1}, {1});
+  split.question = Tensor::from_ints({1, 1}, {5});
+  split.answer = Tensor::from_ints({1}, {4});
+  split.support = Tensor::from_ints({1, 1}, {0});
+  split.task = Tensor::from_ints({1}, {1});
+  std::vector<std::string> words = data::Vocab().tokens();   // the reserved ids 0-3
+  words.insert(words.end(), {"mary", "where"});
+  const data::Vocab vocab = data::Vocab::from_tokens(words);
+  models::MemN2NConfig c;
+  c.vocab_size = vocab.size();
+  Rng init(1);
+  models::MemN2N model(c, init);
+  auto epoch = [](int64_t e, double valid_loss) {
+    train::EpochReport r;
+    r.epoch = e;
+    r.step = 10 * (e + 1);   // 10 steps an epoch
+    r.valid.loss_sum = valid_loss;
+    r.valid.count = 1;
+    return r;
+  };
+
+  SECTION("a set number of epochs, whatever the loss does") {
+    train::MemnetTraining options{.linear_start = true, .linear_start_epochs = 3};
+    const train::TrainTask task = train::memnet_task(model, split, &split, vocab, options);
+    for (const int64_t t : {1, 7, 25}) CHECK(task.schedule_step(t) == 1);   // held at the first rate
+    task.end_epoch(epoch(0, 2.0));
+    task.end_epoch(epoch(1, 3.0));   // rising: the paper's rule would stop here, the set count does not
+    CHECK(model.linear_start());
+    CHECK(task.schedule_step(25) == 1);
+    task.end_epoch(epoch(2, 1.0));
+    CHECK_FALSE(model.linear_start());
+    // Restored after step 30: step 31 is the schedule's first, as a fresh run's step 1.
+    CHECK(task.schedule_step(31) == 1);
+    CHECK(task.schedule_step(80) == 50);
+  }
+  SECTION("until the validation loss stops falling (the paper's rule)") {
+    train::MemnetTraining options{.linear_start = true};
+    const train::TrainTask task = train::memnet_task(model, split, &split, vocab, options);
+    task.end_epoch(epoch(0, 2.0));
+    task.end_epoch(epoch(1, 1.5));
+    CHECK(model.linear_start());
+    task.end_epoch(epoch(2, 1.6));
+    CHECK_FALSE(model.linear_start());
+    CHECK(task.schedule_step(31) == 1);
+  }
+  SECTION("without linear start the schedule runs from the first step") {
+    const train::TrainTask task = train::memnet_task(model, split, &split, vocab, {});
+    CHECK_FALSE(model.linear_start());
+    CHECK(task.schedule_step(17) == 17);
   }
 }

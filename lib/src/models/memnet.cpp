@@ -429,7 +429,7 @@ Dims MemN2NImpl::dims(const MemN2N& m, const QaBatch& batch) {
   d.K = c.hops;
   d.S = c.memory_tables();
   d.Mm = c.memory_size;
-  d.position = c.encoding == MemN2NEncoding::position;
+  d.position = c.encoding != MemN2NEncoding::bow;
   d.temporal = c.temporal;
   d.adjacent = c.tying == MemN2NTying::adjacent;
 
@@ -492,16 +492,20 @@ void MemN2NImpl::prepare(const MemN2N& m, const QaBatch& batch, Rng* noise, Run&
     // Embedding every sentence with every table, and the hops over the window.
     run.cost[b] = (words + n - w0) * d.S + run.qlen[b] + 2 * d.K * (n - w0) + 1;
   }
-  // l_kj = (1 - j/J) - (k/E)(1 - 2j/J), 1-based j and k, for J = 1 .. Wmax.
+  // l_kj, 1-based j and k, for sentences of J = 1 .. Wmax words: the paper's (1 - j/J) - (k/E)(1 -
+  // 2j/J), or the code's 1 + 4 (k - (E+1)/2) (j - (Jf+1)/2) / (E Jf) with Jf = sentence_length.
   run.Wmax = std::max(d.Ws, d.Wq);
   if (d.position) {
+    const bool fixed = m.config_.encoding == MemN2NEncoding::position_fixed;
+    const double Jf = static_cast<double>(m.config_.sentence_length), dE = static_cast<double>(E);
     run.pe.assign(static_cast<size_t>((run.Wmax + 1) * run.Wmax * E), 0.0f);
     for (int64_t J = 1; J <= run.Wmax; ++J)
       for (int64_t j = 1; j <= J; ++j)
         for (int64_t k = 1; k <= E; ++k) {
-          const double jJ = static_cast<double>(j) / static_cast<double>(J);
-          run.pe[static_cast<size_t>((J * run.Wmax + j - 1) * E + k - 1)] =
-              static_cast<float>((1.0 - jJ) - static_cast<double>(k) / static_cast<double>(E) * (1.0 - 2.0 * jJ));
+          const double jJ = static_cast<double>(j) / static_cast<double>(J), dk = static_cast<double>(k);
+          const double l = fixed ? 1.0 + 4.0 * (dk - (dE + 1) / 2) * (static_cast<double>(j) - (Jf + 1) / 2) / (dE * Jf)
+                                 : (1.0 - jJ) - dk / dE * (1.0 - 2.0 * jJ);
+          run.pe[static_cast<size_t>((J * run.Wmax + j - 1) * E + k - 1)] = static_cast<float>(l);
         }
   }
 }

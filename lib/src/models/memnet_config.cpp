@@ -18,10 +18,16 @@ std::string got(int64_t v) { return ", got " + std::to_string(v); }
 MemN2NEncoding parse_memn2n_encoding(const std::string& name) {
   if (name == "bow") return MemN2NEncoding::bow;
   if (name == "position") return MemN2NEncoding::position;
-  throw ConfigError("unknown encoding '" + name + "' (expected bow or position)");
+  if (name == "position-fixed") return MemN2NEncoding::position_fixed;
+  throw ConfigError("unknown encoding '" + name + "' (expected bow, position or position-fixed)");
 }
 const char* memn2n_encoding_name(MemN2NEncoding encoding) {
-  return encoding == MemN2NEncoding::bow ? "bow" : "position";
+  switch (encoding) {
+    case MemN2NEncoding::bow: return "bow";
+    case MemN2NEncoding::position: return "position";
+    case MemN2NEncoding::position_fixed: return "position-fixed";
+  }
+  return "?";
 }
 
 MemN2NTying parse_memn2n_tying(const std::string& name) {
@@ -38,6 +44,9 @@ void MemN2NConfig::validate() const {
   require(embedding_size >= 1, "embedding_size must be >= 1" + got(embedding_size));
   require(hops >= 1, "hops must be >= 1" + got(hops));
   require(memory_size >= 1, "memory_size must be >= 1" + got(memory_size));
+  require(sentence_length >= 0, "sentence_length must be >= 0" + got(sentence_length));
+  require(encoding != MemN2NEncoding::position_fixed || sentence_length >= 1,
+          "position-fixed encoding needs sentence_length >= 1" + got(sentence_length));
 }
 
 std::map<std::string, io::AttrValue> MemN2NConfig::to_attrs() const { return io::write_fields(*this); }

@@ -16,15 +16,18 @@ namespace {
 constexpr const char* kKind = "memnet";
 constexpr const char* kLsKey = "linear_start";
 constexpr const char* kLsBestKey = "linear_start_best";
+constexpr const char* kLsEndKey = "linear_start_end";
 
 std::vector<int32_t> story_lengths(const data::QaSplit& s) {
   return {s.story_len.idata(), s.story_len.idata() + s.story_len.numel()};
 }
 
-// Linear start's state: on until the loss stops falling, the best loss so far.
+// Linear start's state: on until the loss stops falling (or for a set number of epochs), the
+// best loss so far, the step at which it ended.
 struct LinearStart {
   bool on = false;
   double best = std::numeric_limits<double>::infinity();
+  int64_t end_step = 0;
 };
 
 // Adds the per-task counts of a batch's predictions.
@@ -88,26 +91,30 @@ TrainTask memnet_task(models::MemN2N& model, const data::QaSplit& train, const d
   auto ls = std::make_shared<LinearStart>();
   ls->on = options.linear_start;
   model.set_linear_start(ls->on);
-  task.end_epoch = [&model, ls](const EpochReport& r) {
+  const int64_t ls_epochs = options.linear_start_epochs;
+  task.end_epoch = [&model, ls, ls_epochs](const EpochReport& r) {
     if (!ls->on || r.partial) return;
     const double loss = r.valid.count > 0 ? r.valid.loss() : r.train.loss();
-    if (loss < ls->best) {
-      ls->best = loss;
-    } else {   // stopped falling: restore the softmax for good
-      ls->on = false;
-      model.set_linear_start(false);
-    }
+    const bool falling = loss < ls->best;
+    ls->best = std::min(ls->best, loss);
+    if (ls_epochs > 0 ? r.epoch + 1 < ls_epochs : falling) return;
+    ls->on = false;   // restore the softmax for good; the schedule starts again
+    ls->end_step = r.step;
+    model.set_linear_start(false);
   };
+  task.schedule_step = [ls](int64_t step) { return ls->on ? int64_t{1} : step - ls->end_step; };
   task.write_extra = [ls, &vocab](io::File& file) {
     data::write_vocab(file, data::kQaVocab, vocab);
     file.set_attr("/state", kLsKey, int64_t{ls->on ? 1 : 0});
     file.set_attr("/state", kLsBestKey, ls->best);
+    file.set_attr("/state", kLsEndKey, ls->end_step);
   };
   task.read_state = [&model, ls](const io::File& file) {
     if (!file.has_attr("/state", kLsKey)) return;
     ls->on = file.attr_int("/state", kLsKey) != 0;
     ls->best = file.has_attr("/state", kLsBestKey) ? file.attr_double("/state", kLsBestKey)
                                                    : std::numeric_limits<double>::infinity();
+    ls->end_step = file.has_attr("/state", kLsEndKey) ? file.attr_int("/state", kLsEndKey) : 0;
     model.set_linear_start(ls->on);
   };
   return task;

@@ -282,7 +282,7 @@ TrainResult fit(const TrainTask& task, const TrainConfig& config, const TrainCal
                                    : "loss is " + std::to_string(stats.loss_sum)) +
                     "; training diverged before this step's update (try a lower learning rate or gradient "
                     "clipping); the last checkpoint written is the last good state");
-      const float lr = optim::lr_at(config.optimizer.schedule, t);
+      const float lr = optim::lr_at(config.optimizer.schedule, task.schedule_step ? task.schedule_step(t) : t);
       opt->set_lr(lr);
       opt->step(task.params, t);
       s.step = t;

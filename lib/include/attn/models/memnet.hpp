@@ -17,6 +17,12 @@
 //   position   e(x) = Σ_{j<J} l_j ∘ X[x_j],  l_kj = (1 - j/J) - (k/E)(1 - 2j/J)
 //              with 1-based j (word) and k (embedding component): the paper's eq. in sec. 4.1,
 //              J the words of THAT sentence (the question's words for the question).
+//   position-fixed  the authors' code's form (MemN2N-babi-matlab, memn2n-lua):
+//              l_kj = 1 + 4 (k - (E+1)/2) (j - (J+1)/2) / (E J) with one J for every sentence
+//              and question, config.sentence_length (the data set's longest sentence or
+//              question + 1, the code's time word), so that a word's weight depends on its
+//              position alone: "Lily" in "Lily is a swan" and "Lily is white" embeds alike,
+//              which tasks 15 and 16 (deduction, induction) need.
 // Temporal encoding (temporal): slot i of the window has the index t_i = n - 1 - i (0 for the
 // most recent sentence, counting back), and its memory vectors add row t_i of the temporal
 // tables T_A, T_C [Mm, E]: m_i = e_A(x_i) + T_A[t_i], c_i = e_C(x_i) + T_C[t_i]. The question has
@@ -80,10 +86,11 @@
 
 namespace attn::models {
 
-enum class MemN2NEncoding : uint8_t { bow, position };
+enum class MemN2NEncoding : uint8_t { bow, position, position_fixed };
 enum class MemN2NTying : uint8_t { adjacent, layerwise };
 
-// The names are attn-memnet's option values: "bow", "position" / "adjacent", "layerwise";
+// The names are attn-memnet's option values: "bow", "position", "position-fixed" / "adjacent",
+// "layerwise";
 // anything else throws ConfigError listing them.
 MemN2NEncoding parse_memn2n_encoding(const std::string& name);
 const char* memn2n_encoding_name(MemN2NEncoding encoding);
@@ -101,6 +108,7 @@ struct MemN2NConfig {
   MemN2NEncoding encoding = MemN2NEncoding::position;
   bool temporal = true;          // temporal encoding T_A, T_C
   MemN2NTying tying = MemN2NTying::adjacent;
+  int64_t sentence_length = 0;   // J of position-fixed encoding (>= 1 there, else unused)
 
   // The fields of /config, each once (io/config_fields.hpp).
   template <class C, class V>
@@ -112,6 +120,7 @@ struct MemN2NConfig {
     v("encoding", c.encoding, memn2n_encoding_name, parse_memn2n_encoding);
     v("temporal", c.temporal);
     v("tying", c.tying, memn2n_tying_name, parse_memn2n_tying);
+    v("sentence_length", c.sentence_length);
   }
 
   // Embedding tables the memory is read with: Nhop + 1 (adjacent: A1, C1..C<Nhop>) or 2 (A, C).

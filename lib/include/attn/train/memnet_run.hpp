@@ -11,9 +11,14 @@
 //
 // Linear start (LS, the paper's sec. 4.2): the model starts with its hops' softmax removed
 // (MemN2N::set_linear_start) and it is restored after the first epoch whose validation loss
-// (the training loss without a validation set) does not improve on the best so far. The state,
-// /state attributes linear_start (0/1) and linear_start_best (the best loss so far, +inf before
-// the first epoch), is saved with every checkpoint so that a resumed run repeats the same bits;
+// (the training loss without a validation set) does not improve on the best so far (the
+// paper's rule), or after exactly linear_start_epochs epochs (the authors' code: 20 on one
+// task, 30 joint). As in the authors' code, the learning rate stays at its initial value while
+// the softmax is out, and training "recommences" when it is restored: the schedule starts
+// again from its first step (TrainTask::schedule_step). The state, /state attributes
+// linear_start (0/1), linear_start_best (the best loss so far, +inf before the first epoch)
+// and linear_start_end (the step at which LS ended, 0 before), is saved with every checkpoint
+// so that a resumed run repeats the same bits;
 // load_memnet restores the mode, so that a model saved while LS is still on is evaluated as it
 // was validated.
 // Random noise (RN): the trainer's stream is passed to MemN2N::train_step.
@@ -63,6 +68,7 @@ double answer_error(const BatchStats& s);
 // How a memory network is trained besides the trainer's options.
 struct MemnetTraining {
   bool linear_start = false;   // LS, see above
+  int64_t linear_start_epochs = 0;   // > 0: LS lasts this many epochs; 0: until the loss stops falling
   bool random_noise = false;   // RN (temporal encoding only: nothing to move otherwise)
 };
 

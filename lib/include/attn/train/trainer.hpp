@@ -113,6 +113,10 @@ struct TrainTask {
   // Optional: called after each finished epoch's validation (before it is recorded); may change
   // the model's mode or the task's state (linear start, curriculum).
   std::function<void(const EpochReport&)> end_epoch;
+  // Optional: the step the rate schedule is evaluated at for the trainer's step t (default t),
+  // so that a task may hold the schedule at its start or restart it (linear start); a pure
+  // function of t and the task's state.
+  std::function<int64_t(int64_t step)> schedule_step;
   // Optional: writes whatever else a model file of this family holds (vocabularies) and the
   // task's state into a file being saved, after the checkpoint.
   std::function<void(io::File&)> write_extra;
