@@ -10,6 +10,7 @@
 
 #include "attn/io/checkpoint.hpp"
 #include "attn/train/checkpoints.hpp"
+#include "attn/train/repeats.hpp"
 #include "common/cli.hpp"
 #include "common/progress.hpp"
 
@@ -46,7 +47,8 @@ void add_optimizer_options(Options& opts, const OptimizerDefaults& d) {
     h += " (default: ";
     bool first = true;
     for (const auto& [name, v] : {std::pair{"adam", adam}, std::pair{"rmsprop", rmsprop}, std::pair{"sgd", sgd}})
-      if (!std::isnan(v)) h += (first ? "" : ", ") + std::string(name) + " " + format_number(v), first = false;
+      if (!std::isnan(v))   // the constants are floats: shown as the decimals they were written as
+        h += (first ? "" : ", ") + std::string(name) + " " + format_number(decimal(static_cast<float>(v))), first = false;
     return h + ")";
   };
   const char* kind = optim::optimizer_kind_name(d.kind);
@@ -189,6 +191,10 @@ void add_training_options(Options& opts, const TrainVerb& verb) {
        "write a checkpoint every N steps (0: only the final model)")
       ("keep-checkpoints", int_value(5)->notifier(positive<int64_t>("keep-checkpoints")),
        "periodic checkpoints kept, the newest")
+      ("repeats", int_value(1)->notifier(positive<int64_t>("repeats")),
+       ("train N runs, seeds --seed, --seed + 1, ..., into MODEL.run<k>.h5 and keep the one of the least final "
+        "validation " + std::string(verb.repeats_metric) + " as --model (Sukhbaatar et al.'s best-of-N protocol); every run's "
+        "scores go to MODEL.repeats.h5, so that the median can be reported too; not with --resume").c_str())
       ("resume", po::value<std::string>()->value_name("FILE")->implicit_value(""),
        "continue a run from FILE, or alone from the newest checkpoint of --model; the model's "
        "options come from the file, the trainer's (batches, steps, optimizer, clipping, seed) from this "
@@ -299,6 +305,79 @@ void run_training(const Options& opts, const train::TrainTask& task, const train
   }
 }
 
+// One training run with this seed into this model file, the rest as the options say.
+void train_one(const Options& opts, const TrainVerb& verb, int64_t seed, const std::string& model) {
+  TrainInputs in{io::File::open_read(opts.get<std::string>("data")), "", Rng(static_cast<uint64_t>(seed)).fork(/*label=*/1)};
+  if (opts.has("resume")) {
+    const std::string resume = opts.get<std::string>("resume");
+    in.resume = resume.empty() ? train::latest_checkpoint(model) : resume;
+  }
+  const std::unique_ptr<TrainRun> run = verb.prepare(opts, in);
+  train::TrainConfig tc = train_config(opts, in.resume);
+  tc.seed = static_cast<uint64_t>(seed);
+  tc.model_path = model;
+  std::map<std::string, io::AttrValue> optimizer;
+  tc.optimizer = optimizer_config(opts, verb.optimizer, train::batches_per_epoch(run->task, tc), run->model_width,
+                                  optimizer);
+  describe_task(opts, tc, optimizer, run->task);
+  run->task.config["seed"] = seed;   // this run's, under --repeats
+  run->task.config["model"] = model;
+  run_training(opts, run->task, tc);
+}
+
+// "valid error 0.0100, test error 0.0120"
+std::string scores_text(const train::RepeatRun& r, const std::string& metric) {
+  std::string out = "valid " + metric + " " + number(r.valid_metric);
+  for (const auto& [name, value] : r.test) {
+    std::string label = name;
+    std::replace(label.begin(), label.end(), '_', ' ');
+    out += ", " + label + " " + number(value);
+  }
+  return out;
+}
+
+int train_repeats(const Options& opts, const TrainVerb& verb, int64_t repeats) {
+  const std::string model = opts.get<std::string>("model"), data = opts.get<std::string>("data");
+  if (opts.has("resume"))
+    throw ConfigError("--repeats does not combine with --resume (resume the run's own file, MODEL.run<k>.h5)");
+  if (model == "-") throw ConfigError("--repeats needs --model FILE (not -): every run has a file beside it");
+  if (data == "-") throw ConfigError("--repeats reads --data once per run: give a file, not -");
+  std::vector<train::RepeatRun> runs;
+  for (int64_t k = 1; k <= repeats; ++k) {
+    train::RepeatRun r{.seed = opts.get<int64_t>("seed") + k - 1, .path = train::repeat_run_path(model, k)};
+    train_one(opts, verb, r.seed, r.path);
+    runs.push_back(r);
+  }
+  const io::File d = io::File::open_read(data);
+  for (train::RepeatRun& r : runs) {
+    train::read_final_scores(r, verb.repeats_metric);
+    if (verb.test_scores) r.test = verb.test_scores(r.path, d);
+  }
+  const size_t kept = train::best_run(runs);
+  try {
+    train::keep_best(runs, kept, verb.repeats_metric, model, opts.tool() + " " + version());
+  } catch (const IoError& e) {
+    throw OutputError(e.what());
+  }
+  const std::string tool = opts.tool();
+  for (size_t k = 0; k < runs.size(); ++k)
+    std::cout << tool << " train: run " << k + 1 << " (seed " << runs[k].seed
+              << "): " << scores_text(runs[k], verb.repeats_metric) << " -> " << runs[k].path << "\n";
+  std::string spread;
+  for (size_t s = 0; s < runs[0].test.size(); ++s) {
+    std::vector<double> all;
+    for (const train::RepeatRun& r : runs) all.push_back(r.test[s].second);
+    const auto [lo, hi] = std::minmax_element(all.begin(), all.end());
+    spread += "; " + runs[0].test[s].first + " over the runs: median " + number(train::median(all)) + ", min " +
+              number(*lo) + ", max " + number(*hi);
+  }
+  std::cout << tool << " train: --repeats " << repeats << ": kept run " << kept + 1 << " (seed " << runs[kept].seed
+            << "), the least final valid " << verb.repeats_metric << " (the best-of-" << repeats
+            << " protocol): " << scores_text(runs[kept], verb.repeats_metric) << spread << " -> " << model
+            << " (every run: " << train::repeats_summary_path(model) << ")" << std::endl;
+  return 0;
+}
+
 }  // namespace
 
 bool given(const Options& opts, const std::string& name) {
@@ -318,20 +397,9 @@ int run_train_verb(const char* tool, int argc, char** argv, const TrainVerb& ver
   add_training_options(opts, verb);
   add_optimizer_options(opts, verb.optimizer);
   if (!opts.parse(argc, argv)) return 0;
-
-  TrainInputs in{io::File::open_read(opts.get<std::string>("data")), "",
-                 Rng(static_cast<uint64_t>(opts.get<int64_t>("seed"))).fork(/*label=*/1)};
-  if (opts.has("resume")) {
-    const std::string resume = opts.get<std::string>("resume");
-    in.resume = resume.empty() ? train::latest_checkpoint(opts.get<std::string>("model")) : resume;
-  }
-  const std::unique_ptr<TrainRun> run = verb.prepare(opts, in);
-  train::TrainConfig tc = train_config(opts, in.resume);
-  std::map<std::string, io::AttrValue> optimizer;
-  tc.optimizer = optimizer_config(opts, verb.optimizer, train::batches_per_epoch(run->task, tc), run->model_width,
-                                  optimizer);
-  describe_task(opts, tc, optimizer, run->task);
-  run_training(opts, run->task, tc);
+  const int64_t repeats = opts.get<int64_t>("repeats");
+  if (repeats > 1) return train_repeats(opts, verb, repeats);
+  train_one(opts, verb, opts.get<int64_t>("seed"), opts.get<std::string>("model"));
   return 0;
 }
 

@@ -17,6 +17,9 @@
 //     });
 //   }
 //
+// `--repeats K` trains K runs with seeds --seed, --seed + 1, ... and keeps the one of the best
+// final validation `repeats_metric` (attn/train/repeats.hpp), recording each run's `test_scores`.
+//
 // The model file's /config holds, one attribute per field: the verb's own options as given (with
 // their defaults), the optimizer's settings as resolved (only those of its kind and schedule),
 // and the model's own configuration (the task's config, its to_attrs()). Model options are not
@@ -27,6 +30,8 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "attn/core/rng.hpp"
 #include "attn/io/hdf5_file.hpp"
@@ -86,6 +91,12 @@ struct TrainVerb {
   double clip_value = 0;                // --clip-value (0: off)
   std::function<void(Options&)> add_options;   // the model's (add_model) and the tool's own
   std::function<std::unique_ptr<TrainRun>(const Options&, TrainInputs&)> prepare;
+  // --repeats: the curve whose final validation value selects the run kept, lower being better
+  // ("loss", or one of the task's metrics: "error"), and, optionally, a trained model's scores
+  // on the data set's test split ({"test_error", 0.012}; none without a test split).
+  const char* repeats_metric = "loss";
+  std::function<std::vector<std::pair<std::string, double>>(const std::string& model, const io::File& data)>
+      test_scores{};
 };
 
 // Parses the options, prepares the run, trains and prints the summary; the verb's exit code.

@@ -173,3 +173,24 @@ TEST_CASE("attn-ntm exit codes: bad data is refused naming the file and dataset"
   CHECK(model.code == 3);
   CHECK_THAT(model.err, Contains("none.h5"));
 }
+
+TEST_CASE("attn-ntm train --repeats: every tool's best-of-N, kept by the final validation cost", "[cli][attn-ntm]") {
+  test::TempDir dir;
+  REQUIRE(run(dir, std::string(kData) + " --out d.h5").code == 0);
+  const Result r = run(dir, "{ntm} train --data d.h5 --model m.h5 --epochs 2 --repeats 2 " + std::string(kTiny));
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  CHECK_THAT(r.out, Contains("run 2 (seed 3): valid loss") && Contains("--repeats 2: kept run"));
+  const io::File s = io::File::open_read(dir.file("m.repeats.h5"));
+  CHECK(s.attr_string("/", "kind") == "repeats");
+  CHECK(s.attr_string("/", "selected_by") == "valid_loss");
+  const Tensor valid = s.read("/valid_loss");
+  REQUIRE(valid.numel() == 2);
+  const int64_t kept = s.attr_int("/", "kept_run");
+  REQUIRE((kept == 1 || kept == 2));
+  CHECK(valid.at(kept - 1) <= valid.at(2 - kept));
+  CHECK(valid.at(0) != valid.at(1));   // two seeds, two runs
+  CHECK(test::same_params(dir.file("m.h5"), dir.file("m.run" + std::to_string(kept) + ".h5")));
+  CHECK(io::File::open_read(dir.file("m.run2.h5")).attr_int("/config", "seed") == 3);
+  CHECK_FALSE(s.exists("/test_error"));   // attn-ntm reports no test scores
+}

@@ -76,7 +76,7 @@ TEST_CASE("memnet learns bAbI task 1 to >= 99% test accuracy with the paper's sc
   }
 }
 
-TEST_CASE("memnet linear start: the softmax comes back after --linear-start-epochs or when the loss stops falling; "
+TEST_CASE("memnet linear start: the softmax comes back after --linear-start-epochs or when the loss stops falling, "
           "the rate is held, then its schedule starts again", "[unit][memnet]") {
   // One question over a vocabulary of the reserved ids and two words: what the task is trained
   // on does not matter here, only its linear-start state.

@@ -1,10 +1,12 @@
 # The model-agnostic trainer (lib/train): resumption to the same bits, rotation and averaging
-# of checkpoints, driven by a stand-in linear classifier written in the test; decoding a split
+# of checkpoints, driven by a stand-in linear classifier written in the test; --repeats' choice of
+# the run kept; decoding a split
 # and the translation file (token_run), driven by a stand-in decoder.
 attn_add_test(test_train SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/test_trainer.cpp
   ${CMAKE_CURRENT_LIST_DIR}/test_checkpoints.cpp
   ${CMAKE_CURRENT_LIST_DIR}/test_token_run.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/test_split_run.cpp)
+  ${CMAKE_CURRENT_LIST_DIR}/test_split_run.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/test_repeats.cpp)
 # The memory network's training task on the real bAbI task 1 (skipped without the shared data).
 attn_add_test(test_memnet_run SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_memnet_run.cpp LIBS attn_datasets)

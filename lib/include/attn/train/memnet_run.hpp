@@ -47,6 +47,7 @@
 #include <array>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "attn/data/qa_data.hpp"
@@ -105,6 +106,10 @@ struct MemnetScores {
 
 // The model on every question of `split`, in runs of batch_size consecutive questions.
 MemnetScores evaluate_memnet(const models::MemN2N& model, const data::QaSplit& split, int64_t batch_size);
+
+// A model file's error on the data set's /test split, {"test_error", e} (none without one): the
+// score train --repeats records for every run. The data set must be the model's (check_vocab).
+std::vector<std::pair<std::string, double>> memnet_test_scores(const std::string& model, const io::File& data);
 
 struct MemnetAnswers {
   Tensor predictions;   // int32 [N]
