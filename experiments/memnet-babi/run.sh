@@ -109,10 +109,10 @@ if [ -f "$OUT/$first_set/joint/all.h5" ]; then
   "$BIN/attn-memnet" answer --model "$OUT/$first_set/joint/all.h5" --data "$OUT/$first_set/data/all.h5" \
     --out "$OUT/hops_all.h5" --threads "$THREADS" --quiet
   index=$("$PYTHON" -c 'import sys, h5py, numpy as np; f = h5py.File(sys.argv[1], "r"); print(int(np.nonzero(f["/task"][()] == 16)[0][0]))' "$OUT/hops_all.h5")
-  "$BIN/attn-plot" table "$OUT/hops_all.h5" --dataset /attention/support_hops --index "$index" --transpose \
-    --row-ids /story --row-vocab /vocab/words --col-labels "Support|Hop 1|Hop 2|Hop 3" \
-    --title "bAbI task 16, 1k joint PE LS RN: test question $index" --out "$OUT/hops16.png" --quiet
   "$PYTHON" "$ROOT/experiments/memnet-babi/table.py" "$OUT" --hops "$OUT/hops_all.h5" --index "$index" |
     tee "$OUT/hops16.md"
+  "$BIN/attn-plot" table "$OUT/hops_all.h5" --dataset /attention/support_hops --index "$index" --transpose \
+    --row-ids /story --row-vocab /vocab/words --col-labels "Support|Hop 1|Hop 2|Hop 3" \
+    --title "bAbI task 16, 1k joint PE LS RN: $(head -n 1 "$OUT/hops16.md" | cut -d: -f2-)" --out "$OUT/hops16.png" --quiet
 fi
 echo "memnet-babi: $((SECONDS - start)) s wall time"
