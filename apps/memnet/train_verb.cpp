@@ -31,7 +31,10 @@ void add_options(cli::Options& opts) {
       ("tying", cli::choice("tying", "adjacent", {"adjacent", "layerwise"}),
        "weight tying: adjacent (A^{k+1} = C^k) or layerwise (one A and C, u <- H u + o)")
       ("memory-size", int_value(50)->notifier(cli::positive<int64_t>("memory-size")),
-       "the most recent story sentences the model reads");
+       "the most recent story sentences the model reads")
+      ("empty-slots", po::bool_switch(),
+       "as the authors' code: the hops' softmax also spans the memory's empty slots (min(--memory-size, the "
+       "training data's longest story) in all), each scoring 0 and reading nothing, a way to attend to nothing");
   opts.add()
       ("linear-start", po::bool_switch(),
        "linear start (LS): train without the hops' softmax until the validation loss stops falling, then "
@@ -59,6 +62,8 @@ models::MemN2NConfig config_from_options(const cli::Options& opts, const data::V
   // The code's J: the longest sentence or question, + 1 for its time word.
   if (c.encoding == models::MemN2NEncoding::position_fixed)
     c.sentence_length = std::max(train.sentence_width(), train.question_width()) + 1;
+  // The code's memory: as many slots as the longest training story has sentences, at most Mm.
+  if (opts.get<bool>("empty-slots")) c.empty_slots = std::min(c.memory_size, train.memory_size());
   c.validate();
   return c;
 }

@@ -38,13 +38,14 @@ start=$SECONDS
 # The paper's settings (sec. 4.2) as the authors' code runs them, as attn-memnet options. Every
 # column has 3 hops, adjacent tying and temporal encoding; the tool's SGD defaults are the
 # paper's (lr 0.01 per question, halved every 25 epochs, 100 epochs, norm clipped to 40, rescaled
-# for a mean loss: see attn-memnet train --help). PE is the code's form (position-fixed). Linear
+# for a mean loss: see attn-memnet train --help). PE is the code's form (position-fixed), and the
+# hops' softmax spans the memory's empty slots as in the code (--empty-slots). Linear
 # start as in the code: 20 epochs without the softmax at half the rate (0.005), then the 100
 # epochs of the schedule from that rate. Joint models: 50 wide, 30 + 60 epochs, halving every 15.
 column_options() {
-  local pe="--encoding position-fixed" ls="--linear-start --linear-start-epochs 20 --lr 0.16 --epochs 120"
+  local pe="--encoding position-fixed --empty-slots" ls="--linear-start --linear-start-epochs 20 --lr 0.16 --epochs 120"
   case $1 in
-    bow) echo "--encoding bow" ;;
+    bow) echo "--encoding bow --empty-slots" ;;
     pe) echo "$pe" ;;
     pe-ls) echo "$pe $ls" ;;
     pe-ls-rn) echo "$pe $ls --random-noise" ;;

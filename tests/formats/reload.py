@@ -400,6 +400,8 @@ def memnet_outputs(config, p, batch):
             TA, TC = [ta] * K, [tc] * K
         H, W = p("H", (E, E)), p("W", (V, E))
 
+    empty_slots = int(config.get("empty_slots", 0))
+
     def embed(X, ids):
         words = []
         for w in ids:
@@ -431,8 +433,10 @@ def memnet_outputs(config, p, batch):
             m = np.array([embed(A[h], story[b, i]) + (TA[h][n - 1 - i] if temporal else 0) for i in window])
             c = np.array([embed(C[h], story[b, i]) + (TC[h][n - 1 - i] if temporal else 0) for i in window])
             s = m @ u
-            e = np.exp(s - s.max())
-            pr = e / e.sum()
+            empties = max(0, empty_slots - len(window))   # the code's empty slots: score 0, read nothing
+            top = max(s.max(), 0.0) if empties else s.max()
+            e = np.exp(s - top)
+            pr = e / (e.sum() + empties * np.exp(-top))
             attention[b, h, list(window)] = pr
             o = pr @ c
             u = (u if H is None else H @ u) + o

@@ -278,7 +278,7 @@ TEST_CASE("formats: numpy reloads a memnet (every encoding, adjacent and layerwi
   memnet_case(dir, "mn_pe_adjacent", "--encoding position --tying adjacent");
   memnet_case(dir, "mn_bow_layerwise", "--encoding bow --tying layerwise --no-temporal-encoding");
   memnet_case(dir, "mn_pe_layerwise", "--encoding position --tying layerwise");
-  memnet_case(dir, "mn_pef_adjacent", "--encoding position-fixed --tying adjacent");
+  memnet_case(dir, "mn_pef_adjacent", "--encoding position-fixed --empty-slots --tying adjacent");
   check_reload(dir, {"mn_pe_adjacent", "mn_bow_layerwise", "mn_pe_layerwise", "mn_pef_adjacent"});
 }
 

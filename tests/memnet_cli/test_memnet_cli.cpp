@@ -53,7 +53,7 @@ TEST_CASE("attn-memnet --help lists the verbs, train --help the options with the
   CHECK(train_help.code == 0);
   for (const char* flag : {"--hops N (=3)", "--embedding-size N (=20)", "--encoding bow|position|position-fixed (=position)",
                            "--temporal-encoding", "--no-temporal-encoding", "--tying adjacent|layerwise (=adjacent)",
-                           "--memory-size N (=50)", "--linear-start", "--linear-start-epochs N (=0)", "--random-noise",
+                           "--memory-size N (=50)", "--empty-slots", "--linear-start", "--linear-start-epochs N (=0)", "--random-noise",
                            "--batch-size N (=32)",
                            "--epochs N (=100)", "--optimizer sgd|rmsprop|adam|adamw (=sgd)", "--lr X (=0.32)",
                            "--lr-decay-every N (=25)", "--clip X (=1.25)", "--resume", "0.01 x 32", "--repeats N (=1)"})

@@ -34,7 +34,10 @@ models::MemN2NConfig tiny_config(MemN2NEncoding encoding, MemN2NTying tying, boo
   c.encoding = encoding;
   c.temporal = temporal;
   c.tying = tying;
-  if (encoding == MemN2NEncoding::position_fixed) c.sentence_length = 5;   // tiny_batch's widths are 4
+  if (encoding == MemN2NEncoding::position_fixed) {   // the authors' code's layout
+    c.sentence_length = 5;   // tiny_batch's widths are 4
+    c.empty_slots = 4;       // windows of at most memory_size 3 sentences: one empty slot at least
+  }
   return c;
 }
 
@@ -152,7 +155,7 @@ Reference reference(models::MemN2N& model, const models::QaBatch& batch, bool li
         for (int64_t e = 0; e < E; ++e) p[i] += u[e] * m[i - w0][e];
       if (!linear_start && n > w0) {
         const double mx = *std::max_element(p.begin() + w0, p.begin() + n);
-        double sum = 0;
+        double sum = std::max<int64_t>(0, c.empty_slots - (n - w0)) * std::exp(-mx);   // empty slots score 0
         for (int64_t i = w0; i < n; ++i) sum += p[i] = std::exp(p[i] - mx);
         for (int64_t i = w0; i < n; ++i) p[i] /= sum;
       }
@@ -205,7 +208,7 @@ std::vector<models::MemN2NConfig> every_layout(int64_t hops = 2) {
 TEST_CASE("memnet config: validation and attributes", "[unit][memnet]") {
   models::MemN2NConfig c = tiny_config(MemN2NEncoding::bow, MemN2NTying::layerwise, false, 3);
   const auto attrs = c.to_attrs();
-  CHECK(attrs.size() == 8);
+  CHECK(attrs.size() == 9);
   CHECK(std::get<std::string>(attrs.at("encoding")) == "bow");
   CHECK(std::get<std::string>(attrs.at("tying")) == "layerwise");
   CHECK(std::get<int64_t>(attrs.at("temporal")) == 0);
@@ -479,7 +482,7 @@ TEST_CASE("memnet gradients: random noise's temporal indices", "[gradcheck][memn
   }
 }
 
-TEST_CASE("memnet: attention sums to 1 over the window and is 0 elsewhere", "[unit][memnet]") {
+TEST_CASE("memnet: attention sums to 1 over the window (with the empty slots) and is 0 elsewhere", "[unit][memnet]") {
   const models::QaBatch batch = tiny_batch();   // windows: slots 0-2, 0, and 1-3 (memory_size 3)
   const std::vector<std::pair<int64_t, int64_t>> window{{0, 3}, {0, 1}, {1, 4}};
   for (const models::MemN2NConfig& c : every_layout(3)) {
@@ -500,7 +503,12 @@ TEST_CASE("memnet: attention sums to 1 over the window and is 0 elsewhere", "[un
             CHECK(p == 0.0f);
           }
         }
-        CHECK(sum == Approx(1.0).margin(1e-6));
+        if (c.empty_slots == 0) {
+          CHECK(sum == Approx(1.0).margin(1e-6));
+        } else {   // the rest is on the empty slots: below 1, by at least one empty slot's share
+          CHECK(sum < 1.0);
+          CHECK(sum > 0.0);
+        }
       }
     // Linear start: the raw scores, still 0 outside the window; the mode switches back.
     model.set_linear_start(true);

@@ -541,10 +541,12 @@ void MemN2NImpl::forward_row(const MemN2N& m, const QaBatch& batch, Run& run, in
     float* p = run.P.data() + (b * K + k) * Ms;
     std::fill(p, p + Ms, 0.0f);
     for (int64_t i = w0; i < n; ++i) p[i] = dot(u, mem + i * E, E);
-    if (!run.linear_start && n > w0) {   // softmax over the window
-      const float mx = *std::max_element(p + w0, p + n);
+    if (!run.linear_start && n > w0) {   // softmax over the window (and the empty slots' zeros)
+      const int64_t empties = std::max<int64_t>(0, m.config_.empty_slots - (n - w0));
+      float mx = *std::max_element(p + w0, p + n);
+      if (empties > 0) mx = std::max(mx, 0.0f);
       for (int64_t i = w0; i < n; ++i) p[i] = ops::exp_approx(p[i] - mx);
-      float sum = 0.0f;
+      float sum = empties > 0 ? static_cast<float>(empties) * ops::exp_approx(-mx) : 0.0f;
       for (int64_t i = w0; i < n; ++i) sum += p[i];
       const float inv = 1.0f / sum;
       for (int64_t i = w0; i < n; ++i) p[i] *= inv;
@@ -634,6 +636,7 @@ void MemN2NImpl::backward_row(const MemN2N& m, Run& run, Tensor& dU_, Tensor& dM
       else axpy(p[i], g, dout + i * E, E);
     }
     // p = softmax(scores): ds_i = p_i (dp_i - Σ_j p_j dp_j) (in place); linear start: ds = dp.
+    // Empty slots (empty_slots) read nothing, so their dp is 0 and the sum is the window's.
     if (!run.linear_start) {
       float pdp = 0.0f;
       for (int64_t i = w0; i < n; ++i) pdp += p[i] * dp[i];

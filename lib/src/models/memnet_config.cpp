@@ -45,6 +45,7 @@ void MemN2NConfig::validate() const {
   require(hops >= 1, "hops must be >= 1" + got(hops));
   require(memory_size >= 1, "memory_size must be >= 1" + got(memory_size));
   require(sentence_length >= 0, "sentence_length must be >= 0" + got(sentence_length));
+  require(empty_slots >= 0, "empty_slots must be >= 0" + got(empty_slots));
   require(encoding != MemN2NEncoding::position_fixed || sentence_length >= 1,
           "position-fixed encoding needs sentence_length >= 1" + got(sentence_length));
 }

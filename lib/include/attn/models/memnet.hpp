@@ -33,8 +33,12 @@
 //                   u^{k+1} = u^k + o^k (adjacent tying) or H u^k + o^k (layerwise tying).
 // Answer: logits a = W u^{Nhop+1} over all V ids; the loss is the cross-entropy of the answer
 // id, its gradient that of the MEAN over the batch (the authors' code sums over the batch: their
-// SGD learning rate 0.01 at batch 32 is 0.32 here). Unlike the authors' code, whose softmax also
-// spans the empty memory slots, padding slots are excluded.
+// SGD learning rate 0.01 at batch 32 is 0.32 here). Padding slots take no part, unless
+// config.empty_slots = S > 0: then, as in the authors' code, whose memory has S slots of which
+// the story fills the last, the softmax also spans the S - n' empty slots of an n'-sentence
+// window, each scoring 0 and reading nothing (p_i = exp(s_i) / (Σ_j exp(s_j) + (S - n')));
+// the attention left over is theirs: a way to attend to nothing, which yes/no, counting and
+// size questions (bAbI tasks 6, 7, 10, 18) use.
 //
 // Linear start (set_linear_start(true)): every hop's softmax is removed, p_i = u^k · m^k_i; the
 // answer's softmax stays (the authors' code removes the memories' softmax layers only). The
@@ -109,6 +113,7 @@ struct MemN2NConfig {
   bool temporal = true;          // temporal encoding T_A, T_C
   MemN2NTying tying = MemN2NTying::adjacent;
   int64_t sentence_length = 0;   // J of position-fixed encoding (>= 1 there, else unused)
+  int64_t empty_slots = 0;       // S > 0: the hops' softmax spans S slots, empty ones scoring 0
 
   // The fields of /config, each once (io/config_fields.hpp).
   template <class C, class V>
@@ -121,6 +126,7 @@ struct MemN2NConfig {
     v("temporal", c.temporal);
     v("tying", c.tying, memn2n_tying_name, parse_memn2n_tying);
     v("sentence_length", c.sentence_length);
+    v("empty_slots", c.empty_slots);
   }
 
   // Embedding tables the memory is read with: Nhop + 1 (adjacent: A1, C1..C<Nhop>) or 2 (A, C).
