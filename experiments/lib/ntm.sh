@@ -4,7 +4,8 @@
 #
 # Environment (defaults in brackets): SEEDS ["1 2 3"], SEQUENCES [training sequences per model],
 # EPOCH_SIZE [1000], THREADS [1], PYTHON [/usr/bin/python3, with h5py, for the tables],
-# BASELINE_LAYERS [3] (Graves et al. 2014 use 3-layer LSTM baselines).
+# BASELINE_LAYERS [3] (Graves et al. 2014 use 3-layer LSTM baselines), TRAIN_OPTIONS [""; more
+# attn-ntm train options for every model, e.g. "--curriculum"].
 
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 BUILD=$(cd "${1:-$ROOT/build}" && pwd)
@@ -32,7 +33,7 @@ ntm_train() {
   if [ -f "$model" ] && [ "${REUSE:-0}" = 1 ]; then echo "$name: kept (REUSE=1)"; return; fi
   rm -f "$OUT/$name".step*.h5
   "$BIN/attn-ntm" train --data "$OUT/train.h5" --model "$model" --epochs $((SEQUENCES / EPOCH_SIZE)) \
-    --epoch-size "$EPOCH_SIZE" --seed "$seed" --threads "$THREADS" --quiet "$@" | tee "$OUT/$name.log"
+    --epoch-size "$EPOCH_SIZE" --seed "$seed" --threads "$THREADS" --quiet ${TRAIN_OPTIONS:-} "$@" | tee "$OUT/$name.log"
 }
 
 # ntm_eval MODEL TEST_FILE: "bit_error_rate bit_errors_per_sequence bits_per_sequence".
