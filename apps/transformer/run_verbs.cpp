@@ -18,10 +18,13 @@ namespace {
 namespace po = boost::program_options;
 using cli::int_value;
 
-// What a model reads of a data set (transformer_request), with its own vocabularies.
+// What a model reads of a data set (transformer_request), with its own vocabularies: an mlm's
+// one vocabulary is the data set's source side (train::transformer_vocabs).
 cli::ModelReads reads(const train::TransformerFile& m) {
-  const bool encdec = m.model.config().arch == models::TransformerArch::encdec;
-  return {encdec ? &m.src_vocab : nullptr, &m.tgt_vocab, train::transformer_request(m.model.config())};
+  const models::TransformerArch arch = m.model.config().arch;
+  if (arch == models::TransformerArch::mlm) return {&m.tgt_vocab, nullptr, train::transformer_request(m.model.config())};
+  return {arch == models::TransformerArch::encdec ? &m.src_vocab : nullptr, &m.tgt_vocab,
+          train::transformer_request(m.model.config())};
 }
 
 }  // namespace

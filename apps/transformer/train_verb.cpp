@@ -68,7 +68,11 @@ models::TransformerConfig config_from_options(const cli::Options& opts, const tr
 
 std::unique_ptr<cli::TrainRun> prepare(const cli::Options& opts, cli::TrainInputs& in) {
   auto run = std::make_unique<cli::TokenTrainRun<models::Transformer>>();
-  run->vocabs = train::read_data_vocabs(in.data);
+  // The architecture decides which side's vocabulary is the model's (an mlm reads /src).
+  const models::TransformerArch arch =
+      in.resume.empty() ? models::arch_from_string(opts.get<std::string>("arch"))
+                        : models::TransformerConfig::from_attrs(in.resumed_config("transformer"), in.resume).arch;
+  run->vocabs = train::transformer_vocabs(arch, train::read_data_vocabs(in.data));
   models::TransformerConfig config =
       in.resume.empty()
           ? config_from_options(opts, run->vocabs)

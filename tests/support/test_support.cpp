@@ -86,6 +86,12 @@ std::string slurp(const std::string& path) {
   return os.str();
 }
 
+void write_text(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+  REQUIRE(out.good());
+}
+
 std::string quoted_tool(const std::string& name) {
   const char* dir = std::getenv("ATTN_BIN_DIR");
   if (!dir || !*dir) FAIL("ATTN_BIN_DIR is not set: run the tests through ctest");

@@ -52,6 +52,8 @@ class TempDir {
 
 // The whole content of a file (e.g. a captured output stream); empty if it cannot be read.
 std::string slurp(const std::string& path);
+// Writes `text` as the whole content of a file (REQUIREs that it could).
+void write_text(const std::string& path, const std::string& text);
 
 // The built tool $ATTN_BIN_DIR/<name> in single quotes, for a shell command line. FAILs the
 // test when ATTN_BIN_DIR is unset (tests run through ctest set it) or the tool is not built.

@@ -114,6 +114,33 @@ TEST_CASE("train --resume continues to the same bits as an uninterrupted run", "
   CHECK(test::same_params(dir.file("full.h5"), dir.file("part.h5")));
 }
 
+TEST_CASE("a masked LM (arch mlm) reads the sources with the source vocabulary when the two sides differ", "[cli][attn-transformer]") {
+  test::TempDir dir;
+  // 40 source words, 2 target words: the masked LM must size and check its vocabulary by /vocab/src.
+  std::string src, tgt;
+  for (int i = 0; i < 60; ++i) {
+    src += "w" + std::to_string(i % 40) + " w" + std::to_string((i * 7) % 40) + " w" + std::to_string((i * 3) % 40) + "\n";
+    tgt += "x y\n";
+  }
+  test::write_text(dir.file("src.txt"), src);
+  test::write_text(dir.file("tgt.txt"), tgt);
+  REQUIRE(run(dir, "{data} parallel --src-file src.txt --tgt-file tgt.txt --valid-n 10 --min-freq 1 --out p.h5 --quiet").code == 0);
+  const std::string opts = " --arch mlm " + std::string(kTiny);
+  const Result trained = run(dir, "{tf} train --data p.h5 --model m.h5 --steps 6" + opts);
+  INFO(trained.err);
+  REQUIRE(trained.code == 0);
+  const io::File m = io::File::open_read(dir.file("m.h5"));
+  CHECK(m.attr_int("/config", "tgt_vocab") == 44);   // the 40 source words and the 4 reserved ids
+  const Result eval = run(dir, "{tf} eval --model m.h5 --data p.h5 --split valid --quiet");
+  INFO(eval.err);
+  CHECK(eval.code == 0);
+  REQUIRE(run(dir, "{tf} train --data p.h5 --model part.h5 --steps 3" + opts).code == 0);
+  const Result resumed = run(dir, "{tf} train --data p.h5 --model part.h5 --steps 6 --resume" + opts);
+  INFO(resumed.err);
+  CHECK(resumed.code == 0);
+  CHECK(test::same_params(dir.file("m.h5"), dir.file("part.h5")));
+}
+
 TEST_CASE("attn-transformer exit codes: usage 2, bad input 3 naming the file and dataset", "[cli][attn-transformer]") {
   test::TempDir dir;
   const Result heads = run(dir, "{tf} train --data d.h5 --model m.h5 --heads 0");

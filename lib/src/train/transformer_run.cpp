@@ -29,6 +29,10 @@ data::TokenSplitRequest transformer_request(const models::TransformerConfig& c) 
   throw ConfigError("transformer: unknown architecture");
 }
 
+Vocabs transformer_vocabs(TransformerArch arch, const Vocabs& data) {
+  return arch == TransformerArch::mlm ? Vocabs{data.src, data.src} : data;
+}
+
 int64_t transformer_max_len(const TrainingData& data) {
   int64_t longest = 0;
   for (const data::TokenSplit* s : {&data.train, data.valid_or_null()})

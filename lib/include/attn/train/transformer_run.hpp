@@ -35,6 +35,11 @@ namespace attn::train {
 // What `arch` reads of a split (see above), with the vocabulary bounds of `config`.
 data::TokenSplitRequest transformer_request(const models::TransformerConfig& config);
 
+// A data set's vocabularies as a model of `arch` uses them: an mlm model reads the source side
+// with its one vocabulary (config.tgt_vocab), so that both are the source's; the others use
+// them as they are. A model file stores these.
+Vocabs transformer_vocabs(models::TransformerArch arch, const Vocabs& data);
+
 // The positions a model trained on `data` handles (TransformerConfig::max_len): its longest
 // example (BOS or EOS included) + 2, at least 256, so that decoding a little past the longest
 // training example still has learned positions.
