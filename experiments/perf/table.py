@@ -3,7 +3,8 @@
 rounds) into one table per mode: tokens/s (median over rounds, [min - max]), the ratio to each
 reference, and for attnlab the fraction of the sgemm-bound limit when its lines give one.
 Lines that count sequences (sequences_per_s, sequences; the NTM) are tabled in sequences/s,
-with ms per sequence beside it.
+with ms per sequence beside it; lines that count questions (questions_per_s, questions; the
+memory network) in questions/s, with microseconds per question beside it.
 
 A reference is a named group of PyTorch implementations (--ref NAME=IMPL[,IMPL...]); its value
 is the best median of any of them at any thread count ("PyTorch-best" of that group), and the
@@ -51,7 +52,7 @@ def main():
     order = ["train", "decode"]
     for mode in sorted({k[0] for k in by}, key=lambda m: (order.index(m) if m in order else len(order), m)):
         keys = sorted((k for k in by if k[0] == mode), key=lambda k: (k[1] != "attnlab", k[1], k[2]))
-        item = "sequences" if "sequences_per_s" in by[keys[0]][0] else "tokens"   # what the lines count
+        item = next((i for i in ("sequences", "questions") if f"{i}_per_s" in by[keys[0]][0]), "tokens")  # what they count
         rate = f"{item}_per_s"
         med = {k: statistics.median(float(r[rate]) for r in by[k]) for k in keys}
         limits = any("of_limit" in r for k in keys if k[1] == "attnlab" for r in by[k])
@@ -63,14 +64,17 @@ def main():
         rounds = max(len(by[k]) for k in keys)
         if item == "sequences":
             unit, short = "training sequences/s", "seq/s"
+        elif item == "questions":
+            unit, short = "training questions/s", "q/s"
         else:
             unit, short = ("target tokens/s" if mode == "train" else "generated tokens/s"), "tokens/s"
         print(f"\n{a.title}, {mode}: {unit}, median of {rounds} round(s) [min - max]")
         for name, k in best.items():
             print(f"  {name}-best: {k[1]} at {k[2]} thread(s), {med[k]:.0f} {short}")
         head = f"{'impl':<14}{'threads':>8}{short:>10}{'spread':>17}"
-        if item == "sequences":
-            head += f"{'ms/seq':>9}"
+        per_item = {"sequences": ("ms/seq", 1e3), "questions": ("us/q", 1e6)}.get(item)   # column, scale
+        if per_item:
+            head += f"{per_item[0]:>9}"
         head += "".join(f"{'x ' + name:>{max(10, len(name) + 4)}}" for name in best)
         if limits:
             head += f"{'of sgemm limit':>16}{'limit tok/s':>13}{'sgemm GFLOP/s':>15}"
@@ -79,8 +83,8 @@ def main():
             vals = [float(r[rate]) for r in by[k]]
             spread = f"[{min(vals):.1f} - {max(vals):.1f}]" if med[k] < 100 else f"[{min(vals):.0f} - {max(vals):.0f}]"
             line = f"{k[1]:<14}{k[2]:>8}{med[k]:>10.{1 if med[k] < 100 else 0}f}{spread:>17}"
-            if item == "sequences":
-                line += f"{1e3 / med[k]:>9.3f}"
+            if per_item:
+                line += f"{per_item[1] / med[k]:>9.3f}"
             line += "".join(f"{f'{med[k] / med[b]:.2f}':>{max(10, len(name) + 4)}}" for name, b in best.items())
             if k[1] == "attnlab" and limits:
                 def m(key, fmt):

@@ -25,7 +25,8 @@ def measure(run, *, impl, mode, threads, warmup, steps, tokens, params, unit="to
     `fields` (more key=value pairs, as given), tokens_per_s (over the median time), median_s,
     min_s, max_s (seconds per call), cpu_tokens_per_s (over the process's median CPU time),
     params and tokens. With unit="sequences" the keys say sequences instead of tokens
-    (sequences_per_s, cpu_sequences_per_s, sequences), and ms_per_sequence is added."""
+    (sequences_per_s, cpu_sequences_per_s, sequences), and ms_per_sequence is added; with
+    unit="questions" likewise, with us_per_question."""
     for _ in range(warmup):
         run()
     times, cpu = [], []
@@ -36,7 +37,8 @@ def measure(run, *, impl, mode, threads, warmup, steps, tokens, params, unit="to
         times.append(time.perf_counter() - t0)
     med = statistics.median(times)
     extra = f" {fields}" if fields else ""
-    per_item = f" ms_per_sequence={1e3 * med / tokens:.3f}" if unit == "sequences" else ""
+    per_item = {"sequences": f" ms_per_sequence={1e3 * med / tokens:.3f}",
+                "questions": f" us_per_question={1e6 * med / tokens:.3f}"}.get(unit, "")
     print(f"impl={impl} mode={mode} threads={threads}{extra} {unit}_per_s={tokens / med:.1f}{per_item} "
           f"median_s={med:.4f} min_s={min(times):.4f} max_s={max(times):.4f} "
           f"cpu_{unit}_per_s={tokens / statistics.median(cpu):.1f} params={params} {unit}={tokens}", flush=True)

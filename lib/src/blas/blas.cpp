@@ -37,6 +37,19 @@ void sgemm(Trans ta, Trans tb, int64_t M, int64_t N, int64_t K, float alpha, con
               B, static_cast<blasint>(ldb), beta, C, static_cast<blasint>(ldc));
 }
 
+// sgemm on the calling thread alone. OpenBLAS's OpenMP build takes its thread count from
+// omp_get_max_threads() at every call and splits any product above 2^18 multiply-adds over the
+// threads: between 2^18 and kMinSplit that is the range the comment above finds slower than one
+// thread (32 x 178 x 50, the memory network's answer layer on the joint bAbI set: 7.8 us on one
+// thread, 28.7 us split by OpenBLAS over two). One thread for the call, then the setting back.
+void sgemm_one_thread(Trans ta, Trans tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
+                      int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
+  const int threads = omp_in_parallel() ? 1 : omp_get_max_threads();
+  if (threads > 1) omp_set_num_threads(1);
+  sgemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+  if (threads > 1) omp_set_num_threads(threads);
+}
+
 // Threads available to a call made here: 1 inside a parallel region, where OpenBLAS also runs
 // on the calling thread only.
 int free_threads() { return omp_in_parallel() ? 1 : omp_get_max_threads(); }
@@ -55,7 +68,7 @@ void gemm(Trans ta, Trans tb, int64_t M, int64_t N, int64_t K, float alpha, cons
   flops::add(M * N * K);
   const int threads = free_threads();
   if (threads == 1 || M * N * K < kMinSplit) {
-    sgemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    sgemm_one_thread(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
     return;
   }
   // Rows of C (of op(A)) while each thread gets a full register block of them, else columns.

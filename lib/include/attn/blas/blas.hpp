@@ -13,7 +13,8 @@ enum class Trans : bool { N = false, T = true };
 
 // C[M, N] = alpha * op(A)[M, K] * op(B)[K, N] + beta * C.   lda/ldb/ldc are row strides.
 // Outside a parallel region, a product of 2^19 multiply-adds or more is split into one block of
-// C per thread, each a single-threaded sgemm; inside one, it runs on the calling thread.
+// C per thread, each a single-threaded sgemm; a smaller one, or any inside a parallel region,
+// runs on the calling thread (OpenBLAS held to one thread for it).
 void gemm(Trans ta, Trans tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
           int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc);
 
