@@ -325,7 +325,6 @@ int threads_for(int64_t work) {
   return omp_get_max_threads();
 }
 
-
 std::string id_range(int64_t V) { return " is outside [0, V = " + std::to_string(V) + ")"; }
 
 }  // namespace
