@@ -12,8 +12,8 @@
 # once], DATA_DIR [../shared/data/babi beside the project], REUSE [0; 1 keeps trained models],
 # PYTHON [/usr/bin/python3, with h5py, for the table].
 # Results: results/memnet-babi/ — <set>/data/task<N>.h5 and all.h5, <set>/<column>/task<N>.h5 (the
-# kept run), .run<k>.h5, .repeats.h5 (every run's validation and test error), .log; table.md,
-# hops16.h5, hops16.png.
+# kept run), .run<k>.h5, .repeats.h5 (every run's validation and test error), .log; table.md;
+# <set>/joint/answers.h5, hops16_<set>.md and hops16_<set>.png (the hop table).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 BUILD=$(cd "${1:-$ROOT/build}" && pwd)
@@ -99,21 +99,23 @@ for set in $SETS; do
 done
 
 echo "== table"
-"$PYTHON" "$ROOT/experiments/memnet-babi/table.py" "$OUT" --sets "$SETS" --columns "$COLUMNS" \
-  --columns-10k "$COLUMNS_10K" | tee "$OUT/table.md"
+# Every set and column trained so far, this run's and earlier ones' (REUSE, or SETS run apart).
+"$PYTHON" "$ROOT/experiments/memnet-babi/table.py" "$OUT" --sets "en en-10k" --columns "bow pe pe-ls pe-ls-rn joint" |
+  tee "$OUT/table.md"
 
-# The hop table of the first task-16 test question (basic induction, Fig. 2's right panel): the
-# 1k joint model's attention of every hop over the story beside the supporting facts.
-first_set=${SETS%% *}
-if [ -f "$OUT/$first_set/joint/all.h5" ]; then
-  echo "== task 16 hop table"
-  "$BIN/attn-memnet" answer --model "$OUT/$first_set/joint/all.h5" --data "$OUT/$first_set/data/all.h5" \
-    --out "$OUT/hops_all.h5" --threads "$THREADS" --quiet
-  index=$("$PYTHON" -c 'import sys, h5py, numpy as np; f = h5py.File(sys.argv[1], "r"); print(int(np.nonzero(f["/task"][()] == 16)[0][0]))' "$OUT/hops_all.h5")
-  "$PYTHON" "$ROOT/experiments/memnet-babi/table.py" "$OUT" --hops "$OUT/hops_all.h5" --index "$index" |
-    tee "$OUT/hops16.md"
-  "$BIN/attn-plot" table "$OUT/hops_all.h5" --dataset /attention/support_hops --index "$index" --transpose \
+# The hop table of the first task-16 test question (basic induction, Fig. 2's right panel): each
+# set's joint model's attention of every hop over the story beside the supporting facts.
+for set in $SETS; do
+  [ -f "$OUT/$set/joint/all.h5" ] || continue
+  echo "== $set: task 16 hop table"
+  answers=$OUT/$set/joint/answers.h5
+  "$BIN/attn-memnet" answer --model "$OUT/$set/joint/all.h5" --data "$OUT/$set/data/all.h5" --out "$answers" \
+    --threads "$THREADS" --quiet
+  index=$("$PYTHON" -c 'import sys, h5py, numpy as np; f = h5py.File(sys.argv[1], "r"); print(int(np.nonzero(f["/task"][()] == 16)[0][0]))' "$answers")
+  "$PYTHON" "$ROOT/experiments/memnet-babi/table.py" "$OUT" --hops "$answers" --index "$index" | tee "$OUT/hops16_$set.md"
+  "$BIN/attn-plot" table "$answers" --dataset /attention/support_hops --index "$index" --transpose \
     --row-ids /story --row-vocab /vocab/words --col-labels "Support|Hop 1|Hop 2|Hop 3" \
-    --title "bAbI task 16, 1k joint PE LS RN: $(head -n 1 "$OUT/hops16.md" | cut -d: -f2-)" --out "$OUT/hops16.png" --quiet
-fi
+    --title "bAbI task 16, $set joint PE LS RN: $(head -n 1 "$OUT/hops16_$set.md" | cut -d: -f2-)" \
+    --out "$OUT/hops16_$set.png" --quiet
+done
 echo "memnet-babi: $((SECONDS - start)) s wall time"

@@ -308,15 +308,15 @@ inline int32_t word_count(const int32_t* words, int64_t width) {
 // Work (multiply-adds: Run::cost times E) below which a parallel region stays on the calling
 // thread. A region of the forward, the hops' backward or the tables' gradients costs about
 // 0.16 ns per unit on one thread here (AMD EPYC VM; the joint 1k set at batch 32, E = 50, is
-// about 460,000 units, 75 us), and waking and joining the second thread under
+// about 460,000 units, 75 us); waking and joining the second thread under
 // OMP_WAIT_POLICY=PASSIVE costs 9 us at the median and 50 us at the 99th percentile (an empty
-// region, measured), plus the second thread's cache misses on rows the first wrote (the
-// process's CPU time per question rose 28-44% at batch 32, 10% at 1.8 million units). With
-// kParallelMinElements (2^15), every region of task 1 at batch 32 (120,000 units, 20 us) went
-// parallel and saved less than its wake-up cost. From 2^19 (85 us on one thread) half the work
-// saved is several wake-ups: batch 128 on the joint set (1.8 million units) splits, batch 32
-// stays on one thread.
-constexpr int64_t kParallelMinWork = int64_t{1} << 19;
+// region), and the second thread's cache misses on rows the first wrote cost more: training on
+// the joint set (bench/perf_memnet, idle machine, 2026-11-24) ran at 90,600 / 81,900 questions/s
+// on 1 / 2 threads at batch 128 (1.8 million units a region), 95,500 / 115,800 at batch 512
+// (7 million) and 81,100 / 94,300 at batch 1024. From 2^22 (4.2 million, about 0.7 ms on one
+// thread) two threads gain; below it they lose, so every bAbI batch up to about 300 questions
+// runs on one thread.
+constexpr int64_t kParallelMinWork = int64_t{1} << 22;
 
 // The threads a loop over `work` multiply-adds gets: one inside a parallel region or below
 // kParallelMinWork, else all of them.

@@ -69,12 +69,11 @@
 // gradient over all hops. Threads: the forward and the hops' backward each run in one parallel
 // region over contiguous blocks of examples (blocks of about equal work); the embedding tables'
 // gradients, which examples share, in a third, whole tables to a thread (each walks every
-// example in order). A region of less than 2^19 multiply-adds (kParallelMinWork in memnet.cpp,
-// measured: the model's rows are so cheap that waking and joining the second thread, 9 us at the
-// median under OMP_WAIT_POLICY=PASSIVE, outweighed half of a smaller region's work; with the
-// library's elementwise threshold of 2^15 every region of bAbI task 1 at batch 32 went
-// parallel) stays on the calling thread: on bAbI, batch 32 runs on one thread, batch 128 of the
-// joint set (E = 50) on two. Every value is computed by the same operations in the same order at
+// example in order). A region of less than 2^22 multiply-adds (kParallelMinWork in memnet.cpp,
+// measured: the model's rows are so cheap that waking the second thread and its cache misses on
+// rows the first wrote outweigh half of a smaller region's work) stays on the calling thread:
+// on bAbI, batches up to about 300 questions run on one thread, batch 512 of the joint set
+// (E = 50) gains 21% on two. Every value is computed by the same operations in the same order at
 // any thread count: results are bit-identical at 1 and 2 threads while the batch's products stay
 // below the BLAS seam's split threshold of 2^19 multiply-adds (B V E for the answer layer, e.g.
 // 64 x 160 x 50; E² Nhop B for H's gradient); above it the seam splits them over the threads,
