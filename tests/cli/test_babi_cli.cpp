@@ -3,7 +3,6 @@
 // missing data (exit 3). The sets are small hand-written folders in the bAbI layout; one case
 // reads the real task 1 when the shared data is there.
 #include <filesystem>
-#include <fstream>
 
 #include "attn/data/qa_data.hpp"
 #include "attn/io/hdf5_file.hpp"
@@ -20,7 +19,6 @@ Result attn_data(const test::TempDir& dir, const std::string& args) {
   return test::run_shell(dir, test::quoted_tool("attn-data") + " " + args);
 }
 
-void write_file(const std::string& path, const std::string& text) { std::ofstream(path, std::ios::binary) << text; }
 
 // dir/babi/en with tasks 1 and 2 (4 and 2 training questions), dir/babi/en-10k with task 1 and
 // only the test file of task 3.
@@ -34,13 +32,13 @@ void write_sets(const test::TempDir& dir) {
       "3 The garden is west of the kitchen.\n4 How do you go from the hallway to the garden?\tn,w\t1 3\n";
   std::filesystem::create_directories(dir.path() / "babi" / "en");
   std::filesystem::create_directories(dir.path() / "babi" / "en-10k");
-  write_file(dir.file("babi/en/qa1_single-supporting-fact_train.txt"), one);
-  write_file(dir.file("babi/en/qa1_single-supporting-fact_test.txt"), one);
-  write_file(dir.file("babi/en/qa2_paths_train.txt"), two);
-  write_file(dir.file("babi/en/qa2_paths_test.txt"), two);
-  write_file(dir.file("babi/en-10k/qa1_single-supporting-fact_train.txt"), one);
-  write_file(dir.file("babi/en-10k/qa1_single-supporting-fact_test.txt"), one);
-  write_file(dir.file("babi/en-10k/qa3_three-supporting-facts_test.txt"), one);
+  test::write_text(dir.file("babi/en/qa1_single-supporting-fact_train.txt"), one);
+  test::write_text(dir.file("babi/en/qa1_single-supporting-fact_test.txt"), one);
+  test::write_text(dir.file("babi/en/qa2_paths_train.txt"), two);
+  test::write_text(dir.file("babi/en/qa2_paths_test.txt"), two);
+  test::write_text(dir.file("babi/en-10k/qa1_single-supporting-fact_train.txt"), one);
+  test::write_text(dir.file("babi/en-10k/qa1_single-supporting-fact_test.txt"), one);
+  test::write_text(dir.file("babi/en-10k/qa3_three-supporting-facts_test.txt"), one);
 }
 
 }  // namespace
@@ -140,7 +138,7 @@ TEST_CASE("attn-data babi: usage errors exit 2, missing or malformed data 3", "[
   r = attn_data(dir, "babi --task 5 --data-dir babi --out x.h5 --quiet");
   CHECK(r.code == 3);
   CHECK_THAT(r.err, Contains("no training file qa5_*_train.txt for task 5 in 'babi/en'"));
-  write_file(dir.file("babi/en/qa2_paths_test.txt"), "1 Mary moved.\n2 Where is Mary?\tbathroom\t1 2\n");
+  test::write_text(dir.file("babi/en/qa2_paths_test.txt"), "1 Mary moved.\n2 Where is Mary?\tbathroom\t1 2\n");
   r = attn_data(dir, "babi --task 2 --data-dir babi --out x.h5 --quiet");
   CHECK(r.code == 3);
   CHECK(r.err == "attn-data babi: babi/en/qa2_paths_test.txt: line 2: supporting index '2' is not an earlier line "

@@ -3,7 +3,6 @@
 #include <sys/wait.h>
 
 #include <cstdlib>
-#include <fstream>
 #include <sstream>
 
 #include "attn/data/vocab.hpp"
@@ -23,15 +22,14 @@ Result run_tool(const test::TempDir& dir, const std::string& tool, const std::st
   return test::run_shell(dir, test::quoted_tool(tool) + " " + args);
 }
 
-void write_file(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
 
 // A tiny German-English corpus of 10 pairs; the words of the last two all occur before them.
 void write_corpus(const test::TempDir& dir) {
-  write_file(dir.file("train.de"),
+  test::write_text(dir.file("train.de"),
              "Ein Hund läuft.\nEin Mann läuft.\nEin Hund spielt.\nZwei Hunde spielen.\n"
              "Zwei Männer laufen.\nEin Kind läuft.\nEin Hund schläft.\nEin Mann spielt.\n"
              "Ein Mann schläft.\nEin Kind spielt.\n");
-  write_file(dir.file("train.en"),
+  test::write_text(dir.file("train.en"),
              "A dog runs.\nA man runs.\nA dog plays.\nTwo dogs play.\n"
              "Two men run.\nA child runs.\nA dog sleeps.\nA man plays.\n"
              "A man sleeps.\nA child plays.\n");
@@ -60,7 +58,7 @@ TEST_CASE("attn-data parallel imports a text pair: bad arguments exit 2, bad fil
   const Result tail = run_tool(dir, "attn-data", "parallel --src-file train.de --tgt-file train.en --test-n 11 --out q.h5");
   CHECK(tail.code == 2);
   CHECK_THAT(tail.err, Catch::Contains("--test-n is 11 but only 10 training lines"));
-  write_file(dir.file("short.en"), "A dog.\n");
+  test::write_text(dir.file("short.en"), "A dog.\n");
   const Result mismatch = run_tool(dir, "attn-data", "parallel --src-file train.de --tgt-file short.en --out q.h5");
   CHECK(mismatch.code == 3);
   CHECK_THAT(mismatch.err, Catch::Contains("has 10 lines but") && Catch::Contains("short.en' has 1"));
@@ -125,8 +123,8 @@ TEST_CASE("attn-bleu scores HDF5 predictions and text with its exit codes", "[cl
   CHECK_THAT(part.out, Catch::StartsWith("BLEU = 61.80, 87.5/66.7/50.0/50.0 (BP=1.000"));
 
   // Plain tokenised text, one sentence a line.
-  write_file(dir.file("hyp.txt"), "a man runs .\na dog\n");
-  write_file(dir.file("ref.txt"), "a man runs .\na dog runs\n");
+  test::write_text(dir.file("hyp.txt"), "a man runs .\na dog\n");
+  test::write_text(dir.file("ref.txt"), "a man runs .\na dog runs\n");
   const Result text = run_tool(dir, "attn-bleu", "--hyp-text hyp.txt --ref-text ref.txt");
   CHECK(text.code == 0);
   CHECK_THAT(text.out, Catch::StartsWith("BLEU = ") && Catch::Contains("hyp_len=6, ref_len=7"));
@@ -149,13 +147,13 @@ TEST_CASE("attn-bleu scores HDF5 predictions and text with its exit codes", "[cl
 TEST_CASE("attn-bleu --by-length and --buckets score each source-length bucket", "[cli][bleu]") {
   test::TempDir dir;
   // The last three pairs are the test split; their sources have 3, 5 and 8 tokens.
-  write_file(dir.file("l.de"), "Ein Hund.\nEin Mann.\nZwei Hunde.\nHund läuft.\nEin Mann läuft schnell.\n"
+  test::write_text(dir.file("l.de"), "Ein Hund.\nEin Mann.\nZwei Hunde.\nHund läuft.\nEin Mann läuft schnell.\n"
                                "Ein kleiner Hund spielt im großen Park.\n");
-  write_file(dir.file("l.en"), "A dog.\nA man.\nTwo dogs.\nA dog runs.\nA man runs fast.\n"
+  test::write_text(dir.file("l.en"), "A dog.\nA man.\nTwo dogs.\nA dog runs.\nA man runs fast.\n"
                                "A small dog plays in the big park.\n");
   REQUIRE(run_tool(dir, "attn-data", "parallel --src-file l.de --tgt-file l.en --test-n 3 --min-freq 1 "
                                      "--lowercase --out d.h5 --quiet").code == 0);
-  write_file(dir.file("hyp.txt"), "a dog runs .\na man runs fast .\na dog plays in a park .\n");
+  test::write_text(dir.file("hyp.txt"), "a dog runs .\na man runs fast .\na dog plays in a park .\n");
   const std::string base = "--hyp-text hyp.txt --ref d.h5 --split test --quiet ";
 
   const Result r = run_tool(dir, "attn-bleu", base + "--buckets 3,5 --out s.h5");

@@ -5,7 +5,6 @@
 #include "attn/datasets/babi.hpp"
 
 #include <filesystem>
-#include <fstream>
 #include <set>
 
 #include "attn/io/hdf5_file.hpp"
@@ -18,7 +17,6 @@ using Strings = std::vector<std::string>;
 
 namespace {
 
-void write_file(const std::string& path, const std::string& text) { std::ofstream(path, std::ios::binary) << text; }
 
 Ints ints(const Tensor& t) { return {t.idata(), t.idata() + t.numel()}; }
 
@@ -52,8 +50,8 @@ const Strings kVocab = {"<pad>", "<s>", "</s>", "<unk>",
                         "you", "cinema"};                                                               // 28-29
 
 datasets::BabiTask hand_written_task(const test::TempDir& dir, int64_t memory_size) {
-  write_file(dir.file("qa5_hand_train.txt"), kTrain);
-  write_file(dir.file("qa5_hand_test.txt"), kTest);
+  test::write_text(dir.file("qa5_hand_train.txt"), kTrain);
+  test::write_text(dir.file("qa5_hand_test.txt"), kTest);
   return {5, datasets::read_babi_file(dir.file("qa5_hand_train.txt"), memory_size),
           datasets::read_babi_file(dir.file("qa5_hand_test.txt"), memory_size)};
 }
@@ -259,11 +257,11 @@ TEST_CASE("read_babi_tasks finds qa<N>_*_{train,test}.txt and leaves out tasks w
           "[unit][babi]") {
   test::TempDir dir;
   const std::string story = "1 Mary moved to the bathroom.\n2 Where is Mary?\tbathroom\t1\n";
-  write_file(dir.file("qa1_moves_train.txt"), story);
-  write_file(dir.file("qa1_moves_test.txt"), story);
-  write_file(dir.file("qa10_other_train.txt"), story);   // qa1_ must not match qa10_
-  write_file(dir.file("qa10_other_test.txt"), story);
-  write_file(dir.file("qa3_three_test.txt"), story);     // a test file alone, as en-10k's task 3
+  test::write_text(dir.file("qa1_moves_train.txt"), story);
+  test::write_text(dir.file("qa1_moves_test.txt"), story);
+  test::write_text(dir.file("qa10_other_train.txt"), story);   // qa1_ must not match qa10_
+  test::write_text(dir.file("qa10_other_test.txt"), story);
+  test::write_text(dir.file("qa3_three_test.txt"), story);     // a test file alone, as en-10k's task 3
 
   const datasets::BabiTaskFiles one = datasets::find_babi_files(dir.path().string(), 1);
   CHECK(one.train == dir.file("qa1_moves_train.txt"));
@@ -289,11 +287,11 @@ TEST_CASE("read_babi_tasks finds qa<N>_*_{train,test}.txt and leaves out tasks w
   REQUIRE_THROWS_AS(datasets::read_babi_tasks(dir.file("nowhere"), 1, 50), IoError);
   REQUIRE_THROWS_WITH(datasets::read_babi_tasks(dir.file("nowhere"), 1, 50), Contains("no folder"));
 
-  write_file(dir.file("qa1_copy_train.txt"), story);
+  test::write_text(dir.file("qa1_copy_train.txt"), story);
   REQUIRE_THROWS_WITH(datasets::find_babi_files(dir.path().string(), 1),
                       Contains("several files match qa1_*_train.txt"));
-  write_file(dir.file("qa4_broken_train.txt"), "1 Mary moved.\n2 John went.\n4 Where?\tx\t1\n");
-  write_file(dir.file("qa4_broken_test.txt"), story);
+  test::write_text(dir.file("qa4_broken_train.txt"), "1 Mary moved.\n2 John went.\n4 Where?\tx\t1\n");
+  test::write_text(dir.file("qa4_broken_test.txt"), story);
   REQUIRE_THROWS_AS(datasets::read_babi_tasks(dir.path().string(), 4, 50), FormatError);
   REQUIRE_THROWS_WITH(datasets::read_babi_tasks(dir.path().string(), 4, 50),
                       Contains(dir.file("qa4_broken_train.txt") + ": line 3: index 4 does not continue the story"));
