@@ -219,7 +219,8 @@ train::TrainConfig train_config(const Options& opts, const std::string& resume) 
 }
 
 // /config: the verb's own options as given (the number of epochs as the trainer took it: 0 when
-// --steps alone bounds the run), the optimizer as resolved, the model's fields.
+// --steps alone bounds the run; the seed and the model file as the run has them, which under
+// --repeats are its own), the optimizer as resolved, the model's fields.
 void describe_task(const Options& opts, const train::TrainConfig& tc,
                    const std::map<std::string, io::AttrValue>& optimizer, train::TrainTask& task) {
   std::map<std::string, io::AttrValue> stored;
@@ -230,6 +231,8 @@ void describe_task(const Options& opts, const train::TrainConfig& tc,
     stored[key] = e.value;
   }
   stored["epochs"] = tc.epochs;
+  stored["seed"] = static_cast<int64_t>(tc.seed);
+  stored["model"] = tc.model_path;
   for (const auto& [key, value] : optimizer) stored[key] = value;
   for (const auto& [key, value] : task.config) stored[key] = value;
   task.config = std::move(stored);
@@ -320,8 +323,6 @@ void train_one(const Options& opts, const TrainVerb& verb, int64_t seed, const s
   tc.optimizer = optimizer_config(opts, verb.optimizer, train::batches_per_epoch(run->task, tc), run->model_width,
                                   optimizer);
   describe_task(opts, tc, optimizer, run->task);
-  run->task.config["seed"] = seed;   // this run's, under --repeats
-  run->task.config["model"] = model;
   run_training(opts, run->task, tc);
 }
 
@@ -364,13 +365,9 @@ int train_repeats(const Options& opts, const TrainVerb& verb, int64_t repeats) {
     std::cout << tool << " train: run " << k + 1 << " (seed " << runs[k].seed
               << "): " << scores_text(runs[k], verb.repeats_metric) << " -> " << runs[k].path << "\n";
   std::string spread;
-  for (size_t s = 0; s < runs[0].test.size(); ++s) {
-    std::vector<double> all;
-    for (const train::RepeatRun& r : runs) all.push_back(r.test[s].second);
-    const auto [lo, hi] = std::minmax_element(all.begin(), all.end());
-    spread += "; " + runs[0].test[s].first + " over the runs: median " + number(train::median(all)) + ", min " +
-              number(*lo) + ", max " + number(*hi);
-  }
+  for (const train::ScoreSpread& s : train::test_spreads(runs, kept))
+    spread += "; " + s.name + " over the runs: median " + number(s.median) + ", min " + number(s.min) + ", max " +
+              number(s.max);
   std::cout << tool << " train: --repeats " << repeats << ": kept run " << kept + 1 << " (seed " << runs[kept].seed
             << "), the least final valid " << verb.repeats_metric << " (the best-of-" << repeats
             << " protocol): " << scores_text(runs[kept], verb.repeats_metric) << spread << " -> " << model

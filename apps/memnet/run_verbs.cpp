@@ -12,10 +12,7 @@ namespace {
 
 // --split of --data, checked against the model's vocabulary.
 data::QaSplit read_split(const cli::Options& opts, const train::MemnetFile& m) {
-  const io::File data = io::File::open_read(opts.get<std::string>("data"));
-  const data::Vocab vocab = data::read_qa_vocab(data);
-  train::check_vocab(m.model.config(), vocab, data.display_name(), &m.vocab);
-  return data::read_qa_split(data, opts.get<std::string>("split"), vocab.size());
+  return train::read_memnet_split(io::File::open_read(opts.get<std::string>("data")), opts.get<std::string>("split"), m);
 }
 
 // "1000 questions: loss 0.0123, accuracy 0.9990, error 0.0010"

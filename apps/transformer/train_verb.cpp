@@ -69,14 +69,17 @@ models::TransformerConfig config_from_options(const cli::Options& opts, const tr
 std::unique_ptr<cli::TrainRun> prepare(const cli::Options& opts, cli::TrainInputs& in) {
   auto run = std::make_unique<cli::TokenTrainRun<models::Transformer>>();
   // The architecture decides which side's vocabulary is the model's (an mlm reads /src).
-  const models::TransformerArch arch =
-      in.resume.empty() ? models::arch_from_string(opts.get<std::string>("arch"))
-                        : models::TransformerConfig::from_attrs(in.resumed_config("transformer"), in.resume).arch;
-  run->vocabs = train::transformer_vocabs(arch, train::read_data_vocabs(in.data));
-  models::TransformerConfig config =
-      in.resume.empty()
-          ? config_from_options(opts, run->vocabs)
-          : models::TransformerConfig::from_attrs(train::resumed_config(in.resume, "transformer", in.data, run->vocabs), in.resume);
+  const train::Vocabs data_vocabs = train::read_data_vocabs(in.data);
+  models::TransformerConfig config;
+  if (in.resume.empty()) {
+    run->vocabs = train::transformer_vocabs(models::arch_from_string(opts.get<std::string>("arch")), data_vocabs);
+    config = config_from_options(opts, run->vocabs);
+  } else {
+    const std::map<std::string, io::AttrValue> stored = in.resumed_config("transformer");
+    config = models::TransformerConfig::from_attrs(stored, in.resume);
+    run->vocabs = train::transformer_vocabs(config.arch, data_vocabs);
+    train::check_resumed_vocabs(stored, in.resume, in.data, run->vocabs);
+  }
   run->splits = train::read_training_data(in.data, train::transformer_request(config));
   if (in.resume.empty()) config.max_len = train::transformer_max_len(run->splits);
   run->model.emplace(config, in.init_rng);

@@ -1,10 +1,11 @@
-// --repeats' choice of the run kept and its median (train/repeats.hpp); the files are tested
+// --repeats' choice of the run kept (train/repeats.hpp) and the median (core/median.hpp); the files are tested
 // through the tools (tests/memnet_cli, tests/ntm_cli).
 #include "attn/train/repeats.hpp"
 
 #include <cmath>
 #include <vector>
 
+#include "attn/core/median.hpp"
 #include "test_support.hpp"
 
 using namespace attn;
@@ -31,9 +32,9 @@ TEST_CASE("repeats: the least validation score is kept, the loss breaks ties, Na
 }
 
 TEST_CASE("repeats: median and file names", "[unit][train]") {
-  CHECK(train::median({3.0, 1.0, 2.0}) == 2.0);
-  CHECK(train::median({4.0, 1.0, 2.0, 3.0}) == 2.5);
-  CHECK(std::isnan(train::median({})));
+  CHECK(median({3.0, 1.0, 2.0}) == 2.0);
+  CHECK(median({4.0, 1.0, 2.0, 3.0}) == 2.5);
+  CHECK(std::isnan(median({})));
   CHECK(train::repeat_run_path("out/mn.h5", 3) == "out/mn.run3.h5");
   CHECK(train::repeats_summary_path("mn.h5") == "mn.repeats.h5");
 }

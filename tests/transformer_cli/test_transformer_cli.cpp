@@ -119,7 +119,8 @@ TEST_CASE("a masked LM (arch mlm) reads the sources with the source vocabulary w
   // 40 source words, 2 target words: the masked LM must size and check its vocabulary by /vocab/src.
   std::string src, tgt;
   for (int i = 0; i < 60; ++i) {
-    src += "w" + std::to_string(i % 40) + " w" + std::to_string((i * 7) % 40) + " w" + std::to_string((i * 3) % 40) + "\n";
+    for (const int id : {i % 40, (i * 7) % 40, (i * 3) % 40}) src.append("w").append(std::to_string(id)).append(" ");
+    src.back() = '\n';
     tgt += "x y\n";
   }
   test::write_text(dir.file("src.txt"), src);

@@ -9,15 +9,10 @@
 
 #include "attn/core/error.hpp"
 #include "attn/core/flops.hpp"
+#include "attn/core/median.hpp"
 
 namespace attn::complexity {
 namespace {
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t m = v.size() / 2;
-  return v.size() % 2 == 1 ? v[m] : 0.5 * (v[m - 1] + v[m]);
-}
 
 template <typename F>
 double seconds_of(F&& f) {

@@ -120,6 +120,31 @@ void fsync_path(const std::string& path, bool directory, const std::string& labe
     throw IoError(label + ": cannot sync '" + path + "' to disk (" + errno_text(err) + ")");
 }
 
+// The hidden temporary file an output to `path` is written to first, in the target's folder
+// (checked: a file name in a folder that exists).
+std::string temp_path_for(const std::string& path) {
+  const fs::path target(path);
+  const std::string name = target.filename().string();
+  const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
+  std::error_code ec;
+  if (name.empty() || name == "." || name == "..")
+    throw IoError(path + ": cannot write: the path names a folder, expected a file name");
+  if (fs::is_directory(target, ec)) throw IoError(path + ": cannot write: it is a folder");
+  if (!fs::is_directory(dir, ec))
+    throw IoError(path + ": cannot write: folder '" + dir.string() + "' does not exist");
+  return (dir / ("." + name + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(g_serial++))).string();
+}
+
+// Syncs the finished temporary file, renames it over `path` and syncs the folder.
+void publish(const std::string& temp, const std::string& path, const std::string& label) {
+  fsync_path(temp, /*directory=*/false, label);
+  if (std::rename(temp.c_str(), path.c_str()) != 0)
+    throw IoError(label + ": cannot rename the finished temporary file '" + temp + "' over it (" +
+                  errno_text(errno) + ")");
+  const fs::path target(path);
+  fsync_path(target.has_parent_path() ? target.parent_path().string() : ".", /*directory=*/true, label);
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------
@@ -229,18 +254,8 @@ File File::create(const std::string& path) {
   }
 
   impl->label = path;
-  const fs::path target(path);
-  const std::string name = target.filename().string();
-  const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
-  std::error_code ec;
-  if (name.empty() || name == "." || name == "..")
-    throw IoError(path + ": cannot write: the path names a folder, expected a file name");
-  if (fs::is_directory(target, ec)) throw IoError(path + ": cannot write: it is a folder");
-  if (!fs::is_directory(dir, ec))
-    throw IoError(path + ": cannot write: folder '" + dir.string() + "' does not exist");
-  impl->temp_path = (dir / ("." + name + ".tmp." + std::to_string(::getpid()) + "." +
-                            std::to_string(g_serial++)))
-                        .string();
+  impl->temp_path = temp_path_for(path);
+  const fs::path dir = fs::path(impl->temp_path).parent_path();
   H5Id fapl = base_fapl();
   impl->file = H5Id(H5Fcreate(impl->temp_path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.get()), H5Fclose);
   if (!impl->file.valid()) {
@@ -271,14 +286,24 @@ void File::commit() {
   }
   if (!m.file.close())
     throw IoError(m.label + ": cannot finish writing '" + m.temp_path + "'" + with_detail());
-  fsync_path(m.temp_path, /*directory=*/false, m.label);
-  if (std::rename(m.temp_path.c_str(), m.path.c_str()) != 0)
-    throw IoError(m.label + ": cannot rename the finished temporary file '" + m.temp_path +
-                  "' over it (" + errno_text(errno) + ")");
+  publish(m.temp_path, m.path, m.label);
   m.committed = true;
-  const fs::path target(m.path);
-  fsync_path(target.has_parent_path() ? target.parent_path().string() : ".", /*directory=*/true,
-             m.label);
+}
+
+void copy_file_atomically(const std::string& from, const std::string& to) {
+  const std::string temp = temp_path_for(to);
+  std::error_code ec;
+  fs::copy_file(from, temp, fs::copy_options::overwrite_existing, ec);
+  if (ec) {
+    fs::remove(temp, ec);
+    throw IoError(to + ": cannot copy '" + from + "' there (" + ec.message() + ")");
+  }
+  try {
+    publish(temp, to, to);
+  } catch (const IoError&) {
+    fs::remove(temp, ec);
+    throw;
+  }
 }
 
 }  // namespace attn::io

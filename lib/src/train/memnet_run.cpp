@@ -132,12 +132,15 @@ MemnetFile load_memnet(const std::string& path) {
   return {std::move(m.model), std::move(m.checkpoint), std::move(vocab)};
 }
 
+data::QaSplit read_memnet_split(const io::File& data, const std::string& split, const MemnetFile& m) {
+  check_vocab(m.model.config(), data::read_qa_vocab(data), data.display_name(), &m.vocab);
+  return data::read_qa_split(data, split, m.vocab.size());
+}
+
 std::vector<std::pair<std::string, double>> memnet_test_scores(const std::string& path, const io::File& data) {
   if (!data.is_group("/test")) return {};
   const MemnetFile m = load_memnet(path);
-  check_vocab(m.model.config(), data::read_qa_vocab(data), data.display_name(), &m.vocab);
-  const data::QaSplit test = data::read_qa_split(data, "test", m.vocab.size());
-  return {{"test_error", answer_error(evaluate_memnet(m.model, test, 32).stats)}};
+  return {{"test_error", answer_error(evaluate_memnet(m.model, read_memnet_split(data, "test", m), 32).stats)}};
 }
 
 int MemnetScores::tasks() const {

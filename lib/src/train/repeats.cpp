@@ -1,14 +1,12 @@
 // Repeated runs, the best by validation kept (repeats.hpp).
 #include "attn/train/repeats.hpp"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
-#include <system_error>
 
 #include "attn/core/error.hpp"
+#include "attn/core/median.hpp"
 #include "attn/core/tensor.hpp"
 #include "attn/io/hdf5_file.hpp"
 
@@ -61,25 +59,20 @@ size_t best_run(std::span<const RepeatRun> runs) {
   return kept;
 }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n == 0 ? NAN : n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+std::vector<ScoreSpread> test_spreads(std::span<const RepeatRun> runs, size_t kept) {
+  std::vector<ScoreSpread> out;
+  for (size_t s = 0; s < runs[kept].test.size(); ++s) {
+    std::vector<double> all;
+    for (const RepeatRun& r : runs) all.push_back(r.test[s].second);
+    const auto [lo, hi] = std::minmax_element(all.begin(), all.end());
+    out.push_back({runs[kept].test[s].first, runs[kept].test[s].second, median(all), *lo, *hi});
+  }
+  return out;
 }
 
 void keep_best(std::span<const RepeatRun> runs, size_t kept, const std::string& metric, const std::string& model,
                const std::string& created_by) {
-  // The model: the kept run's bytes, renamed into place whole.
-  const std::filesystem::path target(model);
-  const std::filesystem::path tmp =
-      target.parent_path() / ("." + target.filename().string() + ".tmp." + std::to_string(::getpid()));
-  std::error_code ec;
-  std::filesystem::copy_file(runs[kept].path, tmp, std::filesystem::copy_options::overwrite_existing, ec);
-  if (!ec) std::filesystem::rename(tmp, target, ec);
-  if (ec) {
-    std::filesystem::remove(tmp);
-    throw IoError(model + ": cannot write the kept run " + runs[kept].path + " there: " + ec.message());
-  }
+  io::copy_file_atomically(runs[kept].path, model);
 
   io::File f = io::File::create(repeats_summary_path(model));
   f.set_attr("/", "format", "attnlab/output");
@@ -92,13 +85,11 @@ void keep_best(std::span<const RepeatRun> runs, size_t kept, const std::string& 
   f.write("/seed", Tensor::from_ints({static_cast<int64_t>(runs.size())}, seeds));
   f.write("/valid_" + metric, column(runs, [](const RepeatRun& r) { return r.valid_metric; }));
   if (metric != "loss") f.write("/valid_loss", column(runs, [](const RepeatRun& r) { return r.valid_loss; }));
-  for (size_t s = 0; s < runs[0].test.size(); ++s) {
-    const std::string& name = runs[0].test[s].first;
-    f.write("/" + name, column(runs, [s](const RepeatRun& r) { return r.test[s].second; }));
-    std::vector<double> all;
-    for (const RepeatRun& r : runs) all.push_back(r.test[s].second);
-    f.set_attr("/", name + "_kept", runs[kept].test[s].second);
-    f.set_attr("/", name + "_median", median(all));
+  for (size_t s = 0; s < runs[0].test.size(); ++s)
+    f.write("/" + runs[0].test[s].first, column(runs, [s](const RepeatRun& r) { return r.test[s].second; }));
+  for (const ScoreSpread& spread : test_spreads(runs, kept)) {
+    f.set_attr("/", spread.name + "_kept", spread.kept);
+    f.set_attr("/", spread.name + "_median", spread.median);
   }
   f.commit();
 }

@@ -115,9 +115,8 @@ data::TokenSplit read_model_split(const io::File& data, const std::string& split
   return data::read_token_split(data, split, request);
 }
 
-std::map<std::string, io::AttrValue> resumed_config(const std::string& checkpoint, const std::string& kind,
-                                                    const io::File& data, const Vocabs& vocabs) {
-  std::map<std::string, io::AttrValue> config = io::load_checkpoint(checkpoint, kind).config;
+void check_resumed_vocabs(const std::map<std::string, io::AttrValue>& config, const std::string& checkpoint,
+                          const io::File& data, const Vocabs& vocabs) {
   auto size = [&](const char* key) {
     const auto it = config.find(key);
     const int64_t* v = it == config.end() ? nullptr : std::get_if<int64_t>(&it->second);
@@ -128,6 +127,12 @@ std::map<std::string, io::AttrValue> resumed_config(const std::string& checkpoin
     throw FormatError(data.display_name() + ": the vocabularies (/vocab/src " + std::to_string(vocabs.src.size()) +
                       ", /vocab/tgt " + std::to_string(vocabs.tgt.size()) + " tokens) differ from those of " +
                       checkpoint + " (" + std::to_string(src) + ", " + std::to_string(tgt) + ")");
+}
+
+std::map<std::string, io::AttrValue> resumed_config(const std::string& checkpoint, const std::string& kind,
+                                                    const io::File& data, const Vocabs& vocabs) {
+  std::map<std::string, io::AttrValue> config = io::load_checkpoint(checkpoint, kind).config;
+  check_resumed_vocabs(config, checkpoint, data, vocabs);
   return config;
 }
 

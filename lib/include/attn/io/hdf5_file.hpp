@@ -136,4 +136,9 @@ FileInfo read_file_info(const File& file);
 // `format_version` is not newer than kFormatVersion.
 void require_format(const File& file, const std::string& format, const std::string& kind = "");
 
+// Copies the file `from` to `to` the way File writes: into a temporary file beside `to`, then
+// synced and renamed over it, so that `to` is the old file or the whole copy, never a part.
+// IoError naming `to` otherwise.
+void copy_file_atomically(const std::string& from, const std::string& to);
+
 }  // namespace attn::io

@@ -107,6 +107,10 @@ struct MemnetScores {
 // The model on every question of `split`, in runs of batch_size consecutive questions.
 MemnetScores evaluate_memnet(const models::MemN2N& model, const data::QaSplit& split, int64_t batch_size);
 
+// Split `split` of a bAbI data set for the model `m`: its vocabulary checked against the model's
+// (check_vocab), then read.
+data::QaSplit read_memnet_split(const io::File& data, const std::string& split, const MemnetFile& m);
+
 // A model file's error on the data set's /test split, {"test_error", e} (none without one): the
 // score train --repeats records for every run. The data set must be the model's (check_vocab).
 std::vector<std::pair<std::string, double>> memnet_test_scores(const std::string& model, const io::File& data);

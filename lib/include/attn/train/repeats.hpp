@@ -42,8 +42,13 @@ void read_final_scores(RepeatRun& run, const std::string& metric);
 // of equals; a NaN score never beats a number.
 size_t best_run(std::span<const RepeatRun> runs);
 
-// The median of the values (the mean of the middle two for an even count); NaN when empty.
-double median(std::vector<double> values);
+// Every test score over the runs: the kept run's value, the median (core/median.hpp) and the
+// range, in the runs' order of names.
+struct ScoreSpread {
+  std::string name;
+  double kept = 0, median = 0, min = 0, max = 0;
+};
+std::vector<ScoreSpread> test_spreads(std::span<const RepeatRun> runs, size_t kept);
 
 // Copies the kept run's file to `model` atomically (a temporary file renamed over it) and writes
 // the summary file (above). IoError naming the file when either cannot be written.

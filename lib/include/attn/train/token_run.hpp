@@ -117,9 +117,12 @@ ModelFile<Model> load_token_model(const std::string& path, const std::string& ki
 data::TokenSplit read_model_split(const io::File& data, const std::string& split, const data::TokenSplitRequest& request,
                             const data::Vocab* src_vocab, const data::Vocab* tgt_vocab);
 
-// The /config of the checkpoint of `kind` that a run resumes from, after checking that its
-// vocabulary sizes (attributes src_vocab and tgt_vocab; 0: not used) are those of the data set
-// `data`. FormatError naming both files otherwise.
+// Checks that the vocabulary sizes of a checkpoint's /config (attributes src_vocab and
+// tgt_vocab; 0: not used) are those of `vocabs`, read from the data set `data`. FormatError
+// naming both files otherwise.
+void check_resumed_vocabs(const std::map<std::string, io::AttrValue>& config, const std::string& checkpoint,
+                          const io::File& data, const Vocabs& vocabs);
+// The /config of the checkpoint of `kind` that a run resumes from, checked so.
 std::map<std::string, io::AttrValue> resumed_config(const std::string& checkpoint, const std::string& kind,
                                                     const io::File& data, const Vocabs& vocabs);
 
