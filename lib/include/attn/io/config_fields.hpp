@@ -12,9 +12,9 @@
 //   config = io::read_fields<FooConfig>(attrs, "m.h5");     // strict, then validated
 //
 // Written as: int64_t as int64; float as the float64 of its shortest decimal (0.1f as 0.1, not
-// 0.10000000149011612); bool as int64 0/1; an enumeration as its name. Read through ConfigReader:
-// a missing attribute, another type, an unknown name or a failed validate() is a FormatError
-// naming the file and the attribute.
+// 0.10000000149011612); bool as int64 0/1; a string as itself; an enumeration as its name. Read
+// through ConfigReader: a missing attribute, another type, an unknown name or a failed validate()
+// is a FormatError naming the file and the attribute.
 #pragma once
 #include <charconv>
 #include <map>
@@ -29,6 +29,7 @@ struct FieldWriter {
   std::map<std::string, AttrValue> attrs;
   void operator()(const char* key, const int64_t& x) { attrs[key] = x; }
   void operator()(const char* key, const bool& x) { attrs[key] = int64_t{x ? 1 : 0}; }
+  void operator()(const char* key, const std::string& x) { attrs[key] = x; }
   void operator()(const char* key, const float& x) {
     char buf[32];
     const auto res = std::to_chars(buf, buf + sizeof buf, x);
@@ -44,6 +45,7 @@ struct FieldReader {
   const ConfigReader& r;
   void operator()(const char* key, int64_t& x) const { x = r.integer(key); }
   void operator()(const char* key, bool& x) const { x = r.flag(key); }
+  void operator()(const char* key, std::string& x) const { x = r.text(key); }
   void operator()(const char* key, float& x) const { x = static_cast<float>(r.real(key)); }
   template <class Enum, class Name, class Parse>
   void operator()(const char* key, Enum& x, Name, Parse parse) const {

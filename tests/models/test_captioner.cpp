@@ -1,0 +1,215 @@
+// models::Captioner: configuration, gradient checks of whole tiny captioners (soft attention
+// with and without the gate and the doubly stochastic term, and the mean-annotation ablation),
+// attention rows, step-by-step decoding against the teacher-forced pass, and an integration test
+// in which attention learns to read a bar's position off an image.
+#include "attn/models/captioner.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "attn/optim/adam.hpp"
+#include "test_support.hpp"
+
+using namespace attn;
+using models::CaptionAttention;
+
+namespace {
+
+models::CaptionerConfig tiny_config(CaptionAttention attention, bool gate, float alpha_c) {
+  models::CaptionerConfig c;
+  c.vocab = 7;
+  c.channels = 2;
+  c.height = 6;
+  c.width = 8;
+  c.encoder = "conv3x3,pool2,conv3x1";   // D = 3 over a 3 x 4 grid: L = 12
+  c.embed_dim = 3;
+  c.hidden = 4;
+  c.attention_dim = 3;
+  c.attention = attention;
+  c.gate = gate;
+  c.alpha_c = alpha_c;
+  return c;
+}
+
+// B = 2 images, T = 4 (caption lengths 4 and 2, EOS = 2 counted).
+models::CaptionBatch tiny_batch(const models::CaptionerConfig& c) {
+  Rng rng(7);
+  models::CaptionBatch b;
+  b.images = rand_uniform({2, c.channels, c.height, c.width}, rng, 0.0f, 1.0f);
+  b.tgt = Tensor::from_ints({2, 4}, {5, 4, 6, 2, 6, 2, 0, 0});
+  b.tgt_len = Tensor::from_ints({2}, {4, 2});
+  return b;
+}
+
+std::string describe(const models::CaptionerConfig& c) {
+  return std::string(models::caption_attention_name(c.attention)) + (c.gate ? "/gate" : "/no-gate") +
+         "/alpha_c=" + std::to_string(c.alpha_c);
+}
+
+// Central differences of the mean loss on up to 6 entries of every parameter, against
+// train_step's gradient.
+void check_model_gradients(const models::CaptionerConfig& config, uint64_t seed) {
+  INFO("captioner " << describe(config));
+  Rng init(seed);
+  models::Captioner model(config, init);
+  Rng jitter(seed + 1);   // away from zero biases, so no entry sits at a special point
+  for (Param* p : model.params())
+    for (float& v : p->value.values()) v += jitter.uniform(-0.3f, 0.3f);
+  const models::CaptionBatch batch = tiny_batch(config);
+  ParamList params = model.params();
+  zero_grads(params);
+  Rng dropout(3);
+  const models::CaptionStats stats = model.train_step(batch, dropout);
+  REQUIRE(stats.tokens == 6);
+  REQUIRE(stats.sequences == 2);
+  if (config.attention == CaptionAttention::soft) REQUIRE(stats.penalty_sum > 0);
+  auto loss = [&] {
+    const models::CaptionStats s = model.evaluate(batch);
+    return s.loss_sum / static_cast<double>(s.tokens);
+  };
+  CHECK(std::abs(loss() - stats.loss_sum / 6.0) < 1e-6);
+  Rng pick(seed + 2);
+  for (Param* p : params) {
+    INFO("param " << p->name);
+    const int64_t n = p->value.numel();
+    const int64_t samples = std::min<int64_t>(n, 6);
+    for (int64_t s = 0; s < samples; ++s) {
+      const int64_t i = samples == n ? s : pick.uniform_int(n);
+      const float saved = p->value.at(i);
+      const float eps = 2e-3f;
+      p->value.at(i) = saved + eps;
+      const double up = loss();
+      p->value.at(i) = saved - eps;
+      const double down = loss();
+      p->value.at(i) = saved;
+      const double numeric = (up - down) / (2.0 * static_cast<double>(eps));
+      const double analytic = p->grad.at(i);
+      INFO("entry " << i << ": analytic " << analytic << ", numeric " << numeric);
+      CHECK(std::abs(analytic - numeric) <= 2e-3 + 2e-2 * std::abs(numeric));
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("captioner config: encoder list, validation and attributes", "[unit][captioner]") {
+  using models::EncoderLayer;
+  CHECK(models::parse_encoder("conv32x3,pool2,conv64x5") ==
+        std::vector<EncoderLayer>{{EncoderLayer::conv, 32, 3}, {EncoderLayer::pool, 0, 2}, {EncoderLayer::conv, 64, 5}});
+  for (const char* bad : {"", "conv32", "convx3", "pool", "pool0", "conv32x3,,pool2", "relu", "conv32x3 "})
+    REQUIRE_THROWS_WITH(models::parse_encoder(bad), Catch::Contains("is not convKxS"));
+
+  models::CaptionerConfig c = tiny_config(CaptionAttention::soft, true, 0.5f);
+  const models::CaptionerConfig::Grid g = c.grid();
+  CHECK((g.D == 3 && g.h == 3 && g.w == 4));
+  c.dropout = 0.25f;
+  const models::CaptionerConfig back = models::CaptionerConfig::from_attrs(c.to_attrs());
+  CHECK(back.to_attrs() == c.to_attrs());
+  CHECK(back.encoder == "conv3x3,pool2,conv3x1");
+  CHECK(std::get<std::string>(c.to_attrs().at("attention")) == "soft");
+
+  models::CaptionerConfig bad = c;
+  bad.encoder = "pool4,pool4";
+  REQUIRE_THROWS_WITH(bad.validate(), Catch::Contains("leaves no location of a 6 x 8 image"));
+  bad = c;
+  bad.attention = CaptionAttention::mean;
+  REQUIRE_THROWS_WITH(bad.validate(), Catch::Contains("the gate needs soft attention"));
+  bad = c;
+  bad.vocab = 4;
+  REQUIRE_THROWS_WITH(bad.validate(), Catch::Contains("vocab must be > 4"));
+  auto attrs = c.to_attrs();
+  attrs["alpha_c"] = -1.0;
+  REQUIRE_THROWS_WITH(models::CaptionerConfig::from_attrs(attrs, "m.h5"), Catch::Contains("m.h5: /config"));
+  REQUIRE_THROWS_WITH(models::parse_caption_attention("hard"), Catch::Contains("unknown caption attention 'hard'"));
+}
+
+TEST_CASE("captioner: parameters are named by module path", "[unit][captioner]") {
+  Rng rng(1);
+  models::Captioner model(tiny_config(CaptionAttention::soft, true, 1.0f), rng);
+  std::vector<std::string> names;
+  for (Param* p : model.params()) names.push_back(p->name);
+  for (const char* want : {"encoder/conv0/W", "encoder/conv1/b", "init_h/W", "init_c/b", "embedding/table",
+                           "decoder/rnn/W_ih", "decoder/rnn/W_hh", "decoder/attention/U", "decoder/gate/W", "deep/W",
+                           "output/b"})
+    CHECK(std::count(names.begin(), names.end(), want) == 1);
+  Rng rng2(1);
+  models::Captioner mean(tiny_config(CaptionAttention::mean, false, 0.0f), rng2);
+  for (Param* p : mean.params()) CHECK(p->name.rfind("decoder/attention", 0) == std::string::npos);
+}
+
+TEST_CASE("captioner gradients: soft attention with the gate and the doubly stochastic penalty",
+          "[gradcheck][captioner]") {
+  check_model_gradients(tiny_config(CaptionAttention::soft, true, 1.0f), 10);
+}
+TEST_CASE("captioner gradients: soft attention without the gate", "[gradcheck][captioner]") {
+  check_model_gradients(tiny_config(CaptionAttention::soft, false, 1.0f), 20);
+}
+TEST_CASE("captioner gradients: soft attention without the penalty", "[gradcheck][captioner]") {
+  check_model_gradients(tiny_config(CaptionAttention::soft, true, 0.0f), 30);
+}
+TEST_CASE("captioner gradients: the mean-annotation ablation", "[gradcheck][captioner]") {
+  check_model_gradients(tiny_config(CaptionAttention::mean, false, 0.0f), 40);
+}
+
+TEST_CASE("captioner: attention rows sum to 1 over the locations, and the penalty is their coverage",
+          "[unit][captioner]") {
+  const models::CaptionerConfig c = tiny_config(CaptionAttention::soft, true, 2.0f);
+  Rng rng(5);
+  models::Captioner model(c, rng);
+  const models::CaptionBatch batch = tiny_batch(c);
+  Tensor alpha;
+  const models::CaptionStats s = model.evaluate(batch, &alpha);
+  REQUIRE(alpha.shape() == Shape{2, 4, 12});
+  double penalty = 0;
+  for (int64_t b = 0; b < 2; ++b) {
+    std::vector<double> coverage(12, 0.0);
+    for (int64_t t = 0; t < 4; ++t) {
+      double sum = 0;
+      for (int64_t i = 0; i < 12; ++i) sum += alpha.at((b * 4 + t) * 12 + i);
+      const bool counted = t < batch.tgt_len.idata()[b];
+      CHECK(sum == Approx(counted ? 1.0 : 0.0).margin(1e-5));
+      for (int64_t i = 0; i < 12; ++i) coverage[i] += alpha.at((b * 4 + t) * 12 + i);
+    }
+    for (double v : coverage) penalty += (1 - v) * (1 - v);
+  }
+  CHECK(s.penalty_sum == Approx(penalty).epsilon(1e-5));
+  CHECK(s.loss_sum == Approx(s.nll_sum + 2.0 * penalty).epsilon(1e-6));
+}
+
+TEST_CASE("captioner: step-by-step decoding gives the teacher-forced logits and weights", "[unit][captioner]") {
+  for (CaptionAttention attention : {CaptionAttention::soft, CaptionAttention::mean}) {
+    const models::CaptionerConfig c = tiny_config(attention, attention == CaptionAttention::soft, 1.0f);
+    INFO(describe(c));
+    Rng rng(6);
+    models::Captioner model(c, rng);
+    const models::CaptionBatch batch = tiny_batch(c);
+    Tensor alpha;
+    (void)model.evaluate(batch, &alpha);
+    // Feed image 0's caption; two copies of each image, as a beam of 2 starts.
+    models::CaptionerDecoderState state = model.start_decoding(batch.images, 2);
+    REQUIRE(state.rows() == 4);
+    state.select({0, 2});   // one row per image
+    Tensor ids = Tensor::from_ints({2}, {data::kBos, data::kBos});
+    double nll0 = 0;
+    for (int64_t t = 0; t < 4; ++t) {
+      Tensor w;
+      const Tensor logits = model.decode_step(ids, state, &w);
+      REQUIRE(logits.shape() == Shape{2, 7});
+      for (int64_t i = 0; i < 12; ++i) CHECK(w.at(i) == Approx(alpha.at(t * 12 + i)).margin(1e-6));
+      const int32_t y = batch.tgt.idata()[t];
+      double lse = 0, mx = -1e30;
+      for (int64_t v = 0; v < 7; ++v) mx = std::max<double>(mx, logits.at(v));
+      for (int64_t v = 0; v < 7; ++v) lse += std::exp(logits.at(v) - mx);
+      nll0 += mx + std::log(lse) - logits.at(y);
+      ids = Tensor::from_ints({2}, {y, batch.tgt.idata()[4 + std::min<int64_t>(t, 1)]});
+    }
+    // Image 0's words alone: the same model on a batch of that image.
+    models::CaptionBatch one;
+    one.images = batch.images.rows(0, 1).clone();
+    one.tgt = Tensor::from_ints({1, 4}, {5, 4, 6, 2});
+    one.tgt_len = Tensor::from_ints({1}, {4});
+    CHECK(model.evaluate(one).nll_sum == Approx(nll0).epsilon(1e-5));
+  }
+}
