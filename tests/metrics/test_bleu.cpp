@@ -109,6 +109,21 @@ TEST_CASE("bleu: statistics are summed over the corpus before dividing", "[unit]
   REQUIRE_THROWS_WITH(corpus_bleu(hyps, {refs[0]}), Catch::Contains("2 hypotheses but 1 references"));
 }
 
+TEST_CASE("bleu: BLEU-1 to BLEU-4 as captioning papers report them", "[unit][bleu]") {
+  // p = 4/5, 3/4, 2/3, 1/2 and a short hypothesis (c = 5, r = 6): BLEU-n = BP (p_1 ... p_n)^(1/n).
+  const metrics::BleuScore s = corpus_bleu({words("a b c d x")}, {words("a b c d e f")});
+  const double bp = std::exp(1.0 - 6.0 / 5.0);
+  CHECK(metrics::bleu_n(s, 1) == Approx(100.0 * bp * 0.8));
+  CHECK(metrics::bleu_n(s, 2) == Approx(100.0 * bp * std::sqrt(0.8 * 0.75)));
+  CHECK(metrics::bleu_n(s, 3) == Approx(100.0 * bp * std::cbrt(0.8 * 0.75 * 2.0 / 3.0)));
+  CHECK(metrics::bleu_n(s, 4) == Approx(s.bleu));
+  // A zero 2-gram precision zeroes BLEU-2..4 but not BLEU-1.
+  const metrics::BleuScore z = corpus_bleu({words("b a")}, {words("a b")});
+  CHECK(metrics::bleu_n(z, 1) == Approx(100.0));
+  CHECK(metrics::bleu_n(z, 2) == 0.0);
+  REQUIRE_THROWS_WITH(metrics::bleu_n(s, 5), Catch::Contains("n must be in [1, 4], got 5"));
+}
+
 TEST_CASE("bleu: agrees with NLTK's corpus_bleu on generated corpora", "[integration][bleu]") {
   test::TempDir dir;
   // One interpreter run for every corpus (importing nltk takes seconds); exit 77: no nltk.

@@ -1,4 +1,5 @@
 list(APPEND ATTN_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/search.cpp
   ${CMAKE_CURRENT_LIST_DIR}/decode.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/seq2seq.cpp)
+  ${CMAKE_CURRENT_LIST_DIR}/seq2seq.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/caption.cpp)

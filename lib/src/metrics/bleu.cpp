@@ -79,6 +79,16 @@ BleuScore bleu_score(const BleuStats& s) {
   return out;
 }
 
+double bleu_n(const BleuScore& score, int n) {
+  if (n < 1 || n > kBleuOrder) throw ConfigError("bleu_n: n must be in [1, 4], got " + std::to_string(n));
+  double log_sum = 0;
+  for (int k = 0; k < n; ++k) {
+    if (score.precisions[k] <= 0) return 0.0;
+    log_sum += std::log(score.precisions[k] / 100.0) / n;
+  }
+  return 100.0 * score.brevity_penalty * std::exp(log_sum);
+}
+
 BleuScore corpus_bleu(const std::vector<std::vector<std::string>>& hyps,
                       const std::vector<std::vector<std::string>>& refs) {
   if (hyps.size() != refs.size())

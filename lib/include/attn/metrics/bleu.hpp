@@ -44,6 +44,10 @@ struct BleuScore {
 
 BleuScore bleu_score(const BleuStats& stats);
 
+// BLEU-n for n = 1..4 as the captioning literature reports it (coco-caption, Xu et al. 2015's
+// Table 1): BP (p_1 ... p_n)^(1/n) x 100, 0 when any of them is 0; bleu_n(s, 4) is s.bleu.
+double bleu_n(const BleuScore& score, int n);
+
 // Corpus BLEU of hyps[i] against refs[i]; throws DataError when the counts differ.
 BleuScore corpus_bleu(const std::vector<std::vector<std::string>>& hyps,
                       const std::vector<std::vector<std::string>>& refs);

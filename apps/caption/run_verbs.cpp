@@ -1,0 +1,97 @@
+// attn-caption eval | caption: a trained model on a split of a captioning data set
+// (attn/train/caption_run.hpp).
+#include <cmath>
+#include <cstdio>
+#include <string>
+
+#include "attn/train/caption_run.hpp"
+#include "common/options.hpp"
+#include "verbs.hpp"
+
+namespace attn::caption_tool {
+namespace {
+
+namespace po = boost::program_options;
+
+void add_common(cli::Options& opts) {
+  opts.model("trained model, HDF5 (attn-caption train)")
+      .data("image-captioning data set, HDF5 (attn-data mnist-strips, attn-data shapes)")
+      .split("test");
+  opts.batch_size(64);
+  opts.add()
+      ("beam", cli::int_value(1)->notifier(cli::in_range<int64_t>("beam", 1, 1000)), "beam width (1: greedy search)")
+      ("length-penalty", po::value<double>()->value_name("A")->default_value(0.0, "0")
+                             ->notifier(cli::in_range<double>("length-penalty", 0.0, 100.0)),
+       "beam search ranks captions by log p / |y|^A (0: raw log p)")
+      ("max-len", cli::int_value(30)->notifier(cli::in_range<int64_t>("max-len", 1, 10000)),
+       "the most words a caption may have");
+  opts.threads();
+}
+
+decode::CaptionDecodeOptions decode_options(const cli::Options& opts) {
+  return {.max_len = opts.get<int64_t>("max-len"),
+          .beam = opts.get<int64_t>("beam"),
+          .length_penalty = static_cast<float>(opts.get<double>("length-penalty"))};
+}
+
+// "sequence accuracy 0.9870, BLEU-1..4 99.1/98.7/98.2/97.9"
+std::string describe(const train::Captions& c) {
+  char line[200];
+  std::snprintf(line, sizeof line, "sequence accuracy %.4f, BLEU-1..4 %.1f/%.1f/%.1f/%.1f", c.sequence_accuracy(),
+                c.bleu[0], c.bleu[1], c.bleu[2], c.bleu[3]);
+  return line;
+}
+
+}  // namespace
+
+int cmd_eval(int argc, char** argv) {
+  cli::Options opts(kTool, "--model FILE --data FILE [options]",
+                    "Evaluates a model on one split. Teacher forced, on the reference captions: the loss, the\n"
+                    "perplexity, the token and sequence accuracy, and the attention correctness (the fraction of\n"
+                    "words naming an object whose attention peak lies in the object's box, with the split's\n"
+                    "/boxes). Generated (greedy, or beam search with --beam): the sequence accuracy (captions equal\n"
+                    "to the reference) and BLEU-1..4.");
+  add_common(opts);
+  if (!opts.parse(argc, argv)) return 0;
+  const train::CaptionerFile m = train::load_captioner(opts.get<std::string>("model"));
+  const std::string split = opts.get<std::string>("split");
+  const data::CaptionSplit s = train::read_captioner_split(io::File::open_read(opts.get<std::string>("data")), split, m);
+  if (s.size() == 0) throw DataError(opts.get<std::string>("data") + ": the split '" + split + "' has no images");
+  const int64_t batch = opts.get<int64_t>("batch-size");
+  const train::CaptionScores scores = train::evaluate_captioner(m.model, s, batch);
+  const train::Captions captions = train::caption_split(m.model, s, decode_options(opts), batch);
+  char line[400];
+  std::snprintf(line, sizeof line,
+                "%s eval: %s: %lld images: loss %.4f, perplexity %.4f, token accuracy %.4f, sequence accuracy "
+                "%.4f (teacher forced); attention correctness %.4f (%lld words); %s %s",
+                kTool, split.c_str(), static_cast<long long>(s.size()), scores.stats.loss(),
+                train::caption_perplexity(scores.stats), train::caption_token_accuracy(scores.stats),
+                train::caption_sequence_accuracy(scores.stats), scores.attention_correctness(),
+                static_cast<long long>(scores.named_words), opts.get<int64_t>("beam") > 1 ? "beam:" : "greedy:",
+                describe(captions).c_str());
+  cli::print_summary(opts, line);
+  return 0;
+}
+
+int cmd_caption(int argc, char** argv) {
+  cli::Options opts(kTool, "--model FILE --data FILE --out FILE [options]",
+                    "Captions every image of one split (greedy, or beam search with --beam) and writes the\n"
+                    "captions, their scores, the attention map behind every word (/attention [N, T, h, w]), the\n"
+                    "images and the references, the layout of docs/FORMATS.md. Draw image 0 with one panel per\n"
+                    "word (Xu et al. Fig. 3) with:\n"
+                    "  attn-plot overlay OUT --index 0 --image /images --attention /attention --word-ids /predictions\n"
+                    "    --word-vocab /vocab/tgt --out looked.png");
+  add_common(opts);
+  opts.out("captions file, HDF5");
+  if (!opts.parse(argc, argv)) return 0;
+  const train::CaptionerFile m = train::load_captioner(opts.get<std::string>("model"));
+  const std::string split = opts.get<std::string>("split");
+  const data::CaptionSplit s = train::read_captioner_split(io::File::open_read(opts.get<std::string>("data")), split, m);
+  const train::Captions c = train::caption_split(m.model, s, decode_options(opts), opts.get<int64_t>("batch-size"));
+  cli::write_output(opts, "attnlab/output", "captions", [&](io::File& file) { train::write_captions(file, c, s, m.vocab); });
+  cli::print_summary(opts, std::string(kTool) + " caption: " + std::to_string(s.size()) + " images of " + split +
+                               ": " + describe(c) + " -> " + opts.get<std::string>("out"));
+  return 0;
+}
+
+}  // namespace attn::caption_tool

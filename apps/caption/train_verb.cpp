@@ -1,0 +1,104 @@
+// attn-caption train: options -> models::CaptionerConfig and the captioning task, then the
+// shared train verb (apps/common/training.hpp) over attn/train/caption_run.hpp.
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "attn/train/caption_run.hpp"
+#include "common/options.hpp"
+#include "common/training.hpp"
+#include "verbs.hpp"
+
+namespace attn::caption_tool {
+namespace {
+
+namespace po = boost::program_options;
+using cli::int_value;
+
+void add_options(cli::Options& opts) {
+  opts.add_model()
+      ("encoder", po::value<std::string>()->value_name("LIST")->default_value("conv32x3,pool2,conv64x3,pool2"),
+       "the convolutional encoder, trained from scratch: convKxS is an S x S convolution to K channels (zero "
+       "padding S/2) and a ReLU, poolP is P x P max pooling; its last grid holds the annotation vectors")
+      ("embed-dim", int_value(64)->notifier(cli::in_range<int64_t>("embed-dim", 1, 65536)),
+       "word embedding width (also the deep output's, the paper's m)")
+      ("hidden", int_value(128)->notifier(cli::in_range<int64_t>("hidden", 1, 65536)), "LSTM units (the paper's n)")
+      ("attention-dim", int_value(64)->notifier(cli::in_range<int64_t>("attention-dim", 1, 65536)),
+       "hidden width of the attention's scoring network f_att")
+      ("attention", cli::choice("attention", "soft", {"soft", "mean"}),
+       "soft: Xu et al.'s deterministic attention; mean: no attention, the context is the mean annotation at "
+       "every step (the ablation)")
+      ("no-gate", po::bool_switch(), "leave out the gating scalar beta_t on the context (sec. 4.2.1)")
+      ("alpha-c", po::value<double>()->value_name("L")->default_value(1.0, "1")
+                      ->notifier(cli::in_range<double>("alpha-c", 0.0, 1e6)),
+       "lambda of the doubly stochastic penalty sum_i (1 - sum_t alpha_ti)^2 (0: off)")
+      ("dropout", po::value<double>()->value_name("P")->default_value(0.0, "0")
+                      ->notifier(cli::in_range<double>("dropout", 0.0, 0.99)),
+       "dropout on the deep output's hidden layer");
+}
+
+models::CaptionerConfig config_from_options(const cli::Options& opts, const data::Vocab& vocab,
+                                            const data::CaptionSplit& train) {
+  models::CaptionerConfig c;
+  c.vocab = vocab.size();
+  c.channels = train.images.dim(1);
+  c.height = train.images.dim(2);
+  c.width = train.images.dim(3);
+  c.encoder = opts.get<std::string>("encoder");
+  c.embed_dim = opts.get<int64_t>("embed-dim");
+  c.hidden = opts.get<int64_t>("hidden");
+  c.attention_dim = opts.get<int64_t>("attention-dim");
+  c.attention = models::parse_caption_attention(opts.get<std::string>("attention"));
+  c.gate = c.attention == models::CaptionAttention::soft && !opts.get<bool>("no-gate");
+  c.alpha_c = c.attention == models::CaptionAttention::soft ? static_cast<float>(opts.get<double>("alpha-c")) : 0.0f;
+  c.dropout = static_cast<float>(opts.get<double>("dropout"));
+  c.validate();
+  return c;
+}
+
+// What a training run keeps alive: the data, the vocabulary, the model and its task.
+struct CaptionRun : cli::TrainRun {
+  data::Vocab vocab;
+  data::CaptionSplit train, valid;
+  bool has_valid = false;
+  std::optional<models::Captioner> model;
+};
+
+std::unique_ptr<cli::TrainRun> prepare(const cli::Options& opts, cli::TrainInputs& in) {
+  auto run = std::make_unique<CaptionRun>();
+  run->vocab = data::read_caption_vocab(in.data);
+  run->train = data::read_caption_split(in.data, "train", run->vocab.size());
+  run->has_valid = in.data.is_group("/valid");
+  if (run->has_valid) run->valid = data::read_caption_split(in.data, "valid", run->vocab.size());
+  const models::CaptionerConfig config =
+      in.resume.empty() ? config_from_options(opts, run->vocab, run->train)
+                        : models::CaptionerConfig::from_attrs(in.resumed_config("captioner"), in.resume);
+  train::check_caption_data(config, run->vocab, run->train, in.data.display_name());
+  if (run->has_valid) train::check_caption_data(config, run->vocab, run->valid, in.data.display_name());
+  run->model.emplace(config, in.init_rng);
+  run->task = train::caption_task(*run->model, run->train, run->has_valid ? &run->valid : nullptr, run->vocab);
+  run->model_width = config.hidden;
+  return run;
+}
+
+}  // namespace
+
+int cmd_train(int argc, char** argv) {
+  return cli::run_train_verb(kTool, argc, argv, {
+      .about = "Trains a soft-attention captioner (Xu et al. 2015, Show, Attend and Tell) on a data set of attn-data\n"
+               "mnist-strips or shapes: a convolutional encoder trained from scratch, an LSTM decoder that\n"
+               "attends over the encoder's grid before every word, the doubly stochastic penalty. Validates on\n"
+               "/valid after every epoch (loss, perplexity, token and sequence accuracy). Adam, batches of 32\n"
+               "images, the gradient's norm clipped to 5.",
+      .data_help = "image-captioning data set, HDF5 (attn-data mnist-strips, attn-data shapes)",
+      .batching = {.max_tokens = 0, .batch_size = 32},
+      .epochs = 20,
+      .optimizer = {.kind = optim::OptimizerKind::adam, .lr = 1e-3},
+      .clip_norm = 5.0,
+      .add_options = add_options,
+      .prepare = prepare,
+      .test_scores = train::caption_test_scores,
+  });
+}
+
+}  // namespace attn::caption_tool

@@ -1,0 +1,214 @@
+// The captioner's task, evaluation, captioning and files (caption_run.hpp).
+#include "attn/train/caption_run.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "attn/core/error.hpp"
+#include "attn/data/batching.hpp"
+#include "attn/data/tokenizer.hpp"
+#include "attn/metrics/bleu.hpp"
+#include "attn/train/model_file.hpp"
+#include "attn/train/split_run.hpp"
+
+namespace attn::train {
+namespace {
+
+constexpr const char* kKind = "captioner";
+enum Sum : size_t { kNll, kCorrect, kSequencesCorrect, kPenalty };
+
+double ratio(double num, double den) { return den > 0 ? num / den : NAN; }
+
+// Row t < tgt_len - 1 of caption i: its words without EOS.
+std::vector<int32_t> reference(const data::CaptionSplit& split, int64_t i) {
+  const int64_t T = split.tgt.dim(1);
+  const int32_t* row = split.tgt.idata() + i * T;
+  return {row, row + split.tgt_len.idata()[i] - 1};
+}
+
+}  // namespace
+
+BatchStats to_stats(const models::CaptionStats& s) {
+  BatchStats b;
+  b.loss_sum = s.loss_sum;
+  b.count = static_cast<double>(s.tokens);
+  b.units = s.sequences;
+  b.sums = {s.nll_sum, static_cast<double>(s.correct), static_cast<double>(s.sequences_correct), s.penalty_sum};
+  return b;
+}
+
+double caption_perplexity(const BatchStats& s) {
+  return s.count > 0 ? std::exp(s.sum(kNll) / s.count) : NAN;
+}
+double caption_token_accuracy(const BatchStats& s) { return ratio(s.sum(kCorrect), s.count); }
+double caption_sequence_accuracy(const BatchStats& s) {
+  return ratio(s.sum(kSequencesCorrect), static_cast<double>(s.units));
+}
+
+models::CaptionBatch gather_caption_batch(const data::CaptionSplit& split, std::span<const int64_t> index) {
+  models::CaptionBatch batch;
+  const data::PaddedBatch tgt = data::gather_batch(split.tgt, split.tgt_len, index);
+  batch.tgt = tgt.tokens;
+  batch.tgt_len = tgt.lengths;
+  const int64_t B = static_cast<int64_t>(index.size()), per = split.images.numel() / std::max<int64_t>(split.size(), 1);
+  Shape shape = split.images.shape();
+  shape[0] = B;
+  batch.images = Tensor::uninitialized(shape);
+  for (int64_t b = 0; b < B; ++b)
+    std::memcpy(batch.images.data() + b * per, split.images.data() + index[static_cast<size_t>(b)] * per,
+                static_cast<size_t>(per) * sizeof(float));
+  return batch;
+}
+
+void check_caption_data(const models::CaptionerConfig& c, const data::Vocab& data_vocab,
+                        const data::CaptionSplit& split, const std::string& file, const data::Vocab* model_vocab) {
+  if (data_vocab.size() != c.vocab || (model_vocab != nullptr && data_vocab.tokens() != model_vocab->tokens()))
+    throw FormatError(file + ": the data set's vocabulary (" + std::to_string(data_vocab.size()) +
+                      " words) is not the model's (" + std::to_string(c.vocab) +
+                      " words): the model was trained on another data set");
+  const Shape want{split.size(), c.channels, c.height, c.width};
+  if (split.images.shape() != want)
+    throw FormatError(file + ": '/" + split.name + "/images' are " + to_string(split.images.shape()) +
+                      ", the model takes " + to_string(want) + " (N, C, H, W)");
+}
+
+TrainTask caption_task(models::Captioner& model, const data::CaptionSplit& train, const data::CaptionSplit* valid,
+                       const data::Vocab& vocab) {
+  if (vocab.size() != model.config().vocab)
+    throw ConfigError("captioner: the vocabulary has " + std::to_string(vocab.size()) + " words, the model " +
+                      std::to_string(model.config().vocab));
+  TrainTask task;
+  task.kind = kKind;
+  task.config = model.config().to_attrs();
+  task.params = model.params();
+  task.unit = {.rate = "img", .plural = "images"};
+  task.sums = kCaptionSums;
+  task.metrics = {{"perplexity", "perplexity", caption_perplexity},
+                  {"accuracy", "token accuracy", caption_token_accuracy},
+                  {"sequence_accuracy", "sequence accuracy", caption_sequence_accuracy}};
+  task.train_lengths = train.lengths();
+  task.train_batch = [&model, &train](std::span<const int64_t> index, Rng& rng) {
+    return to_stats(model.train_step(gather_caption_batch(train, index), rng));
+  };
+  if (valid) {
+    task.valid_lengths = valid->lengths();
+    task.valid_batch = [&model, valid](std::span<const int64_t> index) {
+      return to_stats(model.evaluate(gather_caption_batch(*valid, index)));
+    };
+  }
+  task.write_extra = [&vocab](io::File& file) { data::write_vocab(file, data::kCaptionVocab, vocab); };
+  return task;
+}
+
+CaptionerFile load_captioner(const std::string& path) {
+  const io::File file = io::File::open_read(path);
+  LoadedModel<models::Captioner> m = load_model<models::Captioner>(file, kKind);
+  if (!file.exists(data::kCaptionVocab))
+    throw FormatError(file.display_name() + ": no dataset '" + data::kCaptionVocab + "' (the model's vocabulary)");
+  data::Vocab vocab = data::read_vocab(file, data::kCaptionVocab);
+  if (vocab.size() != m.model.config().vocab)
+    throw FormatError(file.display_name() + ": '" + data::kCaptionVocab + "' has " + std::to_string(vocab.size()) +
+                      " words, the model's /config vocab is " + std::to_string(m.model.config().vocab));
+  return {std::move(m.model), std::move(m.checkpoint), std::move(vocab)};
+}
+
+data::CaptionSplit read_captioner_split(const io::File& data, const std::string& split, const CaptionerFile& m) {
+  data::CaptionSplit s = data::read_caption_split(data, split, m.vocab.size());
+  check_caption_data(m.model.config(), data::read_caption_vocab(data), s, data.display_name(), &m.vocab);
+  return s;
+}
+
+double CaptionScores::attention_correctness() const {
+  return ratio(static_cast<double>(peaks_inside), static_cast<double>(named_words));
+}
+
+CaptionScores evaluate_captioner(const models::Captioner& model, const data::CaptionSplit& split, int64_t batch_size) {
+  const models::CaptionerConfig::Grid g = model.config().grid();
+  const int64_t L = g.locations(), H = model.config().height, W = model.config().width;
+  CaptionScores scores;
+  for (const std::vector<int64_t>& index : split_batches(split.lengths(), 0, batch_size)) {
+    const models::CaptionBatch batch = gather_caption_batch(split, index);
+    Tensor alpha;
+    scores.stats += to_stats(model.evaluate(batch, split.has_boxes() ? &alpha : nullptr));
+    if (!split.has_boxes()) continue;
+    const int64_t T = batch.tgt.dim(1), Ts = split.tgt.dim(1);
+    for (size_t b = 0; b < index.size(); ++b)
+      for (int64_t t = 0; t < batch.tgt_len.idata()[b]; ++t) {
+        const int32_t* box = split.boxes.idata() + (index[b] * Ts + t) * 4;
+        if (box[0] < 0) continue;
+        const float* a = alpha.data() + (static_cast<int64_t>(b) * T + t) * L;
+        const int64_t peak = std::max_element(a, a + L) - a;
+        // The centre of the peak's cell, in pixels.
+        const double cy = (static_cast<double>(peak / g.w) + 0.5) * static_cast<double>(H) / static_cast<double>(g.h);
+        const double cx = (static_cast<double>(peak % g.w) + 0.5) * static_cast<double>(W) / static_cast<double>(g.w);
+        ++scores.named_words;
+        scores.peaks_inside += box[0] <= cy && cy < box[2] && box[1] <= cx && cx < box[3];
+      }
+  }
+  return scores;
+}
+
+double Captions::sequence_accuracy() const {
+  return ratio(static_cast<double>(exact), static_cast<double>(tokens.size()));
+}
+
+Captions caption_split(const models::Captioner& model, const data::CaptionSplit& split,
+                       const decode::CaptionDecodeOptions& options, int64_t batch_size) {
+  if (split.size() == 0) throw DataError("captioning: the split '" + split.name + "' has no images");
+  const models::CaptionerConfig::Grid g = model.config().grid();
+  Captions out;
+  out.tokens.resize(static_cast<size_t>(split.size()));
+  out.scores.resize(static_cast<size_t>(split.size()));
+  const NamedTensors gathered = run_split(
+      split.size(), split_batches(split.lengths(), 0, batch_size), [&](std::span<const int64_t> index) {
+        const decode::SearchResult r = decode::caption(model, gather_caption_batch(split, index).images, options);
+        for (size_t b = 0; b < index.size(); ++b) {
+          out.tokens[static_cast<size_t>(index[b])] = r.tokens[b];
+          out.scores[static_cast<size_t>(index[b])] = r.scores[b];
+        }
+        return NamedTensors{{"attention", r.attention}};
+      });
+  const Tensor& attention = gathered[0].second;   // [N, Tmax, L]
+  out.attention = attention.reshape({split.size(), attention.dim(1), g.h, g.w});
+  metrics::BleuStats stats;
+  for (int64_t i = 0; i < split.size(); ++i) {
+    const std::vector<int32_t> ref = reference(split, i);
+    stats += metrics::bleu_stats(out.tokens[static_cast<size_t>(i)], ref);
+    out.exact += out.tokens[static_cast<size_t>(i)] == ref;
+  }
+  const metrics::BleuScore bleu = metrics::bleu_score(stats);
+  for (int n = 1; n <= 4; ++n) out.bleu[static_cast<size_t>(n - 1)] = metrics::bleu_n(bleu, n);
+  return out;
+}
+
+std::vector<std::pair<std::string, double>> caption_test_scores(const std::string& path, const io::File& data) {
+  if (!data.is_group("/test")) return {};
+  const CaptionerFile m = load_captioner(path);
+  const CaptionScores s = evaluate_captioner(m.model, read_captioner_split(data, "test", m), 64);
+  return {{"test_sequence_accuracy", caption_sequence_accuracy(s.stats)}};
+}
+
+void write_captions(io::File& file, const Captions& c, const data::CaptionSplit& split, const data::Vocab& vocab) {
+  const auto n = static_cast<int64_t>(c.tokens.size());
+  const data::PaddedBatch pred = data::pad_sequences(c.tokens, /*min_len=*/1);
+  std::vector<std::string> text;
+  text.reserve(static_cast<size_t>(n));
+  for (const auto& t : c.tokens) text.push_back(data::join_tokens(vocab.decode(t)));
+  file.write("/predictions", pred.tokens);
+  file.write("/predictions_len", pred.lengths);
+  file.write_strings("/predictions_text", text);
+  file.write("/scores", Tensor::from({n}, c.scores));
+  file.write("/attention", c.attention);
+  file.write("/images", split.images);
+  file.write("/tgt", split.tgt);
+  file.write("/tgt_len", split.tgt_len);
+  if (split.has_boxes()) file.write("/boxes", split.boxes);
+  data::write_vocab(file, data::kCaptionVocab, vocab);
+  file.set_attr("/metrics", "images", n);
+  file.set_attr("/metrics", "sequence_accuracy", c.sequence_accuracy());
+  for (int k = 0; k < 4; ++k)
+    file.set_attr("/metrics", "bleu" + std::to_string(k + 1), c.bleu[static_cast<size_t>(k)]);
+}
+
+}  // namespace attn::train
