@@ -2,13 +2,11 @@
 // (see parallel_text.hpp).
 #include "attn/datasets/parallel_text.hpp"
 
-#include <zlib.h>
-
 #include <algorithm>
-#include <memory>
 
 #include "attn/core/error.hpp"
 #include "attn/data/batching.hpp"
+#include "attn/datasets/gzip_file.hpp"
 #include "attn/io/hdf5_file.hpp"
 
 namespace attn::datasets {
@@ -54,30 +52,15 @@ std::vector<int32_t> with_eos(std::vector<int32_t> ids) {
 }  // namespace
 
 std::vector<std::string> read_text_lines(const std::string& path) {
-  // gzread passes a file that is not gzip through unchanged, so one path reads both.
-  std::unique_ptr<gzFile_s, int (*)(gzFile)> gz(gzopen(path.c_str(), "rb"), gzclose);
-  if (!gz) throw IoError("cannot open text file '" + path + "'");
+  const std::string text = read_file_bytes(path, "text file");
   std::vector<std::string> lines;
-  std::string pending;
-  std::vector<char> buf(1 << 16);
-  for (;;) {
-    const int got = gzread(gz.get(), buf.data(), static_cast<unsigned>(buf.size()));
-    if (got < 0) {
-      int code = 0;
-      throw IoError("cannot read text file '" + path + "': " + gzerror(gz.get(), &code));
-    }
-    if (got == 0) break;
-    size_t start = 0;
-    for (size_t i = 0; i < static_cast<size_t>(got); ++i) {
-      if (buf[i] != '\n') continue;
-      pending.append(buf.data() + start, i - start);
-      lines.push_back(std::move(pending));
-      pending.clear();
-      start = i + 1;
-    }
-    pending.append(buf.data() + start, static_cast<size_t>(got) - start);
+  size_t start = 0;
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text[i] != '\n') continue;
+    lines.push_back(text.substr(start, i - start));
+    start = i + 1;
   }
-  if (!pending.empty()) lines.push_back(std::move(pending));
+  if (start < text.size()) lines.push_back(text.substr(start));
   for (size_t i = 0; i < lines.size(); ++i) {
     std::string& line = lines[i];
     if (!line.empty() && line.back() == '\r') line.pop_back();

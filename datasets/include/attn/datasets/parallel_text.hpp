@@ -36,7 +36,8 @@ inline constexpr const char* kTokenizerName = "attnlab-word-1";
 
 // The lines of a text file, plain or gzip (detected by content, through zlib), without their
 // line ends ("\n" or "\r\n"); a final line end does not start an empty line. Throws IoError
-// when the file cannot be opened or read, DataError (naming file and line) on invalid UTF-8.
+// when the file cannot be opened or read, DataError naming the file on a truncated or corrupt
+// gzip stream (gzip_file.hpp), and naming file and line on invalid UTF-8.
 std::vector<std::string> read_text_lines(const std::string& path);
 
 // The raw lines of one split: src[i] translates to tgt[i].

@@ -1,0 +1,121 @@
+// mnist-strips: composing digit strips and their captions (see mnist_strips.hpp).
+#include "attn/datasets/mnist_strips.hpp"
+
+#include <algorithm>
+
+#include "attn/core/rng.hpp"
+#include "attn/data/vocab.hpp"
+#include "attn/io/hdf5_file.hpp"
+
+namespace attn::datasets {
+namespace {
+
+std::string str(int64_t v) { return std::to_string(v); }
+
+}  // namespace
+
+void check_mnist_strips_config(const MnistStripsConfig& cfg, int64_t rows, int64_t cols) {
+  const std::string task = "mnist-strips: ";
+  if (cfg.min_digits < 1) throw ConfigError(task + "min_digits must be >= 1, got " + str(cfg.min_digits));
+  if (cfg.max_digits < cfg.min_digits)
+    throw ConfigError(task + "max_digits (" + str(cfg.max_digits) + ") must be >= min_digits (" +
+                      str(cfg.min_digits) + ")");
+  if (cfg.max_gap < 0) throw ConfigError(task + "max_gap must be >= 0, got " + str(cfg.max_gap));
+  if (cfg.height < rows)
+    throw ConfigError(task + "height " + str(cfg.height) + " is less than the digits' " + str(rows) + " rows");
+  const int64_t need = cfg.max_digits * cols + (cfg.max_digits - 1) * cfg.max_gap;
+  if (cfg.width < need)
+    throw ConfigError(task + "width " + str(cfg.width) + " cannot hold max_digits " + str(cfg.max_digits) +
+                      " digits " + str(cols) + " pixels wide with gaps of up to max_gap " + str(cfg.max_gap) +
+                      ": that needs " + str(need) + " (" + str(cfg.max_digits) + " x " + str(cols) + " + " +
+                      str(cfg.max_digits - 1) + " x " + str(cfg.max_gap) + ")");
+}
+
+MnistDigits read_mnist(const std::string& dir) {
+  const std::string images_path = dir + "/" + kMnistImagesFile, labels_path = dir + "/" + kMnistLabelsFile;
+  MnistDigits out{read_idx_images(images_path), read_idx_labels(labels_path)};
+  if (static_cast<int64_t>(out.labels.size()) != out.images.count)
+    throw DataError("MNIST: '" + images_path + "' has " + str(out.images.count) + " images but '" + labels_path +
+                    "' has " + str(static_cast<int64_t>(out.labels.size())) + " labels");
+  return out;
+}
+
+int mnist_pool(int64_t i) {
+  const int64_t r = i % 10;
+  return r < 8 ? 0 : r == 8 ? 1 : 2;
+}
+
+std::vector<std::string> digit_words() {
+  return {"zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine"};
+}
+
+MnistStrips make_mnist_strips(const MnistDigits& mnist, const MnistStripsConfig& cfg, const SplitSizes& sizes,
+                              uint64_t seed) {
+  check_sizes("mnist-strips", sizes);
+  const IdxImages& im = mnist.images;
+  check_mnist_strips_config(cfg, im.rows, im.cols);
+
+  std::vector<int64_t> pools[3];
+  for (int64_t i = 0; i < im.count; ++i) pools[mnist_pool(i)].push_back(i);
+  std::vector<Box> ink(static_cast<size_t>(im.count));   // each MNIST image's ink box, at (0, 0)
+  for (int64_t i = 0; i < im.count; ++i) ink[static_cast<size_t>(i)] = ink_box(im.image(i), im.rows, im.cols, im.cols, 0, 0);
+
+  const int64_t n[3] = {sizes.train, sizes.valid, sizes.test};
+  const int64_t K = cfg.max_digits, H = cfg.height, W = cfg.width, DH = im.rows, DW = im.cols;
+  const Rng root(seed);
+  MnistStrips out;
+  for (int k = 0; k < 3; ++k) {
+    const std::vector<int64_t>& pool = pools[k];
+    if (n[k] > 0 && static_cast<int64_t>(pool.size()) < K)
+      throw DataError("mnist-strips: the " + std::string(kSplitNames[k]) + " pool has " + str(static_cast<int64_t>(pool.size())) +
+                      " MNIST images (of " + str(im.count) + "), fewer than max_digits " + str(K) +
+                      "; a strip's digits are distinct images");
+    Rng rng = root.fork(static_cast<uint64_t>(k));
+    CaptionSplit s(kSplitNames[k], n[k], 1, H, W, K + 1);
+    Tensor index({n[k], K}, DType::i32);
+    std::fill(index.idata(), index.idata() + index.numel(), -1);
+    for (int64_t e = 0; e < n[k]; ++e) {
+      const int64_t digits = cfg.min_digits + rng.uniform_int(cfg.max_digits - cfg.min_digits + 1);
+      std::vector<int64_t> chosen;
+      while (static_cast<int64_t>(chosen.size()) < digits) {
+        const int64_t i = pool[static_cast<size_t>(rng.uniform_int(static_cast<int64_t>(pool.size())))];
+        if (std::find(chosen.begin(), chosen.end(), i) == chosen.end()) chosen.push_back(i);
+      }
+      std::vector<int64_t> gap(static_cast<size_t>(digits), 0);   // gap[d]: pixels before digit d (d > 0)
+      int64_t span = digits * DW;
+      for (int64_t d = 1; d < digits; ++d) span += gap[static_cast<size_t>(d)] = rng.uniform_int(cfg.max_gap + 1);
+      int64_t x = rng.uniform_int(W - span + 1);
+
+      float* image = s.images.data() + e * H * W;
+      std::vector<Box> boxes(static_cast<size_t>(digits));
+      std::vector<int32_t> words;
+      for (int64_t d = 0; d < digits; ++d) {
+        const int64_t i = chosen[static_cast<size_t>(d)];
+        x += gap[static_cast<size_t>(d)];
+        const int64_t y = rng.uniform_int(H - DH + 1);
+        const uint8_t* digit = im.image(i);
+        for (int64_t r = 0; r < DH; ++r)
+          for (int64_t c = 0; c < DW; ++c) image[(y + r) * W + x + c] = static_cast<float>(digit[r * DW + c]) / 255.0f;
+        const Box& b = ink[static_cast<size_t>(i)];
+        boxes[static_cast<size_t>(d)] = {static_cast<int32_t>(y + b.y0), static_cast<int32_t>(x + b.x0),
+                                         static_cast<int32_t>(y + b.y1), static_cast<int32_t>(x + b.x1)};
+        words.push_back(data::kNumReserved + mnist.labels[static_cast<size_t>(i)]);
+        index.idata()[e * K + d] = static_cast<int32_t>(i);
+        x += DW;
+      }
+      std::vector<const Box*> word_boxes;
+      for (const Box& b : boxes) word_boxes.push_back(&b);
+      s.set_caption(e, words, word_boxes);
+    }
+    out.splits[k] = std::move(s);
+    out.mnist_index[k] = index;
+  }
+  return out;
+}
+
+void write_mnist_strips(io::File& file, const MnistStrips& data) {
+  write_captions(file, data.splits, caption_vocabulary(digit_words()));
+  for (int k = 0; k < 3; ++k) file.write(std::string("/") + kSplitNames[k] + "/mnist_index", data.mnist_index[k]);
+}
+
+}  // namespace attn::datasets
