@@ -21,6 +21,9 @@ constexpr float kRgb[kColours][3] = {{1, 0, 0}, {0, 1, 0}, {0, 0, 1}, {1, 1, 0}}
 constexpr int64_t kSamples = 4;   // sub-pixel samples per axis
 constexpr int64_t kMaxWords = 8;  // "a red circle left of a blue square"
 constexpr int64_t kMaxPlacements = 100000;
+// The relation's axis must dominate the centre offset by this factor (within about 27 degrees
+// of the axis), so that no scene is a diagonal that reads as two relations.
+constexpr int64_t kDominance = 2;
 
 // Word ids: shapes_words() in order from id 4.
 constexpr int32_t kWordA = data::kNumReserved, kWordAbove = kWordA + 1, kWordBelow = kWordA + 2,
@@ -70,7 +73,7 @@ struct Object {
 // Whether "a <rel> b" holds for the ink boxes (shapes.hpp); centres in doubled coordinates.
 bool shows(int rel, const Box& a, const Box& b) {
   const int64_t dy = (b.y0 + b.y1) - (a.y0 + a.y1), dx = (b.x0 + b.x1) - (a.x0 + a.x1);
-  const bool vertical = std::abs(dy) > std::abs(dx), horizontal = std::abs(dx) > std::abs(dy);
+  const bool vertical = std::abs(dy) >= kDominance * std::abs(dx), horizontal = std::abs(dx) >= kDominance * std::abs(dy);
   switch (rel) {
     case kAbove: return vertical && a.y1 <= b.y0;
     case kBelow: return vertical && b.y1 <= a.y0;
