@@ -141,7 +141,7 @@ void check_strips(const MnistStrips& d, const MnistDigits& mnist, const MnistStr
         // Its box is the tight box of the digit's ink, and the pixels there are the MNIST ink box's.
         const Box b = c.boxes[static_cast<size_t>(t)];
         check_tight(p, H, W, b);
-        const Box ink = ink_box(im.image(src), im.rows, im.cols, im.cols, 0, 0);
+        const Box ink = ink_box(im.image(src), im.rows, im.cols, im.cols);
         REQUIRE(b.y1 - b.y0 == ink.y1 - ink.y0);
         REQUIRE(b.x1 - b.x0 == ink.x1 - ink.x0);
         for (int64_t y = 0; y < b.y1 - b.y0; ++y)
@@ -175,7 +175,7 @@ TEST_CASE("read_idx_images and read_idx_labels read MNIST IDX files, plain or gz
   const test::FixtureInk ink = test::fixture_ink(5);
   CHECK(im.image(5)[ink.y0 * 28 + ink.x0] > 0);
   CHECK(im.image(5)[(ink.y0 - 1) * 28 + ink.x0] == 0);
-  const Box b = ink_box(im.image(5), 28, 28, 28, 0, 0);
+  const Box b = ink_box(im.image(5), 28, 28, 28);
   CHECK((b.y0 == ink.y0 && b.x0 == ink.x0 && b.y1 == ink.y1 && b.x1 == ink.x1));
   const std::vector<uint8_t> labels = read_idx_labels(dir.file("t10k-labels-idx1-ubyte.gz"));
   REQUIRE(labels.size() == 12);
