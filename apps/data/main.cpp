@@ -17,7 +17,7 @@ int main(int argc, char** argv) {
       {"parallel", cmd_parallel, "any line-aligned parallel text pair (plain or gzip) as a translation set"},
       {"babi", cmd_babi, "bAbI question answering v1.2 (Weston et al. 2015): stories, questions, supporting facts"},
       {"mnist-strips", cmd_mnist_strips, "image captioning: strips of MNIST digits, captioned with the digits' words"},
-      {"shapes", cmd_shapes, "image captioning: two coloured shapes, captioned with their relation (\"a red circle above ...\")"},
+      {"shapes", cmd_shapes, "image captioning: two coloured shapes, captioned with their spatial relation"},
       {"info", cmd_info, "summarise any attnlab HDF5 file: format, command, datasets, attributes"},
   });
 }

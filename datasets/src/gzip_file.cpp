@@ -19,12 +19,12 @@ std::string read_file_bytes(const std::string& path, const std::string& what) {
   for (;;) {
     const int got = gzread(gz.get(), buf.data(), static_cast<unsigned>(buf.size()));
     int code = Z_OK;
-    const char* message = gzerror(gz.get(), &code);
-    if (got < 0 || code == Z_ERRNO) throw IoError("cannot read " + what + " '" + path + "': " + message);
+    std::string message = gzerror(gz.get(), &code);
+    if (message.rfind(path + ": ", 0) == 0) message.erase(0, path.size() + 2);   // zlib prefixes the path
     // Z_DATA_ERROR: bad compressed data or CRC; Z_BUF_ERROR: the stream ended before its trailer.
-    if (code != Z_OK)
-      throw DataError(path + ": damaged gzip data (" + message +
-                      "): the file is truncated or corrupt; fetch it again");
+    if (code == Z_DATA_ERROR || code == Z_BUF_ERROR)
+      throw DataError(path + ": damaged gzip data (" + message + "): the file is truncated or corrupt; fetch it again");
+    if (got < 0 || code != Z_OK) throw IoError("cannot read " + what + " '" + path + "': " + message);
     if (got == 0) break;
     bytes.append(buf.data(), static_cast<size_t>(got));
   }

@@ -17,31 +17,35 @@ uint32_t big_endian_u32(const std::string& bytes, size_t at) {
 // be exactly product(dims) bytes.
 std::vector<uint64_t> read_header(const std::string& path, const std::string& bytes, uint32_t magic,
                                   const char* kind, const std::vector<const char*>& dim_names) {
+  // The magic first: a labels file given for images is too short for their header, and the
+  // magic says why.
   const size_t header = 4 * (1 + dim_names.size());
-  if (bytes.size() < header)
-    throw DataError(path + ": too short for an IDX " + kind + " header (" + std::to_string(header) +
-                    " bytes), found " + std::to_string(bytes.size()) + " bytes");
+  const auto too_short = [&] {
+    return DataError(path + ": too short for an IDX " + kind + " header (" + std::to_string(header) +
+                     " bytes), found " + std::to_string(bytes.size()) + " bytes");
+  };
+  if (bytes.size() < 4) throw too_short();
   const uint32_t found = big_endian_u32(bytes, 0);
   if (found != magic)
     throw DataError(path + ": not an IDX " + kind + " file: magic number " + std::to_string(found) +
                     ", expected " + std::to_string(magic) +
                     (found == kIdxImagesMagic || found == kIdxLabelsMagic ? " (images and labels swapped?)" : ""));
+  if (bytes.size() < header) throw too_short();
   std::vector<uint64_t> dims;
   const uint64_t available = bytes.size() - header;
   uint64_t payload = 1;   // the bytes the header promises
-  bool beyond = false;    // ... more than the file could hold (also guards the product against overflow)
+  bool beyond = false;    // ... more than 64 bits can count
   std::string described;
   for (size_t d = 0; d < dim_names.size(); ++d) {
     const uint64_t n = big_endian_u32(bytes, 4 * (1 + d));
     if (d > 0 && n == 0) throw DataError(path + ": the IDX header gives 0 " + dim_names[d]);
     dims.push_back(n);
     described += std::string(d ? ", " : "") + std::to_string(n) + " " + dim_names[d];
-    if (n != 0 && payload > available / n) beyond = true;
-    else payload *= n;
+    beyond = beyond || __builtin_mul_overflow(payload, n, &payload);
   }
   if (beyond || payload != available)
     throw DataError(path + ": the IDX header promises " + described + " (" +
-                    (beyond ? "more than " + std::to_string(available) : std::to_string(payload)) +
+                    (beyond ? std::string("more than 2^64") : std::to_string(payload)) +
                     " bytes of data) but the file has " + std::to_string(available) + " after its " +
                     std::to_string(header) + "-byte header" +
                     (beyond || payload > available ? ": it is truncated" : ""));

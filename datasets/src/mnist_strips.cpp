@@ -57,8 +57,8 @@ MnistStrips make_mnist_strips(const MnistDigits& mnist, const MnistStripsConfig&
 
   std::vector<int64_t> pools[3];
   for (int64_t i = 0; i < im.count; ++i) pools[mnist_pool(i)].push_back(i);
-  std::vector<Box> ink(static_cast<size_t>(im.count));   // each MNIST image's ink box, at (0, 0)
-  for (int64_t i = 0; i < im.count; ++i) ink[static_cast<size_t>(i)] = ink_box(im.image(i), im.rows, im.cols, im.cols, 0, 0);
+  std::vector<Box> ink;   // each MNIST image's ink box
+  for (int64_t i = 0; i < im.count; ++i) ink.push_back(ink_box(im.image(i), im.rows, im.cols, im.cols));
 
   const int64_t n[3] = {sizes.train, sizes.valid, sizes.test};
   const int64_t K = cfg.max_digits, H = cfg.height, W = cfg.width, DH = im.rows, DW = im.cols;
@@ -67,9 +67,9 @@ MnistStrips make_mnist_strips(const MnistDigits& mnist, const MnistStripsConfig&
   for (int k = 0; k < 3; ++k) {
     const std::vector<int64_t>& pool = pools[k];
     if (n[k] > 0 && static_cast<int64_t>(pool.size()) < K)
-      throw DataError("mnist-strips: the " + std::string(kSplitNames[k]) + " pool has " + str(static_cast<int64_t>(pool.size())) +
-                      " MNIST images (of " + str(im.count) + "), fewer than max_digits " + str(K) +
-                      "; a strip's digits are distinct images");
+      throw DataError("mnist-strips: the " + std::string(kSplitNames[k]) + " pool has " +
+                      str(static_cast<int64_t>(pool.size())) + " MNIST images (of " + str(im.count) +
+                      "), fewer than max_digits " + str(K) + "; a strip's digits are distinct images");
     Rng rng = root.fork(static_cast<uint64_t>(k));
     CaptionSplit s(kSplitNames[k], n[k], 1, H, W, K + 1);
     Tensor index({n[k], K}, DType::i32);
@@ -95,10 +95,9 @@ MnistStrips make_mnist_strips(const MnistDigits& mnist, const MnistStripsConfig&
         const int64_t y = rng.uniform_int(H - DH + 1);
         const uint8_t* digit = im.image(i);
         for (int64_t r = 0; r < DH; ++r)
-          for (int64_t c = 0; c < DW; ++c) image[(y + r) * W + x + c] = static_cast<float>(digit[r * DW + c]) / 255.0f;
-        const Box& b = ink[static_cast<size_t>(i)];
-        boxes[static_cast<size_t>(d)] = {static_cast<int32_t>(y + b.y0), static_cast<int32_t>(x + b.x0),
-                                         static_cast<int32_t>(y + b.y1), static_cast<int32_t>(x + b.x1)};
+          for (int64_t c = 0; c < DW; ++c)
+            image[(y + r) * W + x + c] = static_cast<float>(digit[r * DW + c]) / 255.0f;
+        boxes[static_cast<size_t>(d)] = ink[static_cast<size_t>(i)].at(y, x);
         words.push_back(data::kNumReserved + mnist.labels[static_cast<size_t>(i)]);
         index.idata()[e * K + d] = static_cast<int32_t>(i);
         x += DW;

@@ -21,6 +21,9 @@ constexpr float kRgb[kColours][3] = {{1, 0, 0}, {0, 1, 0}, {0, 0, 1}, {1, 1, 0}}
 constexpr int64_t kSamples = 4;   // sub-pixel samples per axis
 constexpr int64_t kMaxWords = 8;  // "a red circle left of a blue square"
 constexpr int64_t kMaxPlacements = 100000;
+// The relation's axis must dominate the centre offset by this factor (within about 27 degrees
+// of the axis), so that no scene is a diagonal that reads as two relations.
+constexpr int64_t kDominance = 2;
 
 // Word ids: shapes_words() in order from id 4.
 constexpr int32_t kWordA = data::kNumReserved, kWordAbove = kWordA + 1, kWordBelow = kWordA + 2,
@@ -57,7 +60,7 @@ Sprite render(int shape, int64_t s) {
                          static_cast<double>(r) + (static_cast<double>(i) + 0.5) / kSamples, static_cast<double>(s));
       sp.coverage[static_cast<size_t>(r * s + c)] = static_cast<float>(hits) / (kSamples * kSamples);
     }
-  sp.ink = ink_box(sp.coverage.data(), s, s, s, 0, 0);
+  sp.ink = ink_box(sp.coverage.data(), s, s, s);
   return sp;
 }
 
@@ -70,7 +73,8 @@ struct Object {
 // Whether "a <rel> b" holds for the ink boxes (shapes.hpp); centres in doubled coordinates.
 bool shows(int rel, const Box& a, const Box& b) {
   const int64_t dy = (b.y0 + b.y1) - (a.y0 + a.y1), dx = (b.x0 + b.x1) - (a.x0 + a.x1);
-  const bool vertical = std::abs(dy) > std::abs(dx), horizontal = std::abs(dx) > std::abs(dy);
+  const bool vertical = std::abs(dy) >= kDominance * std::abs(dx);
+  const bool horizontal = std::abs(dx) >= kDominance * std::abs(dy);
   switch (rel) {
     case kAbove: return vertical && a.y1 <= b.y0;
     case kBelow: return vertical && b.y1 <= a.y0;
@@ -94,7 +98,9 @@ void check_config(const ShapesConfig& cfg) {
 }  // namespace
 
 std::vector<std::string> shapes_words() {
-  return {"a", "above", "below", "left", "right", "of", "red", "green", "blue", "yellow", "circle", "square", "triangle"};
+  return {"a", "above", "below", "left", "right", "of",   // ids 4-9: the article and the relations
+          "red", "green", "blue", "yellow",                 // 10-13: the colours, in kRgb's order
+          "circle", "square", "triangle"};                  // 14-16: the shapes, in ShapeKind's order
 }
 
 Splits<CaptionSplit> make_shapes(const ShapesConfig& cfg, const SplitSizes& sizes, uint64_t seed) {
@@ -127,9 +133,7 @@ Splits<CaptionSplit> make_shapes(const ShapesConfig& cfg, const SplitSizes& size
         for (Object* o : {&a, &b}) {
           o->y = r.uniform_int(H - o->size + 1);
           o->x = r.uniform_int(W - o->size + 1);
-          const Box& ink = sprite(*o).ink;
-          o->box = {static_cast<int32_t>(o->y + ink.y0), static_cast<int32_t>(o->x + ink.x0),
-                    static_cast<int32_t>(o->y + ink.y1), static_cast<int32_t>(o->x + ink.x1)};
+          o->box = sprite(*o).ink.at(o->y, o->x);
         }
         if (shows(rel, a.box, b.box)) break;
       }
@@ -142,7 +146,8 @@ Splits<CaptionSplit> make_shapes(const ShapesConfig& cfg, const SplitSizes& size
         for (int ch = 0; ch < 3; ++ch)
           for (int64_t y = 0; y < o->size; ++y)
             for (int64_t x = 0; x < o->size; ++x)
-              image[(ch * H + o->y + y) * W + o->x + x] += kRgb[o->colour][ch] * sp.coverage[static_cast<size_t>(y * o->size + x)];
+              image[(ch * H + o->y + y) * W + o->x + x] +=
+                  kRgb[o->colour][ch] * sp.coverage[static_cast<size_t>(y * o->size + x)];
       }
 
       std::vector<int32_t> words = {kWordA, kFirstColour + a.colour, kFirstShape + a.shape};

@@ -24,6 +24,11 @@ namespace attn::datasets {
 // A half-open pixel box: rows y0..y1-1, columns x0..x1-1.
 struct Box {
   int32_t y0 = 0, x0 = 0, y1 = 0, x1 = 0;
+  // This box moved down by y and right by x: a box within an object, placed in the image.
+  Box at(int64_t y, int64_t x) const {
+    return {static_cast<int32_t>(y + y0), static_cast<int32_t>(x + x0), static_cast<int32_t>(y + y1),
+            static_cast<int32_t>(x + x1)};
+  }
 };
 
 struct CaptionSplit {
@@ -47,10 +52,10 @@ std::vector<std::string> caption_vocabulary(const std::vector<std::string>& word
 // Writes /<split>/{images, tgt, tgt_len, boxes} for the three splits and /vocab/tgt.
 void write_captions(io::File& file, const Splits<CaptionSplit>& splits, const std::vector<std::string>& vocab);
 
-// The tight bounding box of the pixels above 0 of a [H, W] block (row stride `stride`) placed
-// at (y, x); an all-zero block gives its whole extent.
+// The tight bounding box of the pixels above 0 of a [H, W] block (row stride `stride`); an
+// all-zero block gives its whole extent.
 template <class T>
-Box ink_box(const T* pixels, int64_t H, int64_t W, int64_t stride, int64_t y, int64_t x) {
+Box ink_box(const T* pixels, int64_t H, int64_t W, int64_t stride) {
   int64_t y0 = H, x0 = W, y1 = 0, x1 = 0;
   for (int64_t r = 0; r < H; ++r)
     for (int64_t c = 0; c < W; ++c)
@@ -59,8 +64,7 @@ Box ink_box(const T* pixels, int64_t H, int64_t W, int64_t stride, int64_t y, in
         x0 = std::min(x0, c), x1 = std::max(x1, c + 1);
       }
   if (y1 == 0) y0 = 0, x0 = 0, y1 = H, x1 = W;
-  return {static_cast<int32_t>(y + y0), static_cast<int32_t>(x + x0), static_cast<int32_t>(y + y1),
-          static_cast<int32_t>(x + x1)};
+  return {static_cast<int32_t>(y0), static_cast<int32_t>(x0), static_cast<int32_t>(y1), static_cast<int32_t>(x1)};
 }
 
 }  // namespace attn::datasets

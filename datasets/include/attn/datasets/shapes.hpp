@@ -8,11 +8,12 @@
 // and a top-left corner uniform over the image; the positions are redrawn until the scene
 // shows the relation. "A <rel> B" holds when, with the objects' ink boxes (tight boxes of their
 // pixels) and their centres (cy, cx) = ((y0 + y1) / 2, (x0 + x1) / 2):
-//   above:    A.y1 <= B.y0 and |dy| > |dx|      (dy = B.cy - A.cy, dx = B.cx - A.cx)
-//   below:    B.y1 <= A.y0 and |dy| > |dx|
-//   left of:  A.x1 <= B.x0 and |dx| > |dy|
-//   right of: B.x1 <= A.x0 and |dx| > |dy|
-// so the boxes never overlap, the relation's axis separates them and it is the dominant one.
+//   above:    A.y1 <= B.y0 and |dy| >= 2 |dx|      (dy = B.cy - A.cy, dx = B.cx - A.cx)
+//   below:    B.y1 <= A.y0 and |dy| >= 2 |dx|
+//   left of:  A.x1 <= B.x0 and |dx| >= 2 |dy|
+//   right of: B.x1 <= A.x0 and |dx| >= 2 |dy|
+// so the boxes never overlap, the relation's axis separates them, and the centre offset lies
+// within about 27 degrees of that axis: no scene is a diagonal that could be read two ways.
 // "left of" and "right of" are two words each ("left", "of").
 //
 // Rendering: a circle fills its s x s square's inscribed disc, a square the whole square, a
