@@ -17,8 +17,9 @@ using models::CaptionAttention;
 
 namespace {
 
-models::CaptionerConfig tiny_config(CaptionAttention attention, bool gate, float alpha_c) {
+models::CaptionerConfig tiny_config(CaptionAttention attention, bool gate, float alpha_c, bool batch_norm = false) {
   models::CaptionerConfig c;
+  c.batch_norm = batch_norm;
   c.vocab = 7;
   c.channels = 2;
   c.height = 6;
@@ -45,7 +46,7 @@ models::CaptionBatch tiny_batch(const models::CaptionerConfig& c) {
 
 std::string describe(const models::CaptionerConfig& c) {
   return std::string(models::caption_attention_name(c.attention)) + (c.gate ? "/gate" : "/no-gate") +
-         "/alpha_c=" + std::to_string(c.alpha_c);
+         "/alpha_c=" + std::to_string(c.alpha_c) + (c.batch_norm ? "/batch-norm" : "");
 }
 
 // Central differences of the mean loss on up to 6 entries of every parameter, against
@@ -65,11 +66,14 @@ void check_model_gradients(const models::CaptionerConfig& config, uint64_t seed)
   REQUIRE(stats.tokens == 6);
   REQUIRE(stats.sequences == 2);
   if (config.attention == CaptionAttention::soft) REQUIRE(stats.penalty_sum > 0);
+  // The training objective (batch normalisation by the batch's statistics), unchanged by the step.
   auto loss = [&] {
-    const models::CaptionStats s = model.evaluate(batch);
+    Rng unused(0);
+    const models::CaptionStats s = model.training_loss(batch, unused);
     return s.loss_sum / static_cast<double>(s.tokens);
   };
   CHECK(std::abs(loss() - stats.loss_sum / 6.0) < 1e-6);
+  if (!config.batch_norm) CHECK(std::abs(model.evaluate(batch).loss_sum - stats.loss_sum) < 1e-5);
   Rng pick(seed + 2);
   for (Param* p : params) {
     INFO("param " << p->name);
@@ -151,6 +155,36 @@ TEST_CASE("captioner gradients: soft attention without the penalty", "[gradcheck
 }
 TEST_CASE("captioner gradients: the mean-annotation ablation", "[gradcheck][captioner]") {
   check_model_gradients(tiny_config(CaptionAttention::mean, false, 0.0f), 40);
+}
+TEST_CASE("captioner gradients: batch normalisation in the encoder", "[gradcheck][captioner]") {
+  check_model_gradients(tiny_config(CaptionAttention::soft, true, 1.0f, /*batch_norm=*/true), 50);
+}
+
+TEST_CASE("captioner: batch normalisation trains on batch statistics, evaluates on running ones",
+          "[unit][captioner]") {
+  const models::CaptionerConfig c = tiny_config(CaptionAttention::soft, true, 1.0f, /*batch_norm=*/true);
+  Rng rng(8);
+  models::Captioner model(c, rng);
+  std::vector<std::string> names;
+  for (Param* p : model.params()) names.push_back(p->name);
+  CHECK(std::count(names.begin(), names.end(), "encoder/bn0/gamma") == 1);
+  CHECK(std::count(names.begin(), names.end(), "encoder/conv0/b") == 0);   // the bias is beta's
+  const auto buffers = model.buffers();
+  REQUIRE(buffers.size() == 4);
+  CHECK(buffers[0].first == "encoder/bn0/running_mean");
+  const Tensor before = buffers[0].second->clone();
+  const models::CaptionBatch batch = tiny_batch(c);
+  const models::CaptionStats eval0 = model.evaluate(batch);
+  Rng unused(0);
+  const models::CaptionStats train0 = model.training_loss(batch, unused);
+  CHECK(eval0.loss_sum != Approx(train0.loss_sum));   // running (0, 1) versus the batch's statistics
+  CHECK_THAT(*buffers[0].second, test::close_to(before, 0));   // neither moved them
+  ParamList params = model.params();
+  zero_grads(params);
+  (void)model.train_step(batch, unused);
+  double moved = 0;
+  for (int64_t i = 0; i < before.numel(); ++i) moved += std::abs(buffers[0].second->at(i) - before.at(i));
+  CHECK(moved > 0);   // the step moved them towards the batch's
 }
 
 TEST_CASE("captioner: attention rows sum to 1 over the locations, and the penalty is their coverage",

@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "attn/ops/activation.hpp"
+#include "attn/ops/batch_norm.hpp"
 #include "attn/ops/conv.hpp"
 #include "attn/ops/cross_entropy.hpp"
 #include "attn/ops/dropout.hpp"
@@ -22,6 +23,9 @@ using ops::add_into;
 using ops::copy_rows;
 
 bool soft(const CaptionerConfig& c) { return c.attention == CaptionAttention::soft; }
+
+// torch.nn.BatchNorm2d's defaults.
+constexpr float kBatchNormEps = 1e-5f, kBatchNormMomentum = 0.1f;
 
 // The decoder: an LSTM over [e_t; z_t] attending in Bahdanau order. With attention `mean` the
 // decoder has no attention (score none) and the caller's part of its input is [e_t; mean a].
@@ -81,6 +85,8 @@ struct Captioner::Run {
   int64_t B = 0, T = 0, L = 0, D = 0;
   struct Layer {
     ops::ConvCache conv;
+    ops::BatchNormCache bn;
+    ops::BatchStatistics stats;       // the batch's, for the running statistics
     ops::ReluCache relu;
     ops::MaxPoolCache pool;
   };
@@ -116,9 +122,18 @@ Captioner::Captioner(const CaptionerConfig& config, Rng& rng) : config_(config) 
     // He et al. 2015 uniform (ReLU follows): U(+-sqrt(6 / fan_in)); biases 0.
     const int64_t fan_in = in * layer.size * layer.size;
     const float bound = std::sqrt(6.0f / static_cast<float>(fan_in));
-    const std::string name = "encoder/conv" + std::to_string(convs_.size());
-    convs_.push_back({Param(name + "/W", rand_uniform({layer.channels, in, layer.size, layer.size}, rng, -bound, bound)),
-                      Param(name + "/b", Tensor({layer.channels}))});
+    const std::string k = std::to_string(convs_.size()), name = "encoder/conv" + k, bn = "encoder/bn" + k;
+    Conv conv;
+    conv.W = Param(name + "/W", rand_uniform({layer.channels, in, layer.size, layer.size}, rng, -bound, bound));
+    if (c.batch_norm) {
+      conv.gamma = Param(bn + "/gamma", Tensor::full({layer.channels}, 1.0f));
+      conv.beta = Param(bn + "/beta", Tensor({layer.channels}));
+      conv.running_mean = Tensor({layer.channels});
+      conv.running_var = Tensor::full({layer.channels}, 1.0f);
+    } else {
+      conv.b = Param(name + "/b", Tensor({layer.channels}));
+    }
+    convs_.push_back(std::move(conv));
     in = layer.channels;
   }
   const int64_t D = c.grid().D;
@@ -138,7 +153,12 @@ ParamList Captioner::params() {
   ParamList list;
   for (Conv& conv : convs_) {
     list.push_back(&conv.W);
-    list.push_back(&conv.b);
+    if (config_.batch_norm) {
+      list.push_back(&conv.gamma);
+      list.push_back(&conv.beta);
+    } else {
+      list.push_back(&conv.b);
+    }
   }
   nn::append(list, init_h_.params());
   nn::append(list, init_c_.params());
@@ -146,6 +166,17 @@ ParamList Captioner::params() {
   nn::append(list, decoder_.params());
   nn::append(list, deep_.params());
   nn::append(list, output_.params());
+  return list;
+}
+
+std::vector<std::pair<std::string, Tensor*>> Captioner::buffers() {
+  std::vector<std::pair<std::string, Tensor*>> list;
+  if (!config_.batch_norm) return list;
+  for (size_t k = 0; k < convs_.size(); ++k) {
+    const std::string bn = "encoder/bn" + std::to_string(k);
+    list.emplace_back(bn + "/running_mean", &convs_[k].running_mean);
+    list.emplace_back(bn + "/running_var", &convs_[k].running_var);
+  }
   return list;
 }
 
@@ -158,7 +189,7 @@ void Captioner::check_images(const Tensor& images, const std::string& label) con
     if (!std::isfinite(v)) throw DataError(label + ": images hold a non-finite value (" + std::to_string(v) + ")");
 }
 
-Tensor Captioner::encode(const Tensor& images, Run* run) const {
+Tensor Captioner::encode(const Tensor& images, bool training, Run* run) const {
   Tensor x = images;
   if (run != nullptr) run->layers.assign(layers_.size(), {});
   size_t conv = 0;
@@ -168,6 +199,9 @@ Tensor Captioner::encode(const Tensor& images, Run* run) const {
     if (layer.kind == EncoderLayer::conv) {
       const Conv& p = convs_[conv++];
       x = ops::conv2d_forward(x, p.W.value, p.b.value, {.padding = layer.size / 2}, lc ? &lc->conv : nullptr);
+      if (config_.batch_norm)
+        x = ops::batch_norm2d_forward(x, p.gamma.value, p.beta.value, p.running_mean, p.running_var, training,
+                                      kBatchNormEps, lc ? &lc->bn : nullptr, lc ? &lc->stats : nullptr);
       x = ops::relu_forward(x, lc ? &lc->relu : nullptr);
     } else {
       x = ops::max_pool2d_forward(x, {.kernel = layer.size}, lc ? &lc->pool : nullptr);
@@ -185,7 +219,9 @@ void Captioner::encode_backward(Tensor dannotations, Run& run) {
     Run::Layer& lc = run.layers[k];
     if (layers_[k].kind == EncoderLayer::conv) {
       Conv& p = convs_[--conv];
-      dx = ops::conv2d_backward(ops::relu_backward(dx, lc.relu), p.W.value, lc.conv, p.W.grad, p.b.grad);
+      dx = ops::relu_backward(dx, lc.relu);
+      if (config_.batch_norm) dx = ops::batch_norm2d_backward(dx, p.gamma.value, lc.bn, p.gamma.grad, p.beta.grad);
+      dx = ops::conv2d_backward(dx, p.W.value, lc.conv, p.W.grad, p.b.grad);
     } else {
       dx = ops::max_pool2d_backward(dx, lc.pool);
     }
@@ -212,7 +248,7 @@ void Captioner::forward(const CaptionBatch& batch, bool training, bool keep, Rng
 
   run.B = B;
   run.T = T;
-  run.annotations = encode(batch.images, keep ? &run : nullptr);
+  run.annotations = encode(batch.images, training, keep ? &run : nullptr);
   const int64_t L = run.annotations.dim(1), D = run.annotations.dim(2), Do = Dd + D;
   run.L = L;
   run.D = D;
@@ -364,7 +400,21 @@ CaptionStats Captioner::train_step(const CaptionBatch& batch, Rng& rng) {
     for (int64_t i = 0; i < L; ++i)
       for (int64_t d = 0; d < D; ++d) dA.data()[(b * L + i) * D + d] += dmean.data()[b * D + d] / static_cast<float>(L);
   encode_backward(dA, run);
+  if (c.batch_norm)
+    for (size_t k = 0, conv = 0; k < layers_.size(); ++k)
+      if (layers_[k].kind == EncoderLayer::conv) {
+        Conv& p = convs_[conv++];
+        ops::update_running_stats(run.layers[k].stats, kBatchNormMomentum, p.running_mean, p.running_var);
+      }
   return stats;
+}
+
+CaptionStats Captioner::training_loss(const CaptionBatch& batch, Rng& rng) const {
+  Run run;
+  forward(batch, /*training=*/true, /*keep=*/false, rng, run, nullptr);
+  const std::vector<uint8_t> correct = rows_correct(run.logits, run.targets);
+  const ops::CrossEntropyResult ce = ops::cross_entropy_forward(run.logits, run.targets, {}, nullptr);
+  return batch_stats(ce, correct, coverage_penalty(run.coverage), config_.alpha_c, batch.tgt_len);
 }
 
 CaptionStats Captioner::evaluate(const CaptionBatch& batch, Tensor* attention) const {
@@ -407,7 +457,7 @@ void CaptionerDecoderState::select(const std::vector<int64_t>& keep) {
 CaptionerDecoderState Captioner::start_decoding(const Tensor& images, int64_t copies) const {
   check_images(images, "captioner decoding");
   if (copies < 1) throw ConfigError("captioner decoding: copies must be >= 1, got " + std::to_string(copies));
-  Tensor a = encode(images, nullptr);
+  Tensor a = encode(images, /*training=*/false, nullptr);
   if (copies > 1) {
     std::vector<int64_t> rows;
     for (int64_t n = 0; n < images.dim(0); ++n)

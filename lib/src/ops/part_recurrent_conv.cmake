@@ -4,4 +4,5 @@ list(APPEND ATTN_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/gru_cell.cpp
   ${CMAKE_CURRENT_LIST_DIR}/conv.cpp
   ${CMAKE_CURRENT_LIST_DIR}/pool.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/batch_norm.cpp
   ${CMAKE_CURRENT_LIST_DIR}/addressing.cpp)

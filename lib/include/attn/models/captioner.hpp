@@ -3,7 +3,9 @@
 //
 // Encoder: a stack given as a list (CaptionerConfig::encoder), e.g. "conv32x3,pool2,conv64x3,pool2":
 // convK x k is a k x k convolution to K channels (stride 1, zero padding k/2, so the size is
-// kept for odd k) followed by ReLU; poolP is P x P max pooling. Its output [B, D, h, w] gives the
+// kept for odd k) followed by ReLU (with batch_norm: convolution without bias, batch
+// normalisation, ReLU, as torch.nn.Conv2d(bias=False) + BatchNorm2d); poolP is P x P max pooling.
+// Its output [B, D, h, w] gives the
 // L = h w annotation vectors a_i in [D], row-major over the grid (i = y w + x), the locations
 // attn-plot overlay draws over the image.
 //
@@ -30,7 +32,8 @@
 // of the cell input, the deep output and the output layer are one GEMM each over all T B rows;
 // per step only the recurrent GEMM, the attention and the context's part of the cell input.
 //
-// Parameters, by module path: encoder/conv<k>/{W, b} (k counts convolutions from 0),
+// Parameters, by module path: encoder/conv<k>/{W, b} (k counts convolutions from 0; no b with
+// batch_norm), encoder/bn<k>/{gamma, beta} (batch_norm; and the buffers running_mean, running_var),
 // init_h/{W, b}, init_c/{W, b}, embedding/table, decoder/rnn/{W_ih, W_hh, b},
 // decoder/attention/{W, U, v}, decoder/gate/{W, b}, deep/{W, b}, output/{W, b}.
 #pragma once
@@ -38,6 +41,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "attn/core/rng.hpp"
@@ -74,6 +78,7 @@ struct CaptionerConfig {
   int64_t channels = 1;                  // C of the images [B, C, H, W]
   int64_t height = 0, width = 0;         // H, W
   std::string encoder = "conv32x3,pool2,conv64x3,pool2";
+  bool batch_norm = false;               // after every convolution (momentum 0.1, eps 1e-5)
   int64_t embed_dim = 64;                // m: the word embedding and the deep output's width
   int64_t hidden = 128;                  // Dd: the LSTM
   int64_t attention_dim = 64;            // A: f_att's hidden layer
@@ -89,6 +94,7 @@ struct CaptionerConfig {
     v("height", c.height);
     v("width", c.width);
     v("encoder", c.encoder);
+    v("batch_norm", c.batch_norm);
     v("embed_dim", c.embed_dim);
     v("hidden", c.hidden);
     v("attention_dim", c.attention_dim);
@@ -161,10 +167,17 @@ class Captioner {
 
   const CaptionerConfig& config() const { return config_; }
   ParamList params();   // named by module path, stable order
+  // State that is not trained by gradients but saved with the model: batch normalisation's
+  // running statistics, named encoder/bn<k>/running_mean and running_var (none without it).
+  std::vector<std::pair<std::string, Tensor*>> buffers();
 
   // Forward + backward: adds the gradient of the mean loss L (above) into the params' grads (the
-  // caller zeroes them) and returns the sums. rng drives dropout.
+  // caller zeroes them), moves the running statistics (batch_norm) and returns the sums. rng
+  // drives dropout.
   CaptionStats train_step(const CaptionBatch& batch, Rng& rng);
+  // The sums train_step would return (the batch's own statistics, dropout from rng), without
+  // gradients or any change to the model: what a gradient check differentiates.
+  CaptionStats training_loss(const CaptionBatch& batch, Rng& rng) const;
   // Teacher-forced forward only: no dropout, no grads. With `attention` not null it receives the
   // weights alpha [B, T, L] that predicted every word (zero past a caption's length; with
   // attention `mean`, 1 / L everywhere within it).
@@ -181,11 +194,14 @@ class Captioner {
  private:
   struct Run;
   struct Conv {
-    Param W, b;
+    Param W, b;                            // b: none with batch_norm
+    Param gamma, beta;                     // batch_norm
+    Tensor running_mean, running_var;      // batch_norm
   };
   void forward(const CaptionBatch& batch, bool training, bool keep_caches, Rng& rng, Run& run,
                float* attention) const;
-  Tensor encode(const Tensor& images, Run* run) const;   // -> annotations [B, L, D]
+  // -> annotations [B, L, D]; batch normalisation by the batch's statistics when training.
+  Tensor encode(const Tensor& images, bool training, Run* run) const;
   void encode_backward(Tensor dannotations, Run& run);
   void check_images(const Tensor& images, const std::string& label) const;
 
