@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <string>
@@ -97,7 +98,7 @@ TEST_CASE("an output path holding a FIFO or a folder is refused, a device stream
   CHECK(io::File::open_read(dir.file("real.h5")).attr_int("/config", "seed") == 6);
 }
 
-TEST_CASE("train --resume refuses another data set; --allow-new-data continues with the same vocabularies",
+TEST_CASE("train --resume refuses another data set, and --allow-new-data continues with the same vocabularies",
           "[cli][guards]") {
   test::TempDir dir;
   REQUIRE(run(dir, std::string(kData) + " --seed 3 --out d.h5").code == 0);
@@ -146,7 +147,7 @@ TEST_CASE("train --resume from a model without optimizer state needs --reset-opt
   CHECK(io::File::open_read(dir.file("r.h5")).attr_int("/state", "step") == 5);
 }
 
-TEST_CASE("a model holding a NaN parameter is refused by eval and --resume; eval refuses an empty split",
+TEST_CASE("a model holding a NaN parameter is refused by eval and --resume, and eval refuses an empty split",
           "[cli][guards]") {
   test::TempDir dir;
   REQUIRE(run(dir, std::string(kData) + " --seed 3 --out d.h5").code == 0);
@@ -176,4 +177,33 @@ TEST_CASE("a model holding a NaN parameter is refused by eval and --resume; eval
   const Result empty = run(dir, "{tf} eval --model pm.h5 --data p.h5 --split test --quiet");
   CHECK(empty.code == 3);
   CHECK_THAT(empty.err, Contains("p.h5: split '/test' holds no examples"));
+}
+
+TEST_CASE("kill -9 during training: every checkpoint loads, no temporary file survives the resume, and the "
+          "resumed run ends on the uninterrupted run's bits", "[cli][guards]") {
+  test::TempDir dir;
+  REQUIRE(run(dir, std::string(kData) + " --seed 3 --out d.h5").code == 0);
+  // A run far longer than needed, killed once its third checkpoint exists (wherever it then is:
+  // inside a step or half-way through writing a checkpoint).
+  const Result killed = run(dir, "(" + train("--data d.h5 --model m.h5 --steps 100000 --checkpoint-every 1") +
+                                     " & pid=$!; while [ ! -e m.step000000003.h5 ]; do sleep 0.02; done; "
+                                     "kill -9 $pid; wait $pid; echo killed $?)");
+  REQUIRE_THAT(killed.out, Contains("killed 137"));
+  int64_t last = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir.path())) {
+    const std::string name = e.path().filename().string();
+    if (!name.starts_with("m.step") || !name.ends_with(".h5")) continue;
+    const io::Checkpoint c = io::load_checkpoint(e.path().string(), "transformer");   // complete, or absent
+    last = std::max(last, c.step);
+  }
+  REQUIRE(last >= 3);
+  const int64_t steps = last + 4;
+  const Result resumed = run(dir, train("--data d.h5 --model m.h5 --checkpoint-every 1 --resume --steps " +
+                                        std::to_string(steps)));
+  INFO(resumed.err);
+  REQUIRE(resumed.code == 0);
+  for (const auto& e : std::filesystem::directory_iterator(dir.path()))
+    CHECK(e.path().filename().string().find(".tmp.") == std::string::npos);
+  REQUIRE(run(dir, train("--data d.h5 --model full.h5 --steps " + std::to_string(steps))).code == 0);
+  CHECK(test::same_params(dir.file("full.h5"), dir.file("m.h5")));
 }
