@@ -8,6 +8,7 @@
 #include <boost/program_options/errors.hpp>
 
 #include "attn/core/error.hpp"
+#include "attn/io/output_file.hpp"
 
 #ifndef ATTN_VERSION
 #error "ATTN_VERSION must be defined by the build (apps/common/sources.cmake)"
@@ -58,6 +59,7 @@ std::string closest_verb(const std::string& word, const std::vector<Verb>& verbs
 }
 
 int dispatch(const std::string& tool, int argc, char** argv, const std::vector<Verb>& verbs) {
+  io::remove_temp_files_on_signals();   // an interrupted write leaves no temporary file
   if (argc < 2) {
     std::cerr << tool << ": missing verb\n\n";
     print_tool_help(std::cerr, tool, verbs);

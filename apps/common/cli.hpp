@@ -27,7 +27,9 @@ struct Verb {
   std::string summary;     // one line for `<tool> --help`
 };
 
-// Runs the verb named by argv[1]; returns the process exit code (see above).
+// Runs the verb named by argv[1]; returns the process exit code (see above). First installs the
+// handlers that remove unfinished output files on SIGINT, SIGTERM and SIGHUP
+// (io::remove_temp_files_on_signals).
 int dispatch(const std::string& tool, int argc, char** argv, const std::vector<Verb>& verbs);
 
 // The attnlab version ("0.1.0"), the project version CMake was configured with.

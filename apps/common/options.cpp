@@ -10,10 +10,12 @@
 #include <iostream>
 #include <string_view>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "attn/core/threading.hpp"
 #include "attn/io/hdf5_file.hpp"
+#include "attn/io/output_file.hpp"
 #include "common/cli.hpp"
 
 namespace attn::cli {
@@ -73,6 +75,19 @@ ConfigEntry entry_of(const std::string& name, const po::variable_value& v) {
                            "std::string or bool)");
   }
   return e;
+}
+
+// Whether an option's value names a file: its value name says FILE (or PICTURE).
+bool names_a_file(const po::option_description& opt) {
+  const std::string name = opt.semantic()->name();
+  return name.find("FILE") != std::string::npos || name.find("PICTURE") != std::string::npos;
+}
+
+// The paths an option holds: one string, or several (--inputs A B C).
+std::vector<std::string> file_values(const po::variable_value& v) {
+  if (const auto* p = boost::any_cast<std::string>(&v.value())) return {*p};
+  if (const auto* p = boost::any_cast<std::vector<std::string>>(&v.value())) return *p;
+  return {};
 }
 
 }  // namespace
@@ -160,10 +175,16 @@ Options& Options::data(const std::string& help, bool required) {
   return *this;
 }
 
-Options& Options::model(const std::string& help, bool required) {
+Options& Options::model(const std::string& help, bool required, FileRole role) {
   auto* v = po::value<std::string>()->value_name("FILE");
   if (required) v->required();
   own_.add_options()("model", v, help.c_str());
+  if (role == FileRole::output) outputs_.push_back("model");
+  return *this;
+}
+
+Options& Options::may_share(const std::string& input, const std::string& output) {
+  may_share_.emplace_back(input, output);
   return *this;
 }
 
@@ -268,6 +289,7 @@ bool Options::parse(int argc, char** argv) {
     }
   }
   po::notify(vm_);   // required options and the range checks
+  check_files();
   // "-" moves a binary HDF5 image through a pipe; a terminal can neither show nor type one.
   if (has("out") && get<std::string>("out") == "-" && ::isatty(STDOUT_FILENO))
     throw ConfigError("--out -: standard output is a terminal; redirect it to a file or pipe it into "
@@ -280,6 +302,40 @@ bool Options::parse(int argc, char** argv) {
     set_num_threads(static_cast<int>(get<int64_t>("threads")));
   if (!quiet_ && echo_) echo(std::cerr);
   return true;
+}
+
+void Options::check_files() const {
+  struct Named {
+    std::string flag, path;
+  };
+  std::vector<Named> inputs, outputs;
+  for (const po::options_description* d : {&own_, &model_, &optimizer_, &general_})
+    for (const auto& opt : d->options()) {
+      const std::string& name = opt->long_name();
+      if (!has(name)) continue;
+      const bool output = std::find(outputs_.begin(), outputs_.end(), name) != outputs_.end();
+      if (!output && !names_a_file(*opt)) continue;
+      for (const std::string& path : file_values(vm_[name]))
+        if (!path.empty() && path != "-") (output ? outputs : inputs).push_back({name, path});
+    }
+  for (const Named& out : outputs) {
+    try {
+      io::resolve_output(out.path);
+    } catch (const ConfigError& e) {
+      throw ConfigError("--" + out.flag + " " + e.what());
+    } catch (const IoError&) {
+      // a missing folder: reported by the writer, as a failure to write (exit 1)
+    }
+    struct stat o {};
+    if (::stat(out.path.c_str(), &o) != 0 || !S_ISREG(o.st_mode)) continue;   // new, or a device
+    for (const Named& in : inputs) {
+      if (std::find(may_share_.begin(), may_share_.end(), std::pair{in.flag, out.flag}) != may_share_.end()) continue;
+      struct stat i {};
+      if (::stat(in.path.c_str(), &i) == 0 && i.st_dev == o.st_dev && i.st_ino == o.st_ino)
+        throw ConfigError("--" + out.flag + " " + out.path + " is the same file as --" + in.flag + " " + in.path +
+                          ": writing it would destroy the input; give another --" + out.flag);
+    }
+  }
 }
 
 std::vector<ConfigEntry> Options::config() const {

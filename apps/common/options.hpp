@@ -17,7 +17,9 @@
 // parse() reads the command line, then the --config INI file (`key = value` lines with the
 // long option names; the command line wins), rejects unknown flags and stray words, runs the
 // range checks attached as notifiers (which throw ConfigError naming the flag: `--n must be
-// > 0, got 0`), refuses `--out -` / `--data -` when that stream is a terminal, applies
+// > 0, got 0`), refuses `--out -` / `--data -` when that stream is a terminal, refuses an output
+// option that names an existing input file (the same device and inode, whatever the path:
+// `--out m.h5` with `--model m.h5`) or a FIFO, folder, socket or block device, applies
 // --threads, and echoes the effective configuration to stderr unless --quiet. --config,
 // --quiet, --help and --version are always present.
 #pragma once
@@ -41,6 +43,10 @@ namespace po = boost::program_options;
 // the model's own configuration and the optimizer's as resolved (common/training.hpp), the
 // others as given.
 enum class OptionGroup : uint8_t { own, model, optimizer };
+
+// Whether a file option is read or written. Options named "out" are outputs, --model is what
+// model() says, and every other option whose value is a FILE (or a PICTURE) is an input.
+enum class FileRole : uint8_t { input, output };
 
 // One entry of the effective configuration.
 struct ConfigEntry {
@@ -68,7 +74,8 @@ class Options {
   // and out() add what "-" does themselves ("; - reads standard input", "; - writes the HDF5
   // image to standard output"), so a verb's text must not say it again.
   Options& data(const std::string& help, bool required = true);    // --data FILE ("-": stdin)
-  Options& model(const std::string& help, bool required = true);   // --model FILE
+  Options& model(const std::string& help, bool required = true,    // --model FILE
+                 FileRole role = FileRole::input);
   Options& out(const std::string& help);                           // --out FILE ("-": stdout), required
   Options& split(const std::string& default_split = "test");       // --split train|valid|test
   Options& seed(int64_t default_seed = 1);                         // --seed >= 0
@@ -77,6 +84,10 @@ class Options {
   Options& epochs(int64_t default_epochs);                         // --epochs > 0
   Options& steps(int64_t default_steps);                           // --steps > 0
   Options& lr(double default_lr);                                  // --lr > 0
+
+  // Two file options that may name the same file: an input that is legitimately rewritten
+  // (train --resume FILE --model FILE continues a checkpoint into itself).
+  Options& may_share(const std::string& input, const std::string& output);
 
   // For verbs that only inspect (attn-data info): parse() does not echo the configuration.
   Options& no_config_echo() { echo_ = false; return *this; }
@@ -111,6 +122,12 @@ class Options {
   po::variables_map vm_;
   bool quiet_ = false;
   bool echo_ = true;
+  std::vector<std::string> outputs_{"out"};                          // output file options
+  std::vector<std::pair<std::string, std::string>> may_share_;      // (input, output)
+
+  // Every output option: refused when it is a FIFO, folder, socket or block device
+  // (io::resolve_output), or when it is the same file (device and inode) as an input option.
+  void check_files() const;
 };
 
 // Stores the effective configuration as attributes of `/config`: one per ConfigEntry, named

@@ -10,6 +10,7 @@
 
 #include "attn/io/checkpoint.hpp"
 #include "attn/train/checkpoints.hpp"
+#include "attn/train/data_fingerprint.hpp"
 #include "attn/train/repeats.hpp"
 #include "common/cli.hpp"
 #include "common/progress.hpp"
@@ -21,8 +22,9 @@ using optim::OptimizerKind;
 
 // The end of every train verb's --help text: what the model file holds.
 constexpr const char* kTrainFilesAbout =
-    "The model file holds /config, /params, /optimizer, /state and /metrics (learning curves), and\n"
-    "--resume continues from it to the same bits as an uninterrupted run.";
+    "The model file holds /config, /params, /optimizer, /state, /metrics (learning curves) and\n"
+    "/trained_on (fingerprints of the data), and --resume continues from it to the same bits as an\n"
+    "uninterrupted run, on the same data only (--allow-new-data otherwise).";
 
 // A float constant as the decimal it was written as (0.98f -> 0.98, not 0.9800000190734863).
 double decimal(float v) {
@@ -198,7 +200,13 @@ void add_training_options(Options& opts, const TrainVerb& verb) {
       ("resume", po::value<std::string>()->value_name("FILE")->implicit_value(""),
        "continue a run from FILE, or alone from the newest checkpoint of --model; the model's "
        "options come from the file, the trainer's (batches, steps, optimizer, clipping, seed) from this "
-       "command line (give the same ones to continue bit for bit)");
+       "command line (give the same ones to continue bit for bit)")
+      ("allow-new-data", po::bool_switch(),
+       "with --resume: continue on a training split other than the one the model was trained on (its "
+       "vocabularies must be the same); without it such a --data is refused")
+      ("reset-optimizer", po::bool_switch(),
+       "with --resume: start the optimizer's state (moments) afresh; needed to resume from a model "
+       "without /optimizer (an averaged one), which is refused otherwise");
   opts.seed(1).threads();
 }
 
@@ -215,6 +223,11 @@ train::TrainConfig train_config(const Options& opts, const std::string& resume) 
   tc.checkpoint_every = opts.get<int64_t>("checkpoint-every");
   tc.keep_checkpoints = opts.get<int64_t>("keep-checkpoints");
   tc.resume_from = resume;
+  tc.allow_new_data = opts.get<bool>("allow-new-data");
+  tc.reset_optimizer = opts.get<bool>("reset-optimizer");
+  if ((tc.allow_new_data || tc.reset_optimizer) && !opts.has("resume"))
+    throw ConfigError(std::string("--") + (tc.allow_new_data ? "allow-new-data" : "reset-optimizer") +
+                      " applies to --resume only");
   return tc;
 }
 
@@ -315,8 +328,9 @@ void train_one(const Options& opts, const TrainVerb& verb, int64_t seed, const s
     const std::string resume = opts.get<std::string>("resume");
     in.resume = resume.empty() ? train::latest_checkpoint(model) : resume;
   }
-  const std::unique_ptr<TrainRun> run = verb.prepare(opts, in);
   train::TrainConfig tc = train_config(opts, in.resume);
+  const std::unique_ptr<TrainRun> run = verb.prepare(opts, in);
+  run->task.data = train::fingerprint_data(in.data);   // stored in the model, checked by --resume
   tc.seed = static_cast<uint64_t>(seed);
   tc.model_path = model;
   std::map<std::string, io::AttrValue> optimizer;
@@ -389,7 +403,9 @@ std::map<std::string, io::AttrValue> TrainInputs::resumed_config(const std::stri
 
 int run_train_verb(const char* tool, int argc, char** argv, const TrainVerb& verb) {
   Options opts(tool, verb.synopsis, verb.about + "\n" + kTrainFilesAbout);
-  opts.data(verb.data_help).model("the trained model to write (HDF5); checkpoints go next to it as NAME.stepN.h5");
+  opts.data(verb.data_help).model("the trained model to write (HDF5); checkpoints go next to it as NAME.stepN.h5",
+                                  /*required=*/true, FileRole::output);
+  opts.may_share("resume", "model");   // a checkpoint continued into itself
   if (verb.add_options) verb.add_options(opts);
   add_training_options(opts, verb);
   add_optimizer_options(opts, verb.optimizer);

@@ -10,11 +10,7 @@ namespace {
 
 // --split of --data as `model` reads it: the sequence layout, with the model's widths.
 data::SequenceSplit read_split(const cli::Options& opts, const models::NtmConfig& config) {
-  const io::File data = io::File::open_read(opts.get<std::string>("data"));
-  const std::string split = opts.get<std::string>("split");
-  data::SequenceSplit s = data::read_sequence_split(data, split);
-  train::check_widths(config, s, data.display_name(), split);
-  return s;
+  return train::read_ntm_split(io::File::open_read(opts.get<std::string>("data")), opts.get<std::string>("split"), config);
 }
 
 // "1000 sequences: cost 0.0123 bits per sequence, 0.0120 bit errors per sequence, bit error rate

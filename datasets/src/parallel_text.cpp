@@ -64,6 +64,9 @@ std::vector<std::string> read_text_lines(const std::string& path) {
   for (size_t i = 0; i < lines.size(); ++i) {
     std::string& line = lines[i];
     if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (const size_t nul = line.find('\0'); nul != std::string::npos)
+      throw DataError(path + ": line " + std::to_string(i + 1) + " holds a NUL byte (at byte " + std::to_string(nul + 1) +
+                      "); is it a text file?");
     const size_t ok = valid_utf8_prefix(line);
     if (ok != line.size())
       throw DataError(path + ": line " + std::to_string(i + 1) + " is not valid UTF-8 (at byte " +

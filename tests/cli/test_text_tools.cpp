@@ -66,6 +66,17 @@ TEST_CASE("attn-data parallel imports a text pair: bad arguments exit 2, bad fil
   CHECK(!std::filesystem::exists(dir.file("q.h5")));
 }
 
+TEST_CASE("attn-data parallel refuses a NUL byte on reading, naming the file and line", "[cli][parallel-text]") {
+  test::TempDir dir;
+  write_corpus(dir);
+  test::write_text(dir.file("nul.en"), std::string("A dog runs.\nA m\0an runs.\nA dog plays.\n", 38));
+  test::write_text(dir.file("three.de"), "Ein Hund läuft.\nEin Mann läuft.\nEin Hund spielt.\n");
+  const Result r = run_tool(dir, "attn-data", "parallel --src-file three.de --tgt-file nul.en --out q.h5");
+  CHECK(r.code == 3);   // bad input, not a failure to write q.h5
+  CHECK_THAT(r.err, Catch::Contains("nul.en: line 2 holds a NUL byte (at byte 4)"));
+  CHECK(!std::filesystem::exists(dir.file("q.h5")));
+}
+
 TEST_CASE("attn-data multi30k reads the Multi30k folder layout", "[cli][parallel-text]") {
   test::TempDir dir;
   write_corpus(dir);

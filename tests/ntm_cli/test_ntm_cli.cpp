@@ -109,6 +109,25 @@ TEST_CASE("attn-ntm train --resume with a curriculum continues to the same bits"
   CHECK(f.attr_int("/state", "curriculum_level") == 5);   // input lengths 2..5, one step up per epoch
 }
 
+TEST_CASE("attn-ntm shares the guards: resume refuses other data, an output that is the model is refused",
+          "[cli][attn-ntm]") {
+  test::TempDir dir;
+  REQUIRE(run(dir, std::string(kData) + " --out d.h5").code == 0);
+  REQUIRE(run(dir, "{data} copy --width 4 --min-len 1 --max-len 4 --n 300 --valid-n 20 --test-n 20 --seed 4 --quiet "
+                   "--out other.h5").code == 0);
+  REQUIRE(run(dir, "{ntm} train --data d.h5 --model m.h5 --steps 3 " + std::string(kTiny)).code == 0);
+  const Result other = run(dir, "{ntm} train --data other.h5 --model m.h5 --steps 5 --resume " + std::string(kTiny));
+  CHECK(other.code == 3);
+  CHECK_THAT(other.err, Contains("m.h5: was trained on another training split than the one of 'other.h5'"));
+  const Result allowed =
+      run(dir, "{ntm} train --data other.h5 --model m.h5 --steps 5 --resume --allow-new-data " + std::string(kTiny));
+  INFO(allowed.err);
+  CHECK(allowed.code == 0);
+  const Result same = run(dir, "{ntm} run --model m.h5 --data d.h5 --out m.h5 --quiet");
+  CHECK(same.code == 2);
+  CHECK_THAT(same.err, Contains("--out m.h5 is the same file as --model m.h5"));
+}
+
 TEST_CASE("attn-ntm --baseline lstm trains an LSTM of the NTM's size", "[cli][attn-ntm]") {
   test::TempDir dir;
   REQUIRE(run(dir, std::string(kData) + " --out d.h5").code == 0);

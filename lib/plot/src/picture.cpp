@@ -1,18 +1,14 @@
 // Encoding a Picture's recording as PNG, SVG or PDF, and writing it atomically.
 #include <cairo-pdf.h>
 #include <cairo-svg.h>
-#include <fcntl.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
-#include <cerrno>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
-#include <iostream>
 
 #include "attn/core/error.hpp"
+#include "attn/io/output_file.hpp"
 #include "canvas.hpp"
 
 namespace attn::plot {
@@ -48,16 +44,6 @@ void check_surface(cairo_surface_t* s, const char* what) {
     const std::string msg = cairo_status_to_string(cairo_surface_status(s));
     cairo_surface_destroy(s);
     throw Error(std::string("cairo: cannot create the ") + what + " surface: " + msg);
-  }
-}
-
-void write_all(int fd, const std::string& bytes, const std::string& path) {
-  size_t done = 0;
-  while (done < bytes.size()) {
-    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) throw IoError("cannot write '" + path + "': " + std::strerror(errno));
-    done += static_cast<size_t>(n);
   }
 }
 
@@ -139,41 +125,8 @@ std::string Picture::encode(Format format, double scale) const {
 }
 
 void Picture::save(const std::string& path, Format format, double scale) const {
-  const std::string bytes = encode(format, scale);
-  if (path == "-") {
-    std::cout.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    std::cout.flush();
-    if (!std::cout) throw IoError("cannot write the picture to standard output");
-    return;
-  }
-  // A unique hidden name next to the target: the rename stays on one file system.
-  namespace fs = std::filesystem;
-  static std::atomic<int> serial{0};
-  const fs::path target(path);
-  std::string name(1, '.');
-  name += target.filename().string();
-  name += ".tmp" + std::to_string(::getpid()) + "-" + std::to_string(serial++);
-  const fs::path tmp = target.parent_path() / name;
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-  if (fd < 0) throw IoError("cannot write picture '" + path + "': " + std::strerror(errno));
-  try {
-    write_all(fd, bytes, path);
-    if (::fsync(fd) != 0) throw IoError("cannot write '" + path + "': " + std::strerror(errno));
-  } catch (...) {
-    ::close(fd);
-    ::unlink(tmp.c_str());
-    throw;
-  }
-  if (::close(fd) != 0) {
-    const int err = errno;
-    ::unlink(tmp.c_str());
-    throw IoError("cannot write '" + path + "': " + std::strerror(err));
-  }
-  if (std::rename(tmp.c_str(), target.c_str()) != 0) {
-    const int err = errno;
-    ::unlink(tmp.c_str());
-    throw IoError("cannot write picture '" + path + "': " + std::strerror(err));
-  }
+  // "-", a device, or atomically over a regular file; a FIFO or folder is refused (io/output_file.hpp).
+  io::write_bytes(path, encode(format, scale));
 }
 
 }  // namespace attn::plot

@@ -4,6 +4,7 @@
 #include "attn/io/config_reader.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <set>
 #include <vector>
 
@@ -33,10 +34,26 @@ void write_tensors(File& file, const std::string& group, const TensorMap& tensor
   }
 }
 
+// Every float value must be finite: a model that diverged, or a damaged file, must not be used or
+// trained on as if it had not (DataError naming the file, the tensor and the element).
+void check_finite(const File& file, const std::string& dataset, const Tensor& t) {
+  if (t.dtype() != DType::f32) return;
+  const float* v = t.data();
+  for (int64_t i = 0; i < t.numel(); ++i)
+    if (!std::isfinite(v[i]))
+      throw DataError(file.display_name() + ": " + (dataset.starts_with("/params/") ? "parameter" : "optimizer state") +
+                      " '" + dataset + "' holds " + std::to_string(v[i]) + " at element " + std::to_string(i) +
+                      "; a model with non-finite values cannot be used");
+}
+
 TensorMap read_tensors(const File& file, const std::string& group) {
   TensorMap out;
   if (!file.is_group(group)) return out;
-  for (const auto& name : file.list_datasets(group)) out.emplace(name, file.read(group + "/" + name));
+  for (const auto& name : file.list_datasets(group)) {
+    Tensor t = file.read(group + "/" + name);
+    check_finite(file, group + "/" + name, t);
+    out.emplace(name, std::move(t));
+  }
   return out;
 }
 

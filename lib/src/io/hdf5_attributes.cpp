@@ -103,6 +103,10 @@ std::vector<std::string> File::Impl::read_attr_strings(hid_t attr, const std::st
       out.push_back(std::move(s));
     }
   }
+  // Checked here, on reading, so that a bad string is blamed on this file and not on the output
+  // it would later be copied into (set_attr refuses it there).
+  for (const std::string& v : out)
+    if (!valid_utf8(v)) throw DataError(label + ": " + what + ": the value is not valid UTF-8 (or contains a NUL byte)");
   return out;
 }
 

@@ -17,12 +17,14 @@
 
 #include <cstddef>
 #include <map>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "attn/core/error.hpp"
 #include "attn/io/hdf5_file.hpp"
+#include "attn/io/output_file.hpp"
 
 namespace attn::io {
 namespace detail {
@@ -100,16 +102,17 @@ struct File::Impl {
 
   std::string path;         // as given ("-" for stdio)
   std::string label;        // for messages: the path, or "stdin" / "stdout"
-  std::string temp_path;    // the file HDF5 writes, until commit() renames it; "" otherwise
+  std::unique_ptr<TempFile> temp;   // the file HDF5 writes, until commit() renames it over the target
+  std::string device;       // a character device the image is streamed to on commit(); "" otherwise
   bool writable = false;
-  bool to_stdout = false;
+  bool to_stdout = false;   // the image goes to standard output on commit()
   bool committed = false;
   H5Id file;
   // Datasets opened for reading stay open, so their chunk caches survive between read_rows.
   mutable std::map<std::string, H5Id> datasets;
 
   // ---- hdf5_open.cpp ------------------------------------------------------------------------
-  // Closes the file; removes an uncommitted temporary and releases an uncommitted stdout.
+  // Closes the file; removes an uncommitted temporary (TempFile) and releases an uncommitted stdout.
   ~Impl();
 
   hid_t fid() const {

@@ -1,7 +1,8 @@
 // Opening and creating attn::io::File: regular files, pipes, and "-" as an HDF5 image read from
 // standard input or built in memory and written to standard output; and commit(), which
-// publishes an output file atomically (a temporary file beside the target, fsynced and renamed
-// over it). Each standard stream carries at most one HDF5 image per process.
+// publishes an output file: atomically over a regular file or a new name (io::TempFile), or
+// streamed to a character device (output_file.hpp). Each standard stream carries at most one
+// HDF5 image per process.
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -14,6 +15,7 @@
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -73,15 +75,14 @@ bool has_hdf5_signature(const std::vector<char>& image) {
   return false;
 }
 
-void write_all_stdout(const std::vector<char>& image) {
-  std::fflush(stdout);   // whatever the process printed before goes first, in order
+// Writes a finished in-memory file's image to standard output or a character device.
+void write_image(int fd, const std::vector<char>& image, const std::string& label) {
   size_t done = 0;
   while (done < image.size()) {
-    const ssize_t n = ::write(STDOUT_FILENO, image.data() + done, image.size() - done);
+    const ssize_t n = ::write(fd, image.data() + done, image.size() - done);
     if (n < 0) {
       if (errno == EINTR) continue;
-      throw IoError("stdout: cannot write the HDF5 image to standard output (" +
-                    errno_text(errno) + ")");
+      throw IoError(label + ": cannot write the HDF5 image (" + errno_text(errno) + ")");
     }
     done += static_cast<size_t>(n);
   }
@@ -107,44 +108,6 @@ H5Id memory_fapl() {
   return fapl;
 }
 
-void fsync_path(const std::string& path, bool directory, const std::string& label) {
-  const int fd = ::open(path.c_str(), (directory ? O_DIRECTORY : 0) | O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    if (directory) return;   // best effort: some filesystems do not open folders
-    throw IoError(label + ": cannot reopen '" + path + "' to sync it (" + errno_text(errno) + ")");
-  }
-  const int status = ::fsync(fd);
-  const int err = errno;
-  ::close(fd);
-  if (status != 0 && !(directory && (err == EINVAL || err == EROFS)))
-    throw IoError(label + ": cannot sync '" + path + "' to disk (" + errno_text(err) + ")");
-}
-
-// The hidden temporary file an output to `path` is written to first, in the target's folder
-// (checked: a file name in a folder that exists).
-std::string temp_path_for(const std::string& path) {
-  const fs::path target(path);
-  const std::string name = target.filename().string();
-  const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
-  std::error_code ec;
-  if (name.empty() || name == "." || name == "..")
-    throw IoError(path + ": cannot write: the path names a folder, expected a file name");
-  if (fs::is_directory(target, ec)) throw IoError(path + ": cannot write: it is a folder");
-  if (!fs::is_directory(dir, ec))
-    throw IoError(path + ": cannot write: folder '" + dir.string() + "' does not exist");
-  return (dir / ("." + name + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(g_serial++))).string();
-}
-
-// Syncs the finished temporary file, renames it over `path` and syncs the folder.
-void publish(const std::string& temp, const std::string& path, const std::string& label) {
-  fsync_path(temp, /*directory=*/false, label);
-  if (std::rename(temp.c_str(), path.c_str()) != 0)
-    throw IoError(label + ": cannot rename the finished temporary file '" + temp + "' over it (" +
-                  errno_text(errno) + ")");
-  const fs::path target(path);
-  fsync_path(target.has_parent_path() ? target.parent_path().string() : ".", /*directory=*/true, label);
-}
-
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------
@@ -153,7 +116,7 @@ void publish(const std::string& temp, const std::string& path, const std::string
 File::Impl::~Impl() {
   datasets.clear();   // before the file: SEMI close degree refuses open objects
   file.close();
-  if (!temp_path.empty() && !committed) ::unlink(temp_path.c_str());
+  temp.reset();   // removes the temporary file unless it was published
   if (to_stdout && !committed) g_stdout_claimed = false;
 }
 
@@ -254,15 +217,21 @@ File File::create(const std::string& path) {
   }
 
   impl->label = path;
-  impl->temp_path = temp_path_for(path);
-  const fs::path dir = fs::path(impl->temp_path).parent_path();
-  H5Id fapl = base_fapl();
-  impl->file = H5Id(H5Fcreate(impl->temp_path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.get()), H5Fclose);
-  if (!impl->file.valid()) {
-    const std::string detail = with_detail();
-    impl->temp_path.clear();   // nothing was created, nothing to remove
-    throw IoError(path + ": cannot create a file in folder '" + dir.string() + "'" + detail);
+  const OutputTarget out = resolve_output(path);
+  if (out.mode == OutputMode::device) {   // /dev/null, a terminal: streamed to, never replaced
+    impl->device = out.target;
+    H5Id fapl = memory_fapl();
+    const std::string name = "attnlab-device-" + std::to_string(g_serial++);
+    impl->file = H5Id(H5Fcreate(name.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.get()), H5Fclose);
+    if (!impl->file.valid()) throw IoError(path + ": cannot create an in-memory HDF5 file" + with_detail());
+    return File(std::move(impl));
   }
+  impl->temp = std::make_unique<TempFile>(out.target);
+  const fs::path dir = fs::path(impl->temp->path()).parent_path();
+  H5Id fapl = base_fapl();
+  impl->file = H5Id(H5Fcreate(impl->temp->path().c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.get()), H5Fclose);
+  if (!impl->file.valid())
+    throw IoError(path + ": cannot create a file in folder '" + dir.string() + "'" + with_detail());
   return File(std::move(impl));
 }
 
@@ -272,38 +241,58 @@ void File::commit() {
   if (m.committed) throw Error(m.label + ": already committed");
   m.fid();
   m.datasets.clear();
-  if (m.to_stdout) {
+  if (m.to_stdout || !m.device.empty()) {
     if (H5Fflush(m.file.get(), H5F_SCOPE_GLOBAL) < 0)
-      throw IoError("stdout: cannot finish the in-memory HDF5 file" + with_detail());
+      throw IoError(m.label + ": cannot finish the in-memory HDF5 file" + with_detail());
     const ssize_t size = H5Fget_file_image(m.file.get(), nullptr, 0);
     std::vector<char> image(size > 0 ? static_cast<size_t>(size) : 0);
     if (size <= 0 || H5Fget_file_image(m.file.get(), image.data(), image.size()) != size)
-      throw IoError("stdout: cannot take the HDF5 file image" + with_detail());
-    if (!m.file.close()) throw IoError("stdout: cannot close the in-memory HDF5 file" + with_detail());
-    m.committed = true;   // stdout is spent even if writing fails half-way
-    write_all_stdout(image);
+      throw IoError(m.label + ": cannot take the HDF5 file image" + with_detail());
+    if (!m.file.close()) throw IoError(m.label + ": cannot close the in-memory HDF5 file" + with_detail());
+    m.committed = true;   // the stream is spent even if writing fails half-way
+    if (m.to_stdout) {
+      std::fflush(stdout);   // whatever the process printed before goes first, in order
+      write_image(STDOUT_FILENO, image, "stdout");
+      return;
+    }
+    const int fd = ::open(m.device.c_str(), O_WRONLY | O_CLOEXEC);
+    if (fd < 0) throw IoError(m.label + ": cannot open the device to write (" + errno_text(errno) + ")");
+    try {
+      write_image(fd, image, m.label);
+    } catch (...) {
+      ::close(fd);
+      throw;
+    }
+    ::close(fd);
     return;
   }
   if (!m.file.close())
-    throw IoError(m.label + ": cannot finish writing '" + m.temp_path + "'" + with_detail());
-  publish(m.temp_path, m.path, m.label);
+    throw IoError(m.label + ": cannot finish writing '" + m.temp->path() + "'" + with_detail());
+  m.temp->publish(m.label);
   m.committed = true;
 }
 
 void copy_file_atomically(const std::string& from, const std::string& to) {
-  const std::string temp = temp_path_for(to);
+  const OutputTarget out = resolve_output(to);
+  if (out.mode != OutputMode::replace) {   // standard output or a device: streamed
+    const int fd = ::open(from.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) throw IoError(from + ": cannot open (" + errno_text(errno) + ")");
+    std::vector<char> bytes;
+    try {
+      bytes = read_all(fd, from);
+    } catch (...) {
+      ::close(fd);
+      throw;
+    }
+    ::close(fd);
+    write_bytes(to, std::string_view(bytes.data(), bytes.size()));
+    return;
+  }
+  TempFile temp(out.target);
   std::error_code ec;
-  fs::copy_file(from, temp, fs::copy_options::overwrite_existing, ec);
-  if (ec) {
-    fs::remove(temp, ec);
-    throw IoError(to + ": cannot copy '" + from + "' there (" + ec.message() + ")");
-  }
-  try {
-    publish(temp, to, to);
-  } catch (const IoError&) {
-    fs::remove(temp, ec);
-    throw;
-  }
+  fs::copy_file(from, temp.path(), fs::copy_options::overwrite_existing, ec);
+  if (ec) throw IoError(to + ": cannot copy '" + from + "' there (" + ec.message() + ")");
+  temp.publish(to);
 }
 
 }  // namespace attn::io

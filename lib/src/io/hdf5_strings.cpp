@@ -1,6 +1,6 @@
 // String datasets in an attn::io::File: one-dimensional arrays of strings, written as
 // variable-length UTF-8 (checked first, so files stay readable by h5py and HDFView) and read
-// back from variable- or fixed-length strings of either padding.
+// back from variable- or fixed-length strings of either padding (checked to be UTF-8 too).
 #include <algorithm>
 #include <cstddef>
 #include <string>
@@ -61,6 +61,12 @@ std::vector<std::string> File::read_strings(const std::string& dataset) const {
       out.push_back(std::move(s));
     }
   }
+  // Checked here, on reading, so that a bad string (a vocabulary entry) is blamed on this file and
+  // not on the output it would be copied into later (write_strings refuses it there).
+  for (size_t i = 0; i < out.size(); ++i)
+    if (!valid_utf8(out[i]))
+      throw DataError(m.label + ": " + what + ": string " + std::to_string(i) +
+                      " is not valid UTF-8 (or contains a NUL byte)");
   return out;
 }
 

@@ -1,6 +1,7 @@
 list(APPEND ATTN_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/hdf5_common.cpp
   ${CMAKE_CURRENT_LIST_DIR}/hdf5_open.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/output_file.cpp
   ${CMAKE_CURRENT_LIST_DIR}/hdf5_structure.cpp
   ${CMAKE_CURRENT_LIST_DIR}/hdf5_tensors.cpp
   ${CMAKE_CURRENT_LIST_DIR}/hdf5_strings.cpp

@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "attn/core/error.hpp"
+#include "attn/train/split_run.hpp"
 #include "attn/train/model_file.hpp"
 
 namespace attn::train {
@@ -134,7 +135,9 @@ MemnetFile load_memnet(const std::string& path) {
 
 data::QaSplit read_memnet_split(const io::File& data, const std::string& split, const MemnetFile& m) {
   check_vocab(m.model.config(), data::read_qa_vocab(data), data.display_name(), &m.vocab);
-  return data::read_qa_split(data, split, m.vocab.size());
+  data::QaSplit s = data::read_qa_split(data, split, m.vocab.size());
+  require_examples(s.size(), data.display_name(), split);
+  return s;
 }
 
 std::vector<std::pair<std::string, double>> memnet_test_scores(const std::string& path, const io::File& data) {

@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "attn/core/error.hpp"
+#include "attn/train/split_run.hpp"
 
 namespace attn::train {
 namespace {
@@ -122,6 +123,13 @@ TrainTask ntm_task(models::Ntm& model, const data::SequenceSplit& train, const d
     };
   }
   return task;
+}
+
+data::SequenceSplit read_ntm_split(const io::File& data, const std::string& split, const models::NtmConfig& config) {
+  data::SequenceSplit s = data::read_sequence_split(data, split);
+  check_widths(config, s, data.display_name(), split);
+  require_examples(s.size(), data.display_name(), split);
+  return s;
 }
 
 NtmFile load_ntm(const std::string& path) { return load_model<models::Ntm>(io::File::open_read(path), kKind); }

@@ -1,8 +1,8 @@
 list(APPEND ATTN_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/trainer.cpp
   ${CMAKE_CURRENT_LIST_DIR}/checkpoints.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/data_fingerprint.cpp
   ${CMAKE_CURRENT_LIST_DIR}/split_run.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/model_file.cpp
   ${CMAKE_CURRENT_LIST_DIR}/repeats.cpp
   ${CMAKE_CURRENT_LIST_DIR}/ntm_run.cpp
   ${CMAKE_CURRENT_LIST_DIR}/memnet_run.cpp

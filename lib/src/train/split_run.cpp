@@ -38,6 +38,11 @@ void scatter(const Tensor& part, std::span<const int64_t> index, Tensor& out) {
 
 }  // namespace
 
+void require_examples(int64_t count, const std::string& file, const std::string& split) {
+  if (count <= 0)
+    throw DataError(file + ": split '/" + split + "' holds no examples; there is nothing to evaluate");
+}
+
 std::vector<std::vector<int64_t>> split_batches(std::span<const int32_t> lengths, int64_t max_tokens,
                                                 int64_t batch_size) {
   if (batch_size <= 0)

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "attn/core/error.hpp"
+#include "attn/train/split_run.hpp"
 #include "attn/data/tokenizer.hpp"
 #include "attn/io/checkpoint.hpp"
 
@@ -112,7 +113,9 @@ data::TokenSplit read_model_split(const io::File& data, const std::string& split
     if (vocab && data::read_vocab(data, dataset).tokens() != vocab->tokens())
       throw FormatError(data.display_name() + ": dataset '" + dataset + "' differs from the model's vocabulary (" +
                         std::to_string(vocab->size()) + " tokens): the model was trained on another data set");
-  return data::read_token_split(data, split, request);
+  data::TokenSplit s = data::read_token_split(data, split, request);
+  require_examples(s.size(), data.display_name(), split);
+  return s;
 }
 
 void check_resumed_vocabs(const std::map<std::string, io::AttrValue>& config, const std::string& checkpoint,

@@ -141,19 +141,28 @@ void save(const std::string& path, const TrainTask& task, const optim::Optimizer
   file.set_attr("/state", "train_units", s.train_units);
   file.set_attr("/state", "unit", task.unit.plural);
   write_metrics(file, s, partial);
+  if (!task.data.empty()) write_fingerprint(file, task.data);
   if (task.write_extra) task.write_extra(file);
   file.commit();
 }
 
 // Restores the parameters, the optimizer, the run state and the task's state from a file saved
-// by save().
-void resume(const std::string& path, const TrainTask& task, optim::Optimizer& opt, RunState& s) {
+// by save(), after checking that it was trained on the task's data and holds the optimizer's state.
+void resume(const std::string& path, const TrainTask& task, const TrainConfig& config, optim::Optimizer& opt,
+            RunState& s) {
   const io::File file = io::File::open_read(path);
   const io::Checkpoint ckpt = io::read_checkpoint(file, task.kind);
+  if (!task.data.empty()) check_same_data(read_fingerprint(file), file.display_name(), task.data, config.allow_new_data);
+  if (ckpt.optimizer.empty() && ckpt.step > 0 && !opt.slot_names().empty() && !config.reset_optimizer)
+    throw DataError(file.display_name() + ": holds no /optimizer state (a model saved for use, or averaged), so " +
+                    opt.kind() + "'s running averages would restart from zero and the run would not continue "
+                    "as it was; give --reset-optimizer to continue with a fresh optimizer state");
   io::restore_params(ckpt.params, task.params, file.display_name());
-  std::vector<optim::NamedTensor> state;
-  for (const auto& [name, t] : ckpt.optimizer) state.push_back({name, t});
-  opt.load_state(task.params, state);
+  if (!config.reset_optimizer) {
+    std::vector<optim::NamedTensor> state;
+    for (const auto& [name, t] : ckpt.optimizer) state.push_back({name, t});
+    opt.load_state(task.params, state);
+  }
   s.step = ckpt.step;
   s.epoch = ckpt.epoch;
   s.rng.set_state(ckpt.rng);
@@ -239,7 +248,7 @@ TrainResult fit(const TrainTask& task, const TrainConfig& config, const TrainCal
   RunState s;
   s.rng = Rng(config.seed).fork(/*label=*/0x64726f70);   // "drop": the dropout stream
   for (const std::string& name : curve_names(task)) s.curves.push_back({name, {}});
-  if (!config.resume_from.empty()) resume(config.resume_from, task, *opt, s);
+  if (!config.resume_from.empty()) resume(config.resume_from, task, config, *opt, s);
 
   // Periodic checkpoints beyond the starting step belong to a run being replaced.
   if (!config.model_path.empty() && config.model_path != "-")

@@ -3,10 +3,12 @@
 #include "attn/train/transformer_run.hpp"
 
 #include <algorithm>
+#include <optional>
 
 #include "attn/core/error.hpp"
 #include "attn/data/batching.hpp"
 #include "attn/train/checkpoints.hpp"
+#include "attn/train/data_fingerprint.hpp"
 
 namespace attn::train {
 namespace {
@@ -128,6 +130,8 @@ void average_transformers(const std::vector<std::string>& inputs, io::File& out,
   io::write_checkpoint(out, avg);
   const io::File last = io::File::open_read(inputs.back());
   write_vocabs(out, data::read_vocab(last, "/vocab/src"), data::read_vocab(last, "/vocab/tgt"));
+  // The data the checkpoints were trained on, so that --resume from the average checks it too.
+  if (const std::optional<DataFingerprint> fp = read_fingerprint(last)) write_fingerprint(out, *fp);
 }
 
 }  // namespace attn::train

@@ -47,7 +47,9 @@ struct Checkpoint {
 // Writes the checkpoint into an open output file (root attributes included), without commit.
 void write_checkpoint(File& file, const Checkpoint& ckpt);
 // Reads a checkpoint; throws FormatError unless the file is an attnlab model (of `kind`, when
-// non-empty). A file without /optimizer (saved for inference only) gives an empty optimizer map.
+// non-empty), and DataError naming the file, the tensor and the element when a float value of
+// /params or /optimizer is NaN or infinite (every model loader, resume and averaging come through
+// here). A file without /optimizer (saved for inference only) gives an empty optimizer map.
 Checkpoint read_checkpoint(const File& file, const std::string& kind = "");
 
 // Atomic: creates `path` ("-" for stdout), writes, commits.

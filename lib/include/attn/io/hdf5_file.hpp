@@ -11,10 +11,15 @@
 // A path of "-" means standard input (open_read: an HDF5 file image is read from stdin) or
 // standard output (create: the file is built in memory and its image written to stdout on
 // commit()), so tools can be joined with `|`. Standard input can be read once per process.
-// Writes are atomic: create() writes to a temporary file `.<name>.tmp.<pid>.<n>` in the same
-// folder and commit() flushes, closes, fsyncs and renames it over the target. A File destroyed
+// Writes never destroy anything (io/output_file.hpp): over a regular file or a new name, create()
+// writes to a temporary file `.<name>.tmp.<pid>.<n>` in the same folder and commit() flushes,
+// closes, fsyncs and renames it over the target (a symbolic link is followed, its target
+// replaced); a character device (/dev/null) gets the file image streamed to it on commit(), like
+// "-"; a FIFO, folder, socket or block device is refused with ConfigError. A File destroyed
 // without commit() removes its temporary file, so a failed run never leaves a truncated output
-// or damages an earlier file of the same name (a killed one leaves at most a hidden temp file).
+// or damages an earlier file of the same name; SIGINT/SIGTERM remove it too (with
+// remove_temp_files_on_signals), and one left by a killed process is removed by the next write
+// of the same name.
 //
 // Dataset and object names are HDF5 paths; "train/src" and "/train/src" are the same. A File
 // is used by one thread at a time (distinct Files may be used from distinct threads).
@@ -85,7 +90,9 @@ class File {
   void write_all(const std::string& group, std::initializer_list<std::pair<const char*, const Tensor&>> tensors);
 
   // UTF-8 string arrays (variable length), e.g. vocabularies. Reading also accepts
-  // fixed-length string datasets (numpy "S" arrays written by h5py).
+  // fixed-length string datasets (numpy "S" arrays written by h5py). Both directions refuse a
+  // string that is not valid UTF-8 or holds a NUL byte (DataError naming the file, the dataset
+  // and the string's index), as do attr_string and attr on reading and set_attr on writing.
   std::vector<std::string> read_strings(const std::string& dataset) const;
   void write_strings(const std::string& dataset, const std::vector<std::string>& values);
 
@@ -137,8 +144,9 @@ FileInfo read_file_info(const File& file);
 void require_format(const File& file, const std::string& format, const std::string& kind = "");
 
 // Copies the file `from` to `to` the way File writes: into a temporary file beside `to`, then
-// synced and renamed over it, so that `to` is the old file or the whole copy, never a part.
-// IoError naming `to` otherwise.
+// synced and renamed over it, so that `to` is the old file or the whole copy, never a part (or
+// streamed to "-" or a character device; resolve_output's refusals apply). IoError naming `to`
+// otherwise.
 void copy_file_atomically(const std::string& from, const std::string& to);
 
 }  // namespace attn::io

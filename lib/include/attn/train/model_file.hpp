@@ -22,13 +22,9 @@ struct LoadedModel {
                                // optimizer state (a loaded model is used, not trained on)
 };
 
-// Throws DataError naming the file and the parameter unless every parameter value is finite: a
-// model that diverged must not be used as if it had not.
-void check_finite(const ParamList& params, const std::string& file);
-
 // The model of `kind` in `file`: built from Model's Config::from_attrs (FormatError naming the
 // file and attribute), its parameters restored by io::restore_params (FormatError / ShapeError
-// naming the file and parameter) and checked by check_finite.
+// naming the file and parameter); io::read_checkpoint refuses non-finite values (DataError).
 template <class Model>
 LoadedModel<Model> load_model(const io::File& file, const std::string& kind) {
   using Config = std::decay_t<decltype(std::declval<const Model&>().config())>;
@@ -36,7 +32,6 @@ LoadedModel<Model> load_model(const io::File& file, const std::string& kind) {
   Rng init(0);   // every value is overwritten by the file's
   Model model(Config::from_attrs(ckpt.config, file.display_name()), init);
   io::restore_params(ckpt.params, model.params(), file.display_name());
-  check_finite(model.params(), file.display_name());
   ckpt.params.clear();
   ckpt.optimizer.clear();
   return {std::move(model), std::move(ckpt)};

@@ -74,6 +74,10 @@ TrainTask ntm_task(models::Ntm& model, const data::SequenceSplit& train, const d
 void check_widths(const models::NtmConfig& config, const data::SequenceSplit& split, const std::string& file,
                   const std::string& split_name);
 
+// The split `split` of an open data set for a model of `config`, for the eval and run verbs:
+// checked by check_widths and refused when empty (require_examples).
+data::SequenceSplit read_ntm_split(const io::File& data, const std::string& split, const models::NtmConfig& config);
+
 using NtmFile = LoadedModel<models::Ntm>;
 // Reads a model file written by the trainer (load_model: FormatError / ShapeError naming the
 // file when it is not an NTM model or does not fit its config).

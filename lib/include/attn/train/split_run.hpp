@@ -20,6 +20,12 @@ namespace attn::train {
 
 using NamedTensors = std::vector<std::pair<std::string, Tensor>>;
 
+// Throws DataError naming the file and the split when it holds no examples: an evaluation of
+// nothing would print NaN metrics as if they were results. Every family's eval, translate and run
+// verbs read their split through a reader that calls this (train::read_model_split,
+// read_memnet_split, read_ntm_split).
+void require_examples(int64_t count, const std::string& file, const std::string& split);
+
 // The batches of a split, in order, without shuffling: batch_size > 0 gives runs of batch_size
 // consecutive examples; otherwise batches of about max_tokens tokens (B x Lmax) of similar
 // lengths (data::make_batches in length order).

@@ -18,6 +18,7 @@
 // run's updates bit for bit.
 //
 // Files (all written atomically through io::File, layout of io/checkpoint.hpp plus):
+//   /trained_on  the data set's fingerprints (data_fingerprint.hpp), when the task has them
 //   /state     epoch_batch (batches done in the current epoch), epoch_loss_sum, epoch_count,
 //              epoch_units and epoch_<sum>_sum (float64): the running sums of the current,
 //              unfinished epoch; train_seconds (float64) and train_units: wall time in training
@@ -51,6 +52,7 @@
 #include "attn/io/hdf5_file.hpp"
 #include "attn/nn/param.hpp"
 #include "attn/optim/config.hpp"
+#include "attn/train/data_fingerprint.hpp"
 
 namespace attn::train {
 
@@ -124,6 +126,9 @@ struct TrainTask {
   std::function<void(const io::File&)> read_state;
   std::string created_by;                         // root attributes of saved files
   std::string command;
+  // The fingerprints of the data set trained on (data_fingerprint.hpp), written into every file
+  // saved (/trained_on) and checked on resume; empty: neither (a task built in code).
+  DataFingerprint data;
 };
 
 struct TrainConfig {
@@ -141,6 +146,13 @@ struct TrainConfig {
   int64_t checkpoint_every = 0;   // steps between checkpoints; 0: only the final model
   int64_t keep_checkpoints = 5;   // newest periodic checkpoints kept, >= 1
   std::string resume_from;        // a checkpoint (or model) file to continue from; "": fresh
+  // Resuming: continue on a training split other than the one the checkpoint was trained on
+  // (the vocabularies must still be the same); without it a mismatch throws DataError.
+  bool allow_new_data = false;
+  // Resuming: start the optimizer's state afresh. Without it a checkpoint without /optimizer
+  // (saved for inference, or averaged) throws DataError for an optimizer that keeps state, as
+  // its moments would silently restart and the run would not continue bit for bit.
+  bool reset_optimizer = false;
 };
 
 // Reported after every step.

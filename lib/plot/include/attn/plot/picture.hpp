@@ -7,8 +7,10 @@
 // and callers can find where a value was drawn. One unit is one PNG pixel at scale 1, one CSS
 // pixel in SVG and one point (1/72 inch) in PDF.
 //
-// save() is atomic: the file is written to a temporary file in the target's folder and renamed
-// over the target, so a failure never leaves a partial image or damages an older one.
+// save() writes through io::write_bytes (io/output_file.hpp): atomically over a regular file (a
+// temporary file in the target's folder renamed over it, so a failure never leaves a partial
+// image or damages an older one), streamed to "-" or a character device, refused for a FIFO or
+// folder (ConfigError).
 #pragma once
 #include <memory>
 #include <string>

@@ -1,0 +1,45 @@
+// Fingerprints of a data set, stored in every model file a training run writes, so that
+// --resume refuses to continue a run on data it was not trained on (every model family: the
+// trainer writes and checks them, train/trainer.hpp).
+//
+//   vocab  a 64-bit hash of every string dataset under /vocab (its name and its strings, in
+//          order): a model's embeddings mean something only with the vocabulary it was trained
+//          with, so equal sizes are not enough
+//   train  a 64-bit hash of every dataset under /train (name, type, shape and values, read in
+//          blocks of rows so that memory stays bounded): the same split, bit for bit
+// Data sets without /vocab (the NTM tasks) hash to the fingerprint of no strings. Cost: one
+// more read of the training split, about the time of loading it (docs/ARCHITECTURE.md).
+//
+// In a model file: group /trained_on, attributes data (the data file as the user named it),
+// vocab_fingerprint and train_fingerprint (16 hexadecimal digits), docs/FORMATS.md.
+#pragma once
+#include <optional>
+#include <string>
+
+#include "attn/io/hdf5_file.hpp"
+
+namespace attn::train {
+
+struct DataFingerprint {
+  std::string source;   // the data file as named ("-" for stdin)
+  std::string vocab;    // 16 hex digits
+  std::string train;    // 16 hex digits
+  bool empty() const { return vocab.empty() && train.empty(); }
+};
+
+// The fingerprints of an open data set; `source` is data.display_name(). FormatError when it
+// has no /train group.
+DataFingerprint fingerprint_data(const io::File& data);
+
+void write_fingerprint(io::File& model, const DataFingerprint& fp);
+// The fingerprints stored in a model file; nullopt when it has none (written before they were).
+std::optional<DataFingerprint> read_fingerprint(const io::File& model);
+
+// Throws DataError naming the model file and both data files unless the data the model was
+// trained on (`trained`, from `model_file`) has the vocabularies of `data` and, unless
+// allow_new_data, its training split too. A model without fingerprints is refused unless
+// allow_new_data (nothing can be compared; the families still compare vocabulary sizes).
+void check_same_data(const std::optional<DataFingerprint>& trained, const std::string& model_file,
+                     const DataFingerprint& data, bool allow_new_data);
+
+}  // namespace attn::train
