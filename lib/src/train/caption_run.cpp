@@ -20,6 +20,22 @@ enum Sum : size_t { kNll, kCorrect, kSequencesCorrect, kPenalty };
 
 double ratio(double num, double den) { return den > 0 ? num / den : NAN; }
 
+// The model's buffers (batch normalisation's running statistics) as /buffers/<name>.
+void write_buffers(io::File& file, models::Captioner& model) {
+  for (const auto& [name, tensor] : model.buffers()) file.write("/buffers/" + name, *tensor);
+}
+void read_buffers(const io::File& file, models::Captioner& model) {
+  for (const auto& [name, tensor] : model.buffers()) {
+    const std::string path = "/buffers/" + name;
+    if (!file.exists(path))
+      throw FormatError(file.display_name() + ": no dataset '" + path + "' (the model's batch normalisation statistics)");
+    const Tensor t = file.read(path, DType::f32, tensor->shape());
+    for (const float v : t.values())
+      if (!std::isfinite(v)) throw DataError(file.display_name() + ": '" + path + "' holds a non-finite value");
+    *tensor = t;
+  }
+}
+
 // Row t < tgt_len - 1 of caption i: its words without EOS.
 std::vector<int32_t> reference(const data::CaptionSplit& split, int64_t i) {
   const int64_t T = split.tgt.dim(1);
@@ -97,7 +113,11 @@ TrainTask caption_task(models::Captioner& model, const data::CaptionSplit& train
       return to_stats(model.evaluate(gather_caption_batch(*valid, index)));
     };
   }
-  task.write_extra = [&vocab](io::File& file) { data::write_vocab(file, data::kCaptionVocab, vocab); };
+  task.write_extra = [&vocab, &model](io::File& file) {
+    data::write_vocab(file, data::kCaptionVocab, vocab);
+    write_buffers(file, model);
+  };
+  task.read_state = [&model](const io::File& file) { read_buffers(file, model); };
   return task;
 }
 
@@ -106,6 +126,7 @@ CaptionerFile load_captioner(const std::string& path) {
   LoadedModel<models::Captioner> m = load_model<models::Captioner>(file, kKind);
   if (!file.exists(data::kCaptionVocab))
     throw FormatError(file.display_name() + ": no dataset '" + data::kCaptionVocab + "' (the model's vocabulary)");
+  read_buffers(file, m.model);
   data::Vocab vocab = data::read_vocab(file, data::kCaptionVocab);
   if (vocab.size() != m.model.config().vocab)
     throw FormatError(file.display_name() + ": '" + data::kCaptionVocab + "' has " + std::to_string(vocab.size()) +

@@ -21,7 +21,8 @@
 // Work is counted in images.
 //
 // A model file is a checkpoint of kind "captioner" (io/checkpoint.hpp, with the trainer's
-// /state and /metrics) plus /vocab/tgt, the vocabulary of the data set it was trained on.
+// /state and /metrics) plus /vocab/tgt, the vocabulary of the data set it was trained on, and
+// with batch normalisation /buffers/encoder/bn<k>/{running_mean, running_var}.
 // A captions file (format "attnlab/output", kind "captions") holds, for the N images of a split
 // in data-set order:
 //   /predictions        int32 [N, Tmax]   the generated word ids, without BOS and EOS, padded 0
