@@ -16,6 +16,8 @@ int main(int argc, char** argv) {
       {"multi30k", cmd_multi30k, "Multi30k translation (Elliott et al. 2016): tokenised, vocabularies, splits"},
       {"parallel", cmd_parallel, "any line-aligned parallel text pair (plain or gzip) as a translation set"},
       {"babi", cmd_babi, "bAbI question answering v1.2 (Weston et al. 2015): stories, questions, supporting facts"},
+      {"babi-cls", cmd_babi_cls, "bAbI as classification: story (segment 0) + question (1) -> the one-word answer"},
+      {"text", cmd_text, "any plain-text or gzip file as a language-modelling set (pre-training, --arch lm/mlm)"},
       {"info", cmd_info, "summarise any attnlab HDF5 file: format, command, datasets, attributes"},
   });
 }
