@@ -37,7 +37,9 @@ int cmd_eval(int argc, char** argv) {
   cli::add_eval_options(opts);
   opts.batch_size(64);   // a fine-tuned classifier's batches
   if (!opts.parse(argc, argv)) return 0;
-  if (train::is_classifier_file(opts.get<std::string>("model"))) return eval_classifier(opts);
+  // Standard input can be read once: a model piped in is taken for a Transformer.
+  const std::string model = opts.get<std::string>("model");
+  if (model != "-" && train::is_classifier_file(model)) return eval_classifier(opts);
   const train::TransformerFile m = train::load_transformer(opts.get<std::string>("model"));
   cli::run_eval(opts, reads(m), [&](const data::TokenSplit& s, int64_t max_tokens) {
     return train::evaluate_transformer(m.model, s, max_tokens);

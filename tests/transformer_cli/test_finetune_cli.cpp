@@ -42,7 +42,7 @@ std::vector<std::string> sentence(int i) {
 void write_corpus(const test::TempDir& dir, const std::string& name, int n, const std::string& prefix = "") {
   std::string text;
   for (int i = 0; i < n; ++i) {
-    for (const std::string& w : sentence(i)) text += prefix + w + " ";
+    for (const std::string& w : sentence(i)) text.append(prefix).append(w).append(" ");
     text.back() = '\n';
   }
   test::write_text(dir.file(name), text);
@@ -193,6 +193,47 @@ TEST_CASE("finetune: a pre-trained model of the wrong architecture or vocabulary
   REQUIRE(run(dir, "{data} text --in corpus.txt --vocab-from other.h5 --out recoded.h5 --quiet").code == 0);
   const io::File r = io::File::open_read(dir.file("recoded.h5"));
   CHECK(r.read_strings("/vocab/src") == io::File::open_read(dir.file("other.h5")).read_strings("/vocab/src"));
+}
+
+TEST_CASE("pairs of a parallel text -> an mlm pre-trained on them with segments -> finetune -> classify", "[cli][attn-transformer]") {
+  test::TempDir dir;
+  std::string src, tgt;
+  for (int i = 0; i < 40; ++i) {   // B is A's words with a "t" prefix, in reverse order
+    const std::vector<std::string> a = sentence(i);
+    for (const std::string& w : a) src.append(w).append(" ");
+    for (auto w = a.rbegin(); w != a.rend(); ++w) tgt.append("t").append(*w).append(" ");
+    src.back() = '\n';
+    tgt.back() = '\n';
+  }
+  test::write_text(dir.file("a.txt"), src);
+  test::write_text(dir.file("b.txt"), tgt);
+  const Result made = run(dir, "{data} pairs --src-file a.txt --tgt-file b.txt --valid-n 8 --min-freq 1 --out pairs.h5");
+  INFO(made.err);
+  REQUIRE(made.code == 0);
+  CHECK_THAT(made.out, Contains("train 64, valid 16, test 0 examples"));
+  {
+    const io::File f = io::File::open_read(dir.file("pairs.h5"));
+    CHECK(f.read_strings("/labels") == std::vector<std::string>{"other", "translation"});
+    const data::LabelledSplit s = data::read_labelled_split(f, "train", 0, 2);
+    const int64_t L = s.src.dim(1);
+    for (int64_t i = 0; i < 4; ++i) {
+      CHECK(s.label.idata()[i] == (i % 2 == 0 ? 1 : 0));   // each line: its translation, then another line's
+      const int32_t len = s.src_len.idata()[i];
+      CHECK(s.segments.idata()[i * L] == 0);
+      CHECK(s.segments.idata()[i * L + len - 1] == 1);
+    }
+    CHECK(s.has_pairs());
+  }
+  REQUIRE(run(dir, "{tf} train --arch mlm --data pairs.h5 --model pre.h5 --steps 4 --max-tokens 256" + std::string(kTiny)).code == 0);
+  const Result ft = run(dir, "{tf} finetune --init pre.h5 --data pairs.h5 --model ft.h5 --steps 4" + std::string(kFine));
+  INFO(ft.err);
+  REQUIRE(ft.code == 0);
+  const Result cls = run(dir, "{tf} classify --model ft.h5 --data pairs.h5 --split valid --out pred.h5 --quiet");
+  INFO(cls.err);
+  CHECK(cls.code == 0);
+  CHECK_THAT(cls.out, Contains("16 examples of valid"));
+  const Result both = run(dir, "{data} pairs --src-file a.txt --multi30k . --out x.h5 --quiet");
+  CHECK(both.code == 2);
 }
 
 TEST_CASE("bAbI task 1 through babi-cls: pre-train on its stories (mlm and lm), fine-tune and classify", "[data][attn-transformer]") {
