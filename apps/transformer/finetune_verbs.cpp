@@ -85,8 +85,8 @@ int cmd_finetune(int argc, char** argv) {
       .about = "Fine-tunes a pre-trained Transformer as a classifier (Radford et al. 2018; Devlin et al. 2019): a\n"
                "linear layer and softmax over the classes on the final hidden state of the last token (lm) or\n"
                "of [CLS] (mlm), trained with the body (or alone: --freeze-encoder) on /train of a labelled data\n"
-               "set (attn-data babi-cls, datasets/README.md), validated every epoch on /valid when present.",
-      .data_help = "labelled data set, HDF5 (attn-data babi-cls); its /vocab/src must be the pre-trained model's",
+               "set (attn-data babi-cls, pairs; datasets/README.md), validated every epoch on /valid when present.",
+      .data_help = "labelled data set, HDF5 (attn-data babi-cls, pairs); its /vocab/src must be the pre-trained model's",
       .batching = {.batch_size = 32},
       .epochs = 3,
       .optimizer = {.lr = 1e-4},

@@ -90,6 +90,8 @@ bool body_unchanged(const std::string& pretrained, const std::string& tuned) {
 
 TEST_CASE("text -> pre-train (mlm and lm) -> finetune -> classify and eval", "[cli][attn-transformer]") {
   test::TempDir dir;
+  CHECK_THAT(run(dir, "{tf} --help").out, Contains("  finetune ") && Contains("  classify "));
+  CHECK_THAT(run(dir, "{data} --help").out, Contains("  babi-cls ") && Contains("  text ") && Contains("  pairs "));
   write_corpus(dir, "corpus.txt", 300);
   const Result text = run(dir, "{data} text --in corpus.txt --valid-n 20 --out text.h5 --quiet");
   INFO(text.err);
@@ -161,6 +163,14 @@ TEST_CASE("text -> pre-train (mlm and lm) -> finetune -> classify and eval", "[c
       REQUIRE(frozen.code == 0);
       CHECK(body_unchanged(dir.file("pre.h5"), dir.file("fz.h5")));
       CHECK_FALSE(test::same_params(dir.file("ft.h5"), dir.file("fz.h5")));
+      // Resumable like every train verb, to the same bits, the frozen weights restored with the rest.
+      REQUIRE(run(dir, "{tf} finetune --init pre.h5 --data cls.h5 --model full.h5 --steps 6 --freeze-encoder" + std::string(kFine)).code == 0);
+      REQUIRE(run(dir, "{tf} finetune --init pre.h5 --data cls.h5 --model part.h5 --steps 3 --freeze-encoder" + std::string(kFine)).code == 0);
+      const Result resumed = run(dir, "{tf} finetune --data cls.h5 --model part.h5 --steps 6 --freeze-encoder --resume" + std::string(kFine));
+      INFO(resumed.err);
+      REQUIRE(resumed.code == 0);
+      CHECK(test::same_params(dir.file("full.h5"), dir.file("part.h5")));
+      CHECK(body_unchanged(dir.file("pre.h5"), dir.file("part.h5")));
       const Result bad_aux = run(dir, "{tf} finetune --init pre.h5 --data cls.h5 --model x.h5 --aux-lm 0.5" + std::string(kFine));
       CHECK(bad_aux.code == 2);
       CHECK_THAT(bad_aux.err, Contains("aux_lm") && Contains("needs arch lm"));
