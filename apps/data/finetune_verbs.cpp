@@ -192,6 +192,8 @@ int cmd_pairs(int argc, char** argv) {
   if (opts.has("multi30k") == (opts.has("src-file") || opts.has("tgt-file")))
     throw ConfigError("give --src-file and --tgt-file, or --multi30k DIR");
   if (opts.has("multi30k")) {
+    if (opts.get<int64_t>("valid-n") != 0 || opts.get<int64_t>("test-n") != 0)
+      throw ConfigError("--valid-n and --test-n hold out lines of --src-file; Multi30k has its own valid and test files");
     text = datasets::read_multi30k(opts.get<std::string>("multi30k"), opts.get<std::string>("src"),
                                    opts.get<std::string>("tgt"));
   } else {

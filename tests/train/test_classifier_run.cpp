@@ -185,6 +185,15 @@ TEST_CASE("loading a pre-trained model keeps every weight, a wrong architecture 
   REQUIRE_THROWS_WITH(train::load_pretrained(dir.file("encdec.h5"), data, labelled),
                       Contains(dir.file("encdec.h5")) && Contains(data_path) && Contains("encdec"));
 
+  {   // a model of another family
+    io::Checkpoint ckpt;
+    ckpt.kind = "seq2seq";
+    io::save_checkpoint(dir.file("s2s.h5"), ckpt);
+  }
+  REQUIRE_THROWS_AS(train::load_pretrained(dir.file("s2s.h5"), data, labelled), FormatError);
+  REQUIRE_THROWS_WITH(train::load_pretrained(dir.file("s2s.h5"), data, labelled),
+                      Contains(dir.file("s2s.h5")) && Contains(data_path) && Contains("kind 'seq2seq'"));
+
   std::vector<std::string> other = vocab.tokens();
   std::swap(other[4], other[5]);
   models::TransformerConfig lm = tiny_body(TransformerArch::lm);
