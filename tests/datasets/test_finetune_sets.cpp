@@ -33,7 +33,7 @@ datasets::BabiTask task(const test::TempDir& dir, int number, const char* train,
 
 }  // namespace
 
-TEST_CASE("babi-cls: the memory as segment 0, the question as segment 1, the answer as the class; task 19 left out", "[unit][babi]") {
+TEST_CASE("babi-cls: the memory as segment 0, the question as segment 1, the answer as the class, task 19 left out", "[unit][babi]") {
   test::TempDir dir;
   const datasets::BabiTask one = task(dir, 1,
       "1 Mary moved to the bathroom.\n2 Where is Mary? \tbathroom\t1\n3 John went to the hallway.\n"
