@@ -292,8 +292,8 @@ void run_training(const Options& opts, const train::TrainTask& task, const train
     callbacks.on_epoch = [&](const train::EpochReport& r) {
       if (opts.quiet()) return;
       progress.finish();
-      std::cerr << tool << " train: epoch " << r.epoch + 1 << (r.partial ? " (partial)" : "") << " (step " << r.step
-                << "): train loss " << number(r.train.loss()) << metrics_text(task, r) << "\n";
+      std::cerr << tool << " " << opts.verb() << ": epoch " << r.epoch + 1 << (r.partial ? " (partial)" : "")
+                << " (step " << r.step << "): train loss " << number(r.train.loss()) << metrics_text(task, r) << "\n";
     };
     try {
       result = train::fit(task, config, callbacks);
@@ -302,8 +302,8 @@ void run_training(const Options& opts, const train::TrainTask& task, const train
     }
   }
 
-  std::string summary = tool + " train: " + std::to_string(result.step) + " steps, " + std::to_string(result.epoch) +
-                        " epochs; ";
+  std::string summary = tool + " " + opts.verb() + ": " + std::to_string(result.step) + " steps, " +
+                        std::to_string(result.epoch) + " epochs; ";
   if (result.last.valid.count > 0 || result.last.values.empty())
     summary += metrics_text(task, result.last).substr(2);
   else
@@ -376,14 +376,14 @@ int train_repeats(const Options& opts, const TrainVerb& verb, int64_t repeats) {
   }
   const std::string tool = opts.tool();
   for (size_t k = 0; k < runs.size(); ++k)
-    std::cout << tool << " train: run " << k + 1 << " (seed " << runs[k].seed
+    std::cout << tool << " " << opts.verb() << ": run " << k + 1 << " (seed " << runs[k].seed
               << "): " << scores_text(runs[k], verb.repeats_metric) << " -> " << runs[k].path << "\n";
   std::string spread;
   for (const train::ScoreSpread& s : train::test_spreads(runs, kept))
     spread += "; " + s.name + " over the runs: median " + number(s.median) + ", min " + number(s.min) + ", max " +
               number(s.max);
-  std::cout << tool << " train: --repeats " << repeats << ": kept run " << kept + 1 << " (seed " << runs[kept].seed
-            << "), the least final valid " << verb.repeats_metric << " (the best-of-" << repeats
+  std::cout << tool << " " << opts.verb() << ": --repeats " << repeats << ": kept run " << kept + 1 << " (seed "
+            << runs[kept].seed << "), the least final valid " << verb.repeats_metric << " (the best-of-" << repeats
             << " protocol): " << scores_text(runs[kept], verb.repeats_metric) << spread << " -> " << model
             << " (every run: " << train::repeats_summary_path(model) << ")" << std::endl;
   return 0;

@@ -18,6 +18,9 @@ int main(int argc, char** argv) {
       {"babi", cmd_babi, "bAbI question answering v1.2 (Weston et al. 2015): stories, questions, supporting facts"},
       {"mnist-strips", cmd_mnist_strips, "image captioning: strips of MNIST digits, captioned with the digits' words"},
       {"shapes", cmd_shapes, "image captioning: two coloured shapes, captioned with their spatial relation"},
+      {"babi-cls", cmd_babi_cls, "bAbI as classification: story (segment 0) + question (1) -> the one-word answer"},
+      {"text", cmd_text, "any plain-text or gzip file as a language-modelling set (pre-training, --arch lm/mlm)"},
+      {"pairs", cmd_pairs, "sentence pairs of a parallel corpus: is B the translation of A (BERT's pair task)"},
       {"info", cmd_info, "summarise any attnlab HDF5 file: format, command, datasets, attributes"},
   });
 }

@@ -30,6 +30,10 @@ int cmd_babi(int argc, char** argv);
 // Image captioning (image_verbs.cpp).
 int cmd_mnist_strips(int argc, char** argv);
 int cmd_shapes(int argc, char** argv);
+// Pre-training and fine-tuning data (finetune_verbs.cpp).
+int cmd_babi_cls(int argc, char** argv);
+int cmd_text(int argc, char** argv);
+int cmd_pairs(int argc, char** argv);
 // Any attnlab file (info.cpp).
 int cmd_info(int argc, char** argv);
 

@@ -10,6 +10,8 @@ int main(int argc, char** argv) {
       {"eval", cmd_eval, "loss, perplexity, token and sequence accuracy of a model on a split"},
       {"translate", cmd_translate, "decode a split (greedy or beam search), optionally with attention weights"},
       {"generate", cmd_generate, "sample continuations of a prompt from a language model (--arch lm)"},
+      {"finetune", cmd_finetune, "fine-tune a pre-trained lm or mlm as a classifier on a labelled data set (GPT, BERT)"},
+      {"classify", cmd_classify, "predicted classes and probabilities of a fine-tuned model, optionally with attention"},
       {"average", cmd_average, "average the parameters of checkpoints (Vaswani et al. 2017, sec. 6.1)"},
   });
 }

@@ -6,6 +6,7 @@
 #include "attn/data/tokenizer.hpp"
 #include "attn/data/vocab.hpp"
 #include "attn/decode/decode.hpp"
+#include "attn/train/classifier_run.hpp"
 #include "attn/train/transformer_run.hpp"
 #include "common/cli.hpp"
 #include "common/decoding.hpp"
@@ -30,7 +31,20 @@ cli::ModelReads reads(const train::TransformerFile& m) {
 }  // namespace
 
 int cmd_eval(int argc, char** argv) {
-  return cli::run_eval_verb(kTool, argc, argv, train::load_transformer, reads, train::evaluate_transformer);
+  cli::Options opts(kTool, cli::kEvalSynopsis,
+                    std::string(cli::kEvalAbout) +
+                        "\nA fine-tuned classifier (attn-transformer finetune) on a labelled set: loss, accuracy, error.");
+  cli::add_eval_options(opts);
+  opts.batch_size(64);   // a fine-tuned classifier's batches
+  if (!opts.parse(argc, argv)) return 0;
+  // Standard input can be read once: a model piped in is taken for a Transformer.
+  const std::string model = opts.get<std::string>("model");
+  if (model != "-" && train::is_classifier_file(model)) return eval_classifier(opts);
+  const train::TransformerFile m = train::load_transformer(opts.get<std::string>("model"));
+  cli::run_eval(opts, reads(m), [&](const data::TokenSplit& s, int64_t max_tokens) {
+    return train::evaluate_transformer(m.model, s, max_tokens);
+  });
+  return 0;
 }
 
 int cmd_translate(int argc, char** argv) {

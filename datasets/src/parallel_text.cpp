@@ -141,8 +141,8 @@ ParallelData build_parallel(const Splits<TextPairs>& text, const ParallelConfig&
   }
   ParallelData out;
   out.tokenize = cfg.tokenize;
-  out.src_vocab = data::Vocab::build(src_counts, cfg.src_vocab);
-  out.tgt_vocab = data::Vocab::build(tgt_counts, cfg.tgt_vocab);
+  out.src_vocab = cfg.vocab ? *cfg.vocab : data::Vocab::build(src_counts, cfg.src_vocab);
+  out.tgt_vocab = cfg.vocab ? *cfg.vocab : data::Vocab::build(tgt_counts, cfg.tgt_vocab);
 
   for (int k = 0; k < 3; ++k) {
     Tokenised& t = tok[k];
@@ -156,7 +156,7 @@ ParallelData build_parallel(const Splits<TextPairs>& text, const ParallelConfig&
     const data::PaddedBatch src = data::pad_sequences(src_ids);
     const data::PaddedBatch tgt = data::pad_sequences(tgt_ids);
     ParallelSplit& split = out.splits[k];
-    split.tokens = {kSplitNames[k], src.tokens, src.lengths, tgt.tokens, tgt.lengths};
+    split.tokens = {kSplitNames[k], src.tokens, src.lengths, tgt.tokens, tgt.lengths, {}};
     split.src_text = std::move(t.src_text);
     split.tgt_text = std::move(t.tgt_text);
     split.lines = t.lines;

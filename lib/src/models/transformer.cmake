@@ -2,4 +2,5 @@
 list(APPEND ATTN_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/transformer_config.cpp
   ${CMAKE_CURRENT_LIST_DIR}/transformer_layers.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/transformer.cpp)
+  ${CMAKE_CURRENT_LIST_DIR}/transformer.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/transformer_classifier.cpp)

@@ -154,12 +154,13 @@ void Transformer::embed_backward(const Tensor& dx, nn::Embedding& table,
 }
 
 Tensor Transformer::run_encoder(const Tensor& src, const Tensor& src_len, const Tensor& segments, bool training,
-                                Rng& rng, StepCache* cache) const {
+                                Rng& rng, StepCache* cache, std::vector<Tensor>* self) const {
   Tensor x = embed(src_embedding(), enc_pos_, src, segments, 0, training, rng, cache ? &cache->src : nullptr);
   const ops::AttentionMask mask = self_mask(src_len, /*causal=*/false);
   if (cache) cache->enc.resize(encoder_.size());
+  if (self) self->assign(encoder_.size(), Tensor());
   for (size_t l = 0; l < encoder_.size(); ++l)
-    x = encoder_[l].forward(x, mask, training, rng, cache ? &cache->enc[l] : nullptr);
+    x = encoder_[l].forward(x, mask, training, rng, cache ? &cache->enc[l] : nullptr, self ? &(*self)[l] : nullptr);
   if (enc_norm_) x = enc_norm_->forward(x, cache ? &cache->enc_norm : nullptr);
   return x;
 }
@@ -213,23 +214,25 @@ Tensor Transformer::output_logits(const Tensor& hidden) const {
   return y.reshape(out_shape);
 }
 
-Tensor Transformer::forward_logits(const TokenBatch& batch, bool training, Rng& rng, StepCache* cache,
-                                   Tensor* targets) const {
-  check_batch(batch);
-  Tensor h;
+Tensor Transformer::body(const TokenBatch& batch, bool training, Rng& rng, StepCache* cache,
+                         std::vector<Tensor>* self) const {
   switch (config_.arch) {
     case TransformerArch::encdec: {
       const Tensor memory = run_encoder(batch.src, batch.src_len, {}, training, rng, cache);
-      h = run_decoder(shift_right(batch.tgt), batch.tgt_len, memory, batch.src_len, training, rng, cache);
-      break;
+      return run_decoder(shift_right(batch.tgt), batch.tgt_len, memory, batch.src_len, training, rng, cache, self);
     }
     case TransformerArch::lm:
-      h = run_decoder(shift_right(batch.tgt), batch.tgt_len, {}, {}, training, rng, cache);
-      break;
+      return run_decoder(shift_right(batch.tgt), batch.tgt_len, {}, {}, training, rng, cache, self);
     case TransformerArch::mlm:
-      h = run_encoder(batch.src, batch.src_len, batch.segments, training, rng, cache);
-      break;
+      return run_encoder(batch.src, batch.src_len, batch.segments, training, rng, cache, self);
   }
+  throw ConfigError("transformer: unknown architecture");
+}
+
+Tensor Transformer::forward_logits(const TokenBatch& batch, bool training, Rng& rng, StepCache* cache,
+                                   Tensor* targets) const {
+  check_batch(batch);
+  const Tensor h = body(batch, training, rng, cache);
   *targets = batch.tgt.reshape({kAny});
   // One GEMM [B*T, D] x [D, V]; tied: the first V rows of the target embedding table.
   const int64_t D = config_.d_model, V = config_.tgt_vocab;
@@ -321,6 +324,61 @@ Tensor Transformer::logits(const TokenBatch& batch) const {
   Tensor targets;
   const Tensor y = forward_logits(batch, /*training=*/false, unused_rng(), nullptr, &targets);
   return y.reshape({batch.tgt.dim(0), batch.tgt.dim(1), config_.tgt_vocab});
+}
+
+// ---- fine-tuning ------------------------------------------------------------------------------
+
+void Transformer::check_head_batch(const TokenBatch& batch) const {
+  switch (config_.arch) {
+    case TransformerArch::encdec:
+      throw ConfigError("transformer: a task head needs a pre-trained lm or mlm body, not an encoder-decoder");
+    case TransformerArch::lm:
+      check_tensor(batch.tgt, {kAny, kAny}, "transformer: tgt [B, T]", DType::i32);
+      check_tensor(batch.tgt_len, {batch.tgt.dim(0)}, "transformer: tgt_len [B]", DType::i32);
+      break;
+    case TransformerArch::mlm:
+      check_tensor(batch.src, {kAny, kAny}, "transformer: src [B, S]", DType::i32);
+      check_tensor(batch.src_len, {batch.src.dim(0)}, "transformer: src_len [B]", DType::i32);
+      if (!batch.segments.empty())
+        check_tensor(batch.segments, batch.src.shape(), "transformer: segments [B, S]", DType::i32);
+      break;
+  }
+}
+
+Tensor Transformer::hidden(const TokenBatch& batch, std::vector<Tensor>* self) const {
+  check_head_batch(batch);
+  return body(batch, /*training=*/false, unused_rng(), nullptr, self);
+}
+
+LossStats Transformer::train_head_step(const TokenBatch& batch, Rng& dropout_rng, float lm_weight, bool train_body,
+                                       const HeadBackward& head) {
+  check_head_batch(batch);
+  if (lm_weight > 0 && config_.arch != TransformerArch::lm)
+    throw ConfigError("transformer: an auxiliary language-model loss needs an lm body, this one is '" +
+                      std::string(arch_name(config_.arch)) + "'");
+  if (!cache_) cache_ = std::make_unique<StepCache>();
+  StepCache& c = *cache_;
+  const Tensor h = body(batch, /*training=*/true, dropout_rng, &c);   // [B, L, D]
+  Tensor dh = head(h);
+  check_tensor(dh, h.shape(), "transformer: the head's gradient dh [B, L, D]");
+  LossStats lm;
+  if (lm_weight > 0) {
+    const int64_t V = config_.tgt_vocab;
+    ops::LinearCache out_cache;
+    const Tensor h2 = h.reshape({kAny, config_.d_model});
+    Tensor logits = output_ ? output_->forward(h2, &out_cache)
+                            : ops::linear_forward(h2, tgt_embed_.table.value.rows(0, V), Tensor(), &out_cache);
+    const ops::CrossEntropyOptions ce_options{kPad, config_.label_smoothing};
+    lm = loss_stats(ops::cross_entropy_forward_backward_inplace(logits, batch.tgt.reshape({kAny}), ce_options,
+                                                                lm_weight));
+    if (train_body) ops::accumulate(dh, output_backward(logits, out_cache).reshape(h.shape()));
+  }
+  if (!train_body) return lm;
+  if (config_.arch == TransformerArch::lm)
+    decoder_backward(std::move(dh), c);
+  else
+    encoder_backward(std::move(dh), c);
+  return lm;
 }
 
 // ---- decoding ---------------------------------------------------------------------------------

@@ -9,4 +9,5 @@ list(APPEND ATTN_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/token_run.cpp
   ${CMAKE_CURRENT_LIST_DIR}/transformer_run.cpp
   ${CMAKE_CURRENT_LIST_DIR}/seq2seq_run.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/caption_run.cpp)
+  ${CMAKE_CURRENT_LIST_DIR}/caption_run.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/classifier_run.cpp)

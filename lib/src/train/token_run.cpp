@@ -80,6 +80,7 @@ models::TokenBatch gather_token_batch(const data::TokenSplit& split, std::span<c
   if (split.has_src()) {
     data::PaddedBatch src = data::gather_batch(split.src, split.src_len, index);
     batch.src = src.tokens, batch.src_len = src.lengths;
+    if (!split.segments.empty()) batch.segments = data::gather_batch(split.segments, split.src_len, index).tokens;
   }
   if (split.has_tgt()) {
     data::PaddedBatch tgt = data::gather_batch(split.tgt, split.tgt_len, index);
@@ -93,6 +94,10 @@ metrics::AccuracyCounts argmax_accuracy(const Tensor& logits, const models::Toke
 }
 
 Vocabs read_data_vocabs(const io::File& data) {
+  if (!data.exists("/vocab/tgt") && data.exists("/vocab/src")) {   // one vocabulary (a labelled set)
+    data::Vocab src = data::read_vocab(data, "/vocab/src");
+    return {src, src};
+  }
   data::Vocab tgt = data::read_vocab(data, "/vocab/tgt");
   data::Vocab src = data.exists("/vocab/src") ? data::read_vocab(data, "/vocab/src") : tgt;
   return {std::move(src), std::move(tgt)};

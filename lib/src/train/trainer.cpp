@@ -115,6 +115,13 @@ void write_metrics(io::File& file, const RunState& s, const std::optional<EpochR
   file.set_attr("/metrics", "last_epoch_partial", int64_t{partial ? 1 : 0});
 }
 
+// What a model file holds: the trained parameters, then the frozen ones.
+ParamList all_params(const TrainTask& task) {
+  ParamList all = task.params;
+  all.insert(all.end(), task.frozen.begin(), task.frozen.end());
+  return all;
+}
+
 std::string sum_key(const std::string& name) { return "epoch_" + name + "_sum"; }
 
 void save(const std::string& path, const TrainTask& task, const optim::Optimizer& opt, const RunState& s,
@@ -122,7 +129,7 @@ void save(const std::string& path, const TrainTask& task, const optim::Optimizer
   io::Checkpoint ckpt;
   ckpt.kind = task.kind;
   ckpt.config = task.config;
-  ckpt.params = io::collect_params(task.params);
+  ckpt.params = io::collect_params(all_params(task));
   for (optim::NamedTensor& t : opt.state()) ckpt.optimizer.emplace(std::move(t.name), std::move(t.value));
   ckpt.step = s.step;
   ckpt.epoch = s.epoch;
@@ -157,7 +164,7 @@ void resume(const std::string& path, const TrainTask& task, const TrainConfig& c
     throw DataError(file.display_name() + ": holds no /optimizer state (a model saved for use, or averaged), so " +
                     opt.kind() + "'s running averages would restart from zero and the run would not continue "
                     "as it was; give --reset-optimizer to continue with a fresh optimizer state");
-  io::restore_params(ckpt.params, task.params, file.display_name());
+  io::restore_params(ckpt.params, all_params(task), file.display_name());
   if (!config.reset_optimizer) {
     std::vector<optim::NamedTensor> state;
     for (const auto& [name, t] : ckpt.optimizer) state.push_back({name, t});

@@ -7,6 +7,7 @@
 
 #include "attn/core/error.hpp"
 #include "attn/data/batching.hpp"
+#include "attn/models/transformer_classifier.hpp"
 #include "attn/train/checkpoints.hpp"
 #include "attn/train/data_fingerprint.hpp"
 
@@ -20,13 +21,22 @@ constexpr uint64_t kValidMaskSeed = 0x6d61736b;   // "mask": the validation set'
 
 std::span<const int32_t> ints(const Tensor& t) { return {t.idata(), static_cast<size_t>(t.numel())}; }
 
+// Rows `index` as an mlm reads them, unmasked: [CLS] A [SEP] (B [SEP]) with their segments.
+models::TokenBatch mlm_batch(const data::TokenSplit& split, std::span<const int64_t> index) {
+  const models::TokenBatch rows = gather_token_batch(split, index);
+  return models::bert_input(rows.src, rows.src_len, rows.segments);
+}
+
 }  // namespace
 
 data::TokenSplitRequest transformer_request(const models::TransformerConfig& c) {
   switch (c.arch) {
-    case TransformerArch::encdec: return {.src = true, .tgt = true, .src_vocab = c.src_vocab, .tgt_vocab = c.tgt_vocab};
-    case TransformerArch::lm: return {.src = false, .tgt = true, .src_vocab = 0, .tgt_vocab = c.tgt_vocab};
-    case TransformerArch::mlm: return {.src = true, .tgt = false, .src_vocab = c.tgt_vocab, .tgt_vocab = 0};
+    case TransformerArch::encdec:
+      return {.src = true, .tgt = true, .src_vocab = c.src_vocab, .tgt_vocab = c.tgt_vocab, .segments = false};
+    case TransformerArch::lm:
+      return {.src = false, .tgt = true, .src_vocab = 0, .tgt_vocab = c.tgt_vocab, .segments = false};
+    case TransformerArch::mlm:
+      return {.src = true, .tgt = false, .src_vocab = c.tgt_vocab, .tgt_vocab = 0, .segments = true};
   }
   throw ConfigError("transformer: unknown architecture");
 }
@@ -41,14 +51,23 @@ int64_t transformer_max_len(const TrainingData& data) {
     if (s)
       for (const Tensor* t : {&s->src, &s->tgt})
         if (!t->empty()) longest = std::max(longest, t->dim(1));
-  return std::max<int64_t>(256, longest + 2);
+  return std::max<int64_t>(256, longest + 3);
 }
 
 std::vector<int32_t> transformer_lengths(TransformerArch arch, const data::TokenSplit& split) {
   switch (arch) {
     case TransformerArch::encdec: return data::pair_lengths(split.src_len, split.tgt_len);
     case TransformerArch::lm: return {ints(split.tgt_len).begin(), ints(split.tgt_len).end()};
-    case TransformerArch::mlm: return {ints(split.src_len).begin(), ints(split.src_len).end()};
+    case TransformerArch::mlm: {   // [CLS] A [SEP] (B [SEP])
+      std::vector<int32_t> out;
+      const int64_t S = split.src.dim(1);
+      for (int64_t i = 0; i < split.size(); ++i) {
+        const int32_t len = split.src_len.idata()[i];
+        const bool pair = !split.segments.empty() && split.segments.idata()[i * S + len - 1] == 1;
+        out.push_back(static_cast<int32_t>(models::classifier_input_length(arch, len, pair)));
+      }
+      return out;
+    }
   }
   throw ConfigError("transformer: unknown architecture");
 }
@@ -64,18 +83,18 @@ TrainTask transformer_task(models::Transformer& model, const data::TokenSplit& t
   describe_token_task(task);
   task.train_lengths = transformer_lengths(arch, train);
   task.train_batch = [&model, &train, arch](std::span<const int64_t> index, Rng& rng) {
-    models::TokenBatch batch = gather_token_batch(train, index);
     if (arch == TransformerArch::mlm)
-      batch = models::mask_tokens(batch, rng, model.mask_token_id(), model.config().tgt_vocab);
-    return to_stats(model.train_step(batch, rng));
+      return to_stats(model.train_step(
+          models::mask_tokens(mlm_batch(train, index), rng, model.mask_token_id(), model.config().tgt_vocab), rng));
+    return to_stats(model.train_step(gather_token_batch(train, index), rng));
   };
   if (valid) {
     task.valid_lengths = transformer_lengths(arch, *valid);
     task.valid_batch = [&model, valid, arch](std::span<const int64_t> index) {
-      models::TokenBatch batch = gather_token_batch(*valid, index);
       if (arch == TransformerArch::mlm)
-        batch = models::mask_examples(batch, kValidMaskSeed, index, model.mask_token_id(), model.config().tgt_vocab);
-      return to_stats(model.evaluate(batch));
+        return to_stats(model.evaluate(models::mask_examples(mlm_batch(*valid, index), kValidMaskSeed, index,
+                                                             model.mask_token_id(), model.config().tgt_vocab)));
+      return to_stats(model.evaluate(gather_token_batch(*valid, index)));
     };
   }
   task.write_extra = [&src_vocab, &tgt_vocab](io::File& file) { write_vocabs(file, src_vocab, tgt_vocab); };
@@ -93,12 +112,12 @@ EvalResult evaluate_transformer(const models::Transformer& model, const data::To
   const TransformerArch arch = model.config().arch;
   EvalResult out;
   for (const auto& index : split_batches(transformer_lengths(arch, split), max_tokens)) {
-    models::TokenBatch batch = gather_token_batch(split, index);
     if (arch == TransformerArch::mlm) {   // the masked tokens only: no sequence accuracy
-      batch = models::mask_examples(batch, kValidMaskSeed, index, model.mask_token_id(), model.config().tgt_vocab);
-      out.stats += to_stats(model.evaluate(batch));
+      out.stats += to_stats(model.evaluate(models::mask_examples(mlm_batch(split, index), kValidMaskSeed, index,
+                                                                 model.mask_token_id(), model.config().tgt_vocab)));
       continue;
     }
+    const models::TokenBatch batch = gather_token_batch(split, index);
     out.stats += to_stats(model.evaluate(batch));
     out.accuracy += argmax_accuracy(model.logits(batch), batch);
   }

@@ -20,6 +20,7 @@
 // The layout and the options are documented in datasets/README.md.
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -59,6 +60,8 @@ struct ParallelConfig {
   data::VocabOptions src_vocab;     // built from the training split
   data::VocabOptions tgt_vocab;
   int64_t max_len = 0;              // drop training pairs with a side longer than this; 0: keep all
+  std::optional<data::Vocab> vocab; // set: both sides are encoded with this vocabulary (that of
+                                    // another data set) instead of ones built from train
 };
 
 struct ParallelSplit {

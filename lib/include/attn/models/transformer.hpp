@@ -21,6 +21,7 @@
 // the tgt_vocab real tokens (tied, it uses the first tgt_vocab rows of the table).
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -160,6 +161,22 @@ class Transformer {
   // Logits of a teacher-forced forward, [B, T, V] (mlm: [B, S, V]).
   Tensor logits(const TokenBatch& batch) const;
 
+  // ---- fine-tuning (Radford et al. 2018, sec. 3.2; Devlin et al. 2019, sec. 3.2) ----
+  // The body's final hidden states h [B, L, D], no output projection, no dropout: lm the decoder
+  // over [BOS, tgt_0, ..., tgt_{T-2}] (batch.tgt, tgt_len; L = T), mlm the encoder over batch.src
+  // with batch.segments (L = S). With `self` not null, every layer's self-attention weights
+  // [B, NH, L, L]. ConfigError for encdec.
+  Tensor hidden(const TokenBatch& batch, std::vector<Tensor>* self = nullptr) const;
+  // dL/dh of a task head: receives h [B, L, D], adds into the head's own grads, returns [B, L, D].
+  using HeadBackward = std::function<Tensor(const Tensor& h)>;
+  // One training step of a head on the body: the forward of hidden() with dropout, head(h), and,
+  // with lm_weight > 0 (lm only: GPT's auxiliary objective L = L_head + lm_weight L_lm), the mean
+  // language-model loss of batch.tgt on the same h, whose gradient times lm_weight is added to
+  // the head's. Then, when train_body, the body's backward adds into its params' grads (not
+  // touched otherwise: a frozen body). Returns the LM sums (zero without lm_weight).
+  LossStats train_head_step(const TokenBatch& batch, Rng& dropout_rng, float lm_weight, bool train_body,
+                            const HeadBackward& head);
+
   // ---- decoding (used by attn::decode) ----
   // Encoder output [B, S, D] for src [B, S] (encdec; mlm also takes segments), no dropout.
   Tensor encode(const Tensor& src, const Tensor& src_len, const Tensor& segments = {}) const;
@@ -194,7 +211,11 @@ class Transformer {
   void embed_backward(const Tensor& dx, nn::Embedding& table,
                       std::optional<nn::LearnedPositionalEmbedding>& pos, const EmbedCache& cache);
   Tensor run_encoder(const Tensor& src, const Tensor& src_len, const Tensor& segments, bool training, Rng& rng,
-                     StepCache* cache) const;
+                     StepCache* cache, std::vector<Tensor>* self = nullptr) const;
+  // The final hidden states of the stack that makes the output (encdec and lm: the decoder's,
+  // mlm: the encoder's), [B, L, D].
+  Tensor body(const TokenBatch& batch, bool training, Rng& rng, StepCache* cache, std::vector<Tensor>* self = nullptr) const;
+  void check_head_batch(const TokenBatch& batch) const;
   Tensor run_decoder(const Tensor& dec_in, const Tensor& dec_len, const Tensor& memory, const Tensor& src_len,
                      bool training, Rng& rng, StepCache* cache, std::vector<Tensor>* self = nullptr,
                      std::vector<Tensor>* cross = nullptr) const;

@@ -67,8 +67,8 @@ double token_accuracy(const BatchStats& s);
 // its task.
 void describe_token_task(TrainTask& task);
 
-// The padded batch of rows `index` of `split`: src/src_len when the split was read with its
-// sources, tgt/tgt_len when with its targets.
+// The padded batch of rows `index` of `split`: src/src_len (and segments when read) when the
+// split was read with its sources, tgt/tgt_len when with its targets.
 models::TokenBatch gather_token_batch(const data::TokenSplit& split, std::span<const int64_t> index);
 
 // Teacher-forced argmax per token and per sentence (EOS included) against batch.tgt: all tokens
@@ -83,8 +83,8 @@ struct EvalResult {
 struct Vocabs {
   data::Vocab src, tgt;
 };
-// The vocabularies of a token data set: /vocab/src and /vocab/tgt (without /vocab/src, as
-// language-model text, the target's for both).
+// The vocabularies of a token data set: /vocab/src and /vocab/tgt (without one of them, as
+// language-model text or a labelled set, the other's for both).
 Vocabs read_data_vocabs(const io::File& data);
 // /vocab/src and /vocab/tgt.
 void write_vocabs(io::File& file, const data::Vocab& src_vocab, const data::Vocab& tgt_vocab);

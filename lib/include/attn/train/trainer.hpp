@@ -96,6 +96,8 @@ struct TrainTask {
   std::string kind;                               // root `kind` of the model file: "transformer"
   std::map<std::string, io::AttrValue> config;    // /config: the hyper-parameters (and options)
   ParamList params;                               // stable names and order
+  ParamList frozen;                               // saved with params and restored on resume, never
+                                                  // trained (a fine-tuned model's frozen encoder)
   Unit unit;
   std::vector<std::string> sums;                  // names of BatchStats::sums
   std::vector<Metric> metrics;                    // of train and valid sums

@@ -6,9 +6,12 @@
 // Which data each architecture reads (datasets/README.md):
 //   encdec  /<split>/src, src_len and tgt, tgt_len;  a pair costs max(S_i, T_i) tokens
 //   lm      /<split>/tgt, tgt_len                    (the target side as running text)
-//   mlm     /<split>/src, src_len                    (masked: models::mask_tokens in training,
+//   mlm     /<split>/src, src_len (and segments      (read as [CLS] A [SEP] (B [SEP]), the input
+//           when the file has them)                   of fine-tuning: models::bert_input; then
+//                                                     masked: models::mask_tokens in training,
 //                                                     mask_examples, fixed per example, in
-//                                                     validation and evaluation)
+//                                                     validation and evaluation; [CLS] = BOS and
+//                                                     [SEP] = EOS are never masked)
 //
 // A Transformer model file is a checkpoint of kind "transformer" plus the vocabularies of its
 // data (token_run.hpp). Its translations are token_run.hpp's output file with, when asked
@@ -41,7 +44,7 @@ data::TokenSplitRequest transformer_request(const models::TransformerConfig& con
 Vocabs transformer_vocabs(models::TransformerArch arch, const Vocabs& data);
 
 // The positions a model trained on `data` handles (TransformerConfig::max_len): its longest
-// example (BOS or EOS included) + 2, at least 256, so that decoding a little past the longest
+// example + 3 (BOS or EOS; an mlm's [CLS] and two [SEP]s), at least 256, so that decoding a little past the longest
 // training example still has learned positions.
 int64_t transformer_max_len(const TrainingData& data);
 
