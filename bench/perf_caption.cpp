@@ -34,8 +34,9 @@
 //   counted_per_listed=... sgemm_gflops=... limit_images_per_s=... of_limit=...
 // (seconds per repetition; the rates over the median time, cpu_ over the process's CPU time;
 // the limit is plain sgemm on the model's list of products, perf_util.hpp). With --parts 1,
-// then one line per part of the step timed alone on the step's shapes (median of --steps
-// repetitions of the pool's batches, after one untimed):
+// then one line per part of the step timed alone on the pool's first batch with the model's
+// weights (median of --steps repetitions of as many calls as the pool has batches, after one
+// untimed):
 //   part=conv<k>       conv2d_forward and conv2d_backward of encoder convolution k (the op's
 //                      im2col GEMMs: forward, dW, dcol; conv0's dcol is work its input needs
 //                      no gradient for, done all the same)
@@ -46,6 +47,7 @@
 // their sgemm limit and the fraction of it reached (of_limit).
 #include <cmath>
 #include <cstdio>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -275,11 +277,17 @@ void print_part(const char* part, double seconds, double step_seconds, const ben
   std::fflush(stdout);
 }
 
-// The parts (see the top) timed alone on a batch of B images and T steps.
-void time_parts(const models::CaptionerConfig& c, int64_t B, int64_t T, int64_t reps, int64_t n_batches,
+// The parts (see the top) timed alone on the pool's first batch (B images, T steps) with the
+// model's current weights, so that the ReLUs and poolings see the activations they see in
+// training (their branches depend on the data); the gradients are random.
+void time_parts(models::Captioner& model, const models::CaptionBatch& batch, int64_t reps, int64_t n_batches,
                 double step_seconds) {
+  const models::CaptionerConfig& c = model.config();
+  const int64_t B = batch.images.dim(0), T = batch.tgt.dim(1);
+  std::map<std::string, const Param*> params;
+  for (const Param* p : model.params()) params[p->name] = p;
   Rng rng(7);
-  Tensor x = rand_uniform({B, c.channels, c.height, c.width}, rng, 0.0f, 1.0f);
+  Tensor x = batch.images;
   double rest = 0.0;
   int64_t k = 0;
   std::vector<Tensor> pre_pool;   // the encoder's tensors, for its other ops
@@ -296,8 +304,8 @@ void time_parts(const models::CaptionerConfig& c, int64_t B, int64_t T, int64_t 
       x = y;
       continue;
     }
-    const Tensor W = rand_uniform({l.channels, x.dim(1), l.size, l.size}, rng, -0.1f, 0.1f);
-    const Tensor b({l.channels});
+    const std::string name = "encoder/conv" + std::to_string(k);
+    const Tensor W = params.at(name + "/W")->value, b = params.at(name + "/b")->value;
     Tensor dW = zeros_like(W), db = zeros_like(b);
     ops::ConvCache cc;
     const Tensor y = ops::conv2d_forward(x, W, b, {.padding = l.size / 2}, &cc);
@@ -413,8 +421,7 @@ int main(int argc, char** argv) {
       limit_s > 0 ? n / limit_s : 0.0, limit_s / med);
   std::fflush(stdout);
   if (args.integer("parts") != 0) {
-    const int64_t T = batches.front().tgt.dim(1);
-    time_parts(c, B, T, args.integer("steps"), static_cast<int64_t>(batches.size()),
+    time_parts(model, batches.front(), args.integer("steps"), static_cast<int64_t>(batches.size()),
                med / static_cast<double>(batches.size()));
   }
   return 0;
