@@ -123,10 +123,11 @@ data::CaptionSplit make_pool(int64_t P, int64_t H, int64_t W, Rng& rng) {
   return s;
 }
 
-// The first P rows of a data set's /train split (attn-data mnist-strips).
-data::CaptionSplit read_pool(const std::string& path, int64_t P) {
+// The first P rows of a data set's /train split (attn-data mnist-strips); sets its vocabulary's size.
+data::CaptionSplit read_pool(const std::string& path, int64_t P, int64_t& vocab) {
   const io::File file = io::File::open_read(path);
-  const data::CaptionSplit train = data::read_caption_split(file, "train", data::read_caption_vocab(file).size());
+  vocab = data::read_caption_vocab(file).size();
+  const data::CaptionSplit train = data::read_caption_split(file, "train", vocab);
   if (train.size() < P) throw ConfigError(path + ": /train has " + std::to_string(train.size()) + " images, fewer than --images");
   std::vector<int64_t> rows(static_cast<size_t>(P));
   for (int64_t i = 0; i < P; ++i) rows[static_cast<size_t>(i)] = i;
@@ -358,9 +359,7 @@ void time_parts(models::Captioner& model, const models::CaptionBatch& batch, int
   print_part("lstm", lstm, step_seconds, rg);
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int run(int argc, char** argv) {
   const perf::Args args(argc, argv,
                         {{"data", ""}, {"threads", "1"}, {"batch", "32"}, {"images", "256"}, {"steps", "5"},
                          {"warmup", "1"}, {"seed", "1"}, {"export", ""}, {"check-steps", "20"}, {"height", "32"},
@@ -374,13 +373,14 @@ int main(int argc, char** argv) {
     return 2;
   }
   Rng data_rng(seed);
+  int64_t vocab = kVocab;
   const data::CaptionSplit pool = args.str("data").empty()
                                       ? make_pool(P, args.integer("height"), args.integer("width"), data_rng)
-                                      : read_pool(args.str("data"), P);
+                                      : read_pool(args.str("data"), P, vocab);
   const std::vector<models::CaptionBatch> batches = make_batches(pool, B);
 
   models::CaptionerConfig c;   // the defaults are attn-caption train's
-  c.vocab = kVocab;
+  c.vocab = vocab;
   c.channels = pool.images.dim(1);
   c.height = pool.images.dim(2);
   c.width = pool.images.dim(3);
@@ -425,4 +425,16 @@ int main(int argc, char** argv) {
                med / static_cast<double>(batches.size()));
   }
   return 0;
+}
+
+}  // namespace
+
+// A bad --data file (missing, wrong layout) is a message and exit 3, not an abort.
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const attn::Error& e) {
+    std::fprintf(stderr, "perf_caption: %s\n", e.what());
+    return 3;
+  }
 }

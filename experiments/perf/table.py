@@ -81,7 +81,7 @@ def main():
             head += f"{per_item[0]:>9}"
         head += "".join(f"{'x ' + name:>{max(10, len(name) + 4)}}" for name in best)
         if limits:
-            head += f"{'of sgemm limit':>16}{'limit ' + short:>13}{'sgemm GFLOP/s':>15}"
+            head += f"{'of sgemm limit':>16}{'limit ' + short.replace('tokens', 'tok'):>13}{'sgemm GFLOP/s':>15}"
         print(head)
         for k in keys:
             vals = [float(r[rate]) for r in by[k]]
