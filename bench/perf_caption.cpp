@@ -12,10 +12,12 @@
 // attn-data mnist-strips (its /train split's first --images rows): k = 1..5 digits side by side,
 // each a digit's glyph of a few thick strokes (one fixed random glyph per digit, moved a few
 // pixels each time, its ink graded pixel by pixel) at a random vertical offset, with gaps of
-// 0..4 pixels; captioned with the
-// digits' words and EOS. One repetition trains on the pool in consecutive batches of --batch,
-// each gathered as the trainer gathers its batches (train::gather_caption_batch: the captions
-// cut to the batch's longest); the model keeps training from one repetition to the next.
+// 0..4 pixels; captioned with the digits' words and EOS. (The graded ink matters to the
+// same-model check: flat strokes make max-pooling windows whose maxima tie exactly, and the two
+// sides' rounding then breaks the ties differently.) One repetition trains on the pool in
+// consecutive batches of --batch, each gathered as the trainer gathers its batches
+// (train::gather_caption_batch: the captions cut to the batch's longest); the model keeps
+// training from one repetition to the next.
 //
 // --export FILE writes what the PyTorch twin needs to run the same model on the same data, and
 // to check that it is the same model, then exits without timing:
