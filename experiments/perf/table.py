@@ -4,7 +4,8 @@ rounds) into one table per mode: tokens/s (median over rounds, [min - max]), the
 reference, and for attnlab the fraction of the sgemm-bound limit when its lines give one.
 Lines that count sequences (sequences_per_s, sequences; the NTM) are tabled in sequences/s,
 with ms per sequence beside it; lines that count questions (questions_per_s, questions; the
-memory network) in questions/s, with microseconds per question beside it.
+memory network) in questions/s, with microseconds per question beside it; lines that count
+images (images_per_s, images; the captioner) in images/s, with ms per image beside it.
 
 A reference is a named group of PyTorch implementations (--ref NAME=IMPL[,IMPL...]); its value
 is the best median of any of them at any thread count ("PyTorch-best" of that group), and the
@@ -52,10 +53,11 @@ def main():
     order = ["train", "decode"]
     for mode in sorted({k[0] for k in by}, key=lambda m: (order.index(m) if m in order else len(order), m)):
         keys = sorted((k for k in by if k[0] == mode), key=lambda k: (k[1] != "attnlab", k[1], k[2]))
-        item = next((i for i in ("sequences", "questions") if f"{i}_per_s" in by[keys[0]][0]), "tokens")  # what they count
+        item = next((i for i in ("sequences", "questions", "images") if f"{i}_per_s" in by[keys[0]][0]), "tokens")  # what they count
         rate = f"{item}_per_s"
         med = {k: statistics.median(float(r[rate]) for r in by[k]) for k in keys}
         limits = any("of_limit" in r for k in keys if k[1] == "attnlab" for r in by[k])
+        limit_key = f"limit_{item}_per_s" if item == "images" else "limit_tokens_per_s"
         best = {}
         for name, impls in refs:
             cand = [k for k in keys if k[1] in impls]
@@ -66,18 +68,20 @@ def main():
             unit, short = "training sequences/s", "seq/s"
         elif item == "questions":
             unit, short = "training questions/s", "q/s"
+        elif item == "images":
+            unit, short = "training images/s", "img/s"
         else:
             unit, short = ("target tokens/s" if mode == "train" else "generated tokens/s"), "tokens/s"
         print(f"\n{a.title}, {mode}: {unit}, median of {rounds} round(s) [min - max]")
         for name, k in best.items():
             print(f"  {name}-best: {k[1]} at {k[2]} thread(s), {med[k]:.0f} {short}")
         head = f"{'impl':<14}{'threads':>8}{short:>10}{'spread':>17}"
-        per_item = {"sequences": ("ms/seq", 1e3), "questions": ("us/q", 1e6)}.get(item)   # column, scale
+        per_item = {"sequences": ("ms/seq", 1e3), "questions": ("us/q", 1e6), "images": ("ms/img", 1e3)}.get(item)   # column, scale
         if per_item:
             head += f"{per_item[0]:>9}"
         head += "".join(f"{'x ' + name:>{max(10, len(name) + 4)}}" for name in best)
         if limits:
-            head += f"{'of sgemm limit':>16}{'limit tok/s':>13}{'sgemm GFLOP/s':>15}"
+            head += f"{'of sgemm limit':>16}{'limit ' + short.replace('tokens', 'tok'):>13}{'sgemm GFLOP/s':>15}"
         print(head)
         for k in keys:
             vals = [float(r[rate]) for r in by[k]]
@@ -89,7 +93,7 @@ def main():
             if k[1] == "attnlab" and limits:
                 def m(key, fmt):
                     return format(statistics.median(float(r[key]) for r in by[k]), fmt)
-                line += f"{m('of_limit', '.2f'):>16}{m('limit_tokens_per_s', '.0f'):>13}{m('sgemm_gflops', '.1f'):>15}"
+                line += f"{m('of_limit', '.2f'):>16}{m(limit_key, '.0f'):>13}{m('sgemm_gflops', '.1f'):>15}"
             print(line)
         best_rate = {k: max(float(r[item]) / float(r["min_s"]) for r in by[k]) for k in keys}
         fastest = {}
@@ -106,7 +110,7 @@ def main():
             line += "".join(f"{f'{best_rate[k] / best_rate[b]:.2f}':>{max(10, len(name) + 4)}}"
                             for name, b in fastest.items())
             if k[1] == "attnlab" and limits:   # against the best limit measured (the least disturbed yardstick)
-                limit = max(float(r["limit_tokens_per_s"]) for r in by[k])
+                limit = max(float(r[limit_key]) for r in by[k])
                 line += f"{best_rate[k] / limit:>16.2f}"
             print(line)
         params = {}

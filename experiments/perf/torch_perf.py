@@ -26,7 +26,7 @@ def measure(run, *, impl, mode, threads, warmup, steps, tokens, params, unit="to
     min_s, max_s (seconds per call), cpu_tokens_per_s (over the process's median CPU time),
     params and tokens. With unit="sequences" the keys say sequences instead of tokens
     (sequences_per_s, cpu_sequences_per_s, sequences), and ms_per_sequence is added; with
-    unit="questions" likewise, with us_per_question."""
+    unit="questions" likewise, with us_per_question; with unit="images", ms_per_image."""
     for _ in range(warmup):
         run()
     times, cpu = [], []
@@ -38,7 +38,8 @@ def measure(run, *, impl, mode, threads, warmup, steps, tokens, params, unit="to
     med = statistics.median(times)
     extra = f" {fields}" if fields else ""
     per_item = {"sequences": f" ms_per_sequence={1e3 * med / tokens:.3f}",
-                "questions": f" us_per_question={1e6 * med / tokens:.3f}"}.get(unit, "")
+                "questions": f" us_per_question={1e6 * med / tokens:.3f}",
+                "images": f" ms_per_image={1e3 * med / tokens:.4f}"}.get(unit, "")
     print(f"impl={impl} mode={mode} threads={threads}{extra} {unit}_per_s={tokens / med:.1f}{per_item} "
           f"median_s={med:.4f} min_s={min(times):.4f} max_s={max(times):.4f} "
           f"cpu_{unit}_per_s={tokens / statistics.median(cpu):.1f} params={params} {unit}={tokens}", flush=True)
