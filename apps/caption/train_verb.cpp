@@ -20,6 +20,12 @@ void add_options(cli::Options& opts) {
       ("encoder", po::value<std::string>()->value_name("LIST")->default_value("conv32x3,pool2,conv64x3,pool2"),
        "the convolutional encoder, trained from scratch: convKxS is an S x S convolution to K channels (zero "
        "padding S/2) and a ReLU, poolP is P x P max pooling; its last grid holds the annotation vectors")
+      ("batch-norm", po::bool_switch(),
+       "batch normalisation between every convolution and its ReLU (the convolution then has no bias; "
+       "running statistics are used by eval and caption)")
+      ("coords", po::bool_switch(),
+       "append every location's (x, y), scaled to [-1, 1], to its annotation vector, so that attention can "
+       "tell equal contents apart by where they are (the encoder alone is translation-equivariant)")
       ("embed-dim", int_value(64)->notifier(cli::in_range<int64_t>("embed-dim", 1, 65536)),
        "word embedding width (also the deep output's, the paper's m)")
       ("hidden", int_value(128)->notifier(cli::in_range<int64_t>("hidden", 1, 65536)), "LSTM units (the paper's n)")
@@ -45,6 +51,8 @@ models::CaptionerConfig config_from_options(const cli::Options& opts, const data
   c.height = train.images.dim(2);
   c.width = train.images.dim(3);
   c.encoder = opts.get<std::string>("encoder");
+  c.batch_norm = opts.get<bool>("batch-norm");
+  c.coords = opts.get<bool>("coords");
   c.embed_dim = opts.get<int64_t>("embed-dim");
   c.hidden = opts.get<int64_t>("hidden");
   c.attention_dim = opts.get<int64_t>("attention-dim");

@@ -17,9 +17,11 @@ using models::CaptionAttention;
 
 namespace {
 
-models::CaptionerConfig tiny_config(CaptionAttention attention, bool gate, float alpha_c, bool batch_norm = false) {
+models::CaptionerConfig tiny_config(CaptionAttention attention, bool gate, float alpha_c, bool batch_norm = false,
+                                    bool coords = false) {
   models::CaptionerConfig c;
   c.batch_norm = batch_norm;
+  c.coords = coords;
   c.vocab = 7;
   c.channels = 2;
   c.height = 6;
@@ -46,7 +48,8 @@ models::CaptionBatch tiny_batch(const models::CaptionerConfig& c) {
 
 std::string describe(const models::CaptionerConfig& c) {
   return std::string(models::caption_attention_name(c.attention)) + (c.gate ? "/gate" : "/no-gate") +
-         "/alpha_c=" + std::to_string(c.alpha_c) + (c.batch_norm ? "/batch-norm" : "");
+         "/alpha_c=" + std::to_string(c.alpha_c) + (c.batch_norm ? "/batch-norm" : "") +
+         (c.coords ? "/coords" : "");
 }
 
 // Central differences of the mean loss on up to 6 entries of every parameter, against
@@ -108,6 +111,9 @@ TEST_CASE("captioner config: encoder list, validation and attributes", "[unit][c
   models::CaptionerConfig c = tiny_config(CaptionAttention::soft, true, 0.5f);
   const models::CaptionerConfig::Grid g = c.grid();
   CHECK((g.D == 3 && g.h == 3 && g.w == 4));
+  models::CaptionerConfig with_xy = c;
+  with_xy.coords = true;
+  CHECK(with_xy.grid().D == 5);   // the annotation ends with the location's (x, y)
   c.dropout = 0.25f;
   const models::CaptionerConfig back = models::CaptionerConfig::from_attrs(c.to_attrs());
   CHECK(back.to_attrs() == c.to_attrs());
@@ -158,6 +164,34 @@ TEST_CASE("captioner gradients: the mean-annotation ablation", "[gradcheck][capt
 }
 TEST_CASE("captioner gradients: batch normalisation in the encoder", "[gradcheck][captioner]") {
   check_model_gradients(tiny_config(CaptionAttention::soft, true, 1.0f, /*batch_norm=*/true), 50);
+}
+
+TEST_CASE("captioner gradients: annotations with the locations' coordinates", "[gradcheck][captioner]") {
+  check_model_gradients(tiny_config(CaptionAttention::soft, true, 1.0f, false, /*coords=*/true), 60);
+  check_model_gradients(tiny_config(CaptionAttention::mean, false, 0.0f, false, /*coords=*/true), 70);
+}
+
+TEST_CASE("captioner: with coords, equal contents at two places are told apart by attention",
+          "[unit][captioner]") {
+  // A blank image: every location's encoder features are equal, so without coordinates the
+  // attention scores are equal and the weights uniform; with them, they differ.
+  for (bool coords : {false, true}) {
+    models::CaptionerConfig c = tiny_config(CaptionAttention::soft, true, 1.0f, false, coords);
+    Rng rng(3);
+    models::Captioner model(c, rng);
+    models::CaptionBatch batch = tiny_batch(c);
+    batch.images = Tensor({2, c.channels, c.height, c.width});
+    Tensor alpha;
+    (void)model.evaluate(batch, &alpha);
+    float lo = 1, hi = 0;
+    for (int64_t i = 0; i < 12; ++i) {
+      lo = std::min(lo, alpha.at(i));
+      hi = std::max(hi, alpha.at(i));
+    }
+    INFO("coords " << coords << ": weights in [" << lo << ", " << hi << "]");
+    if (coords) CHECK(hi - lo > 1e-3f);
+    else CHECK(hi - lo < 1e-6f);
+  }
 }
 
 TEST_CASE("captioner: batch normalisation trains on batch statistics, evaluates on running ones",
@@ -213,8 +247,9 @@ TEST_CASE("captioner: attention rows sum to 1 over the locations, and the penalt
 }
 
 TEST_CASE("captioner: step-by-step decoding gives the teacher-forced logits and weights", "[unit][captioner]") {
-  for (CaptionAttention attention : {CaptionAttention::soft, CaptionAttention::mean}) {
-    const models::CaptionerConfig c = tiny_config(attention, attention == CaptionAttention::soft, 1.0f);
+  for (const auto& [attention, coords] : {std::pair{CaptionAttention::soft, false}, std::pair{CaptionAttention::mean, false},
+                                          std::pair{CaptionAttention::soft, true}}) {
+    const models::CaptionerConfig c = tiny_config(attention, attention == CaptionAttention::soft, 1.0f, false, coords);
     INFO(describe(c));
     Rng rng(6);
     models::Captioner model(c, rng);

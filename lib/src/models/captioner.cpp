@@ -24,6 +24,32 @@ using ops::copy_rows;
 
 bool soft(const CaptionerConfig& c) { return c.attention == CaptionAttention::soft; }
 
+// [B, L, K] -> [B, L, K + 2]: each of the h x w locations' annotation followed by its centre's
+// x and y, scaled so that the grid's first and last centres are -1 and 1 (0 for a single one).
+Tensor with_coordinates(const Tensor& a, int64_t h, int64_t w) {
+  const int64_t B = a.dim(0), L = a.dim(1), K = a.dim(2);
+  const auto scaled = [](int64_t i, int64_t n) {
+    return n > 1 ? 2.0f * static_cast<float>(i) / static_cast<float>(n - 1) - 1.0f : 0.0f;
+  };
+  Tensor out({B, L, K + 2});
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t i = 0; i < L; ++i) {
+      float* row = out.data() + (b * L + i) * (K + 2);
+      std::copy_n(a.data() + (b * L + i) * K, K, row);
+      row[K] = scaled(i % w, w);
+      row[K + 1] = scaled(i / w, h);
+    }
+  return out;
+}
+
+// [B, L, K + 2] -> [B, L, K]: the gradient of the encoder's part of the annotations.
+Tensor without_coordinates(const Tensor& da, int64_t K) {
+  const int64_t B = da.dim(0), L = da.dim(1);
+  Tensor out({B, L, K});
+  for (int64_t r = 0; r < B * L; ++r) std::copy_n(da.data() + r * (K + 2), K, out.data() + r * K);
+  return out;
+}
+
 // torch.nn.BatchNorm2d's defaults.
 constexpr float kBatchNormEps = 1e-5f, kBatchNormMomentum = 0.1f;
 
@@ -207,13 +233,16 @@ Tensor Captioner::encode(const Tensor& images, bool training, Run* run) const {
       x = ops::max_pool2d_forward(x, {.kernel = layer.size}, lc ? &lc->pool : nullptr);
     }
   }
-  const int64_t B = x.dim(0), D = x.dim(1), h = x.dim(2), w = x.dim(3);
-  return ops::permute_forward(x, {0, 2, 3, 1}, run ? &run->to_rows : nullptr).reshape({B, h * w, D});
+  const int64_t B = x.dim(0), K = x.dim(1), h = x.dim(2), w = x.dim(3);
+  Tensor a = ops::permute_forward(x, {0, 2, 3, 1}, run ? &run->to_rows : nullptr).reshape({B, h * w, K});
+  return config_.coords ? with_coordinates(a, h, w) : a;
 }
 
 void Captioner::encode_backward(Tensor dannotations, Run& run) {
   const CaptionerConfig::Grid g = config_.grid();
-  Tensor dx = ops::permute_backward(dannotations.reshape({run.B, g.h, g.w, g.D}), run.to_rows);
+  const int64_t K = config_.coords ? g.D - 2 : g.D;   // the coordinates are constants
+  if (config_.coords) dannotations = without_coordinates(dannotations, K);
+  Tensor dx = ops::permute_backward(dannotations.reshape({run.B, g.h, g.w, K}), run.to_rows);
   size_t conv = convs_.size();
   for (size_t k = layers_.size(); k-- > 0;) {
     Run::Layer& lc = run.layers[k];

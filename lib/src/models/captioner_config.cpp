@@ -76,6 +76,7 @@ CaptionerConfig::Grid CaptionerConfig::grid() const {
       throw ConfigError("captioner config: the encoder '" + encoder + "' leaves no location of a " +
                         std::to_string(height) + " x " + std::to_string(width) + " image");
   }
+  if (coords) g.D += 2;
   return g;
 }
 

@@ -5,9 +5,13 @@
 // convK x k is a k x k convolution to K channels (stride 1, zero padding k/2, so the size is
 // kept for odd k) followed by ReLU (with batch_norm: convolution without bias, batch
 // normalisation, ReLU, as torch.nn.Conv2d(bias=False) + BatchNorm2d); poolP is P x P max pooling.
-// Its output [B, D, h, w] gives the
+// Its output [B, K, h, w] gives the
 // L = h w annotation vectors a_i in [D], row-major over the grid (i = y w + x), the locations
-// attn-plot overlay draws over the image.
+// attn-plot overlay draws over the image; D = K, or K + 2 with `coords`, which appends the
+// location's centre (x, y), each scaled to [-1, 1], to its annotation. A convolutional encoder is
+// translation-equivariant: without coordinates two equal digits of a strip have equal
+// annotations, and content-based attention cannot say which comes first (CoordConv, Liu et al.
+// 2018, gives a network the same information at its input).
 //
 // Decoder (an LSTM of Dd units; nn::AttentionDecoder in Bahdanau order), at step t with input
 // word y_{t-1} (BOS first) and its embedding e_t = E y_{t-1} [m]:
@@ -79,6 +83,7 @@ struct CaptionerConfig {
   int64_t height = 0, width = 0;         // H, W
   std::string encoder = "conv32x3,pool2,conv64x3,pool2";
   bool batch_norm = false;               // after every convolution (momentum 0.1, eps 1e-5)
+  bool coords = false;                   // append each location's (x, y) to its annotation
   int64_t embed_dim = 64;                // m: the word embedding and the deep output's width
   int64_t hidden = 128;                  // Dd: the LSTM
   int64_t attention_dim = 64;            // A: f_att's hidden layer
@@ -95,6 +100,7 @@ struct CaptionerConfig {
     v("width", c.width);
     v("encoder", c.encoder);
     v("batch_norm", c.batch_norm);
+    v("coords", c.coords);
     v("embed_dim", c.embed_dim);
     v("hidden", c.hidden);
     v("attention_dim", c.attention_dim);
@@ -104,7 +110,8 @@ struct CaptionerConfig {
     v("dropout", c.dropout);
   }
 
-  // The annotation grid the encoder makes of an H x W image: D (channels), h, w; L = h w.
+  // The annotation grid the encoder makes of an H x W image: D (the annotation width, coordinates
+  // included), h, w; L = h w.
   struct Grid {
     int64_t D = 0, h = 0, w = 0;
     int64_t locations() const { return h * w; }
