@@ -8,6 +8,7 @@
 #include <boost/program_options/errors.hpp>
 
 #include "attn/core/error.hpp"
+#include "attn/core/memory.hpp"
 #include "attn/io/output_file.hpp"
 
 #ifndef ATTN_VERSION
@@ -98,6 +99,9 @@ int dispatch(const std::string& tool, int argc, char** argv, const std::vector<V
   } catch (const ConfigError& e) {
     std::cerr << prefix << e.what() << "\n";
     return kExitUsage;
+  } catch (const MemoryError& e) {   // sized by an input file (3) or by the options (2)
+    std::cerr << prefix << e.what() << "\n";
+    return e.blame() == MemoryBlame::input ? kExitBadInput : kExitUsage;
   } catch (const IoError& e) {
     std::cerr << prefix << e.what() << "\n";
     return kExitBadInput;

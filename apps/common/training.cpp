@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <iostream>
 
+#include "attn/core/memory.hpp"
 #include "attn/io/checkpoint.hpp"
 #include "attn/train/checkpoints.hpp"
 #include "attn/train/data_fingerprint.hpp"
@@ -329,6 +330,10 @@ void train_one(const Options& opts, const TrainVerb& verb, int64_t seed, const s
     in.resume = resume.empty() ? train::latest_checkpoint(model) : resume;
   }
   train::TrainConfig tc = train_config(opts, in.resume);
+  // A resumed model is sized by its checkpoint's /config; a new one by the options.
+  const MemoryScope scope = in.resume.empty()
+                                ? MemoryScope::options("the model the options describe")
+                                : MemoryScope::input("the model that " + in.resume + "'s /config describes");
   const std::unique_ptr<TrainRun> run = verb.prepare(opts, in);
   run->task.data = train::fingerprint_data(in.data);   // stored in the model, checked by --resume
   tc.seed = static_cast<uint64_t>(seed);

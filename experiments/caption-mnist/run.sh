@@ -1,18 +1,21 @@
 #!/usr/bin/env bash
 # Show, Attend and Tell on handwritten digit strips (Xu et al. 2015, soft attention; issue 15):
-# a captioner trained from scratch on 1-5-digit MNIST strips, for every seed, beside the ablation
-# without attention (the context is the mean annotation); test sequence accuracy, BLEU-1..4 and
+# a captioner trained from scratch on 1-5-digit MNIST strips, for every seed, beside two ablations:
+# without attention (the context is the mean annotation) and attention over annotations without
+# their locations' coordinates (Xu et al.'s annotations); test sequence accuracy, BLEU-1..4 and
 # attention correctness on 1-5-digit and on 3-digit strips; whether attention moves left to right
 # word by word; and one panel per word for a few test strips (Xu et al. Fig. 3).
 # Chains: attn-data mnist-strips -> attn-caption train -> eval / caption -> attn-plot overlay.
 #
 # Usage: experiments/caption-mnist/run.sh [BUILD_DIR]
-# Environment (defaults in brackets): SEEDS ["1 2 3"], ABLATION_SEEDS [$SEEDS], N [20000 training
-# strips], EPOCHS [15], ENCODER [conv32x3,pool2,conv64x3,pool2,conv128x3,pool2], OPTIONS [extra
-# attn-caption train options], THREADS [1], PARALLEL [2: trainings at once], REUSE [0; 1 keeps
+# Environment (defaults in brackets): SEEDS ["1 2 3"], ABLATION_SEEDS ["1": both ablations],
+# N [10000 training strips], EPOCHS [8], ENCODER [conv32x3,pool2,conv64x3,pool2,conv128x3,pool2],
+# ALPHA_C [0.1], OPTIONS [extra attn-caption train options], THREADS [1], PARALLEL [2: trainings
+# at once], REUSE [0; 1 keeps
 # trained models], DATA_DIR [../shared/data/mnist beside the project], PYTHON [/usr/bin/python3,
 # with h5py].
-# Results: results/caption-mnist/ — strips.h5, strips3.h5; soft_s<S>.h5, mean_s<S>.h5 (with their
+# Results: results/caption-mnist/ — strips.h5, strips3.h5; soft_s<S>.h5, nocoords_s<S>.h5,
+# mean_s<S>.h5 (with their
 # learning curves) and .log; caps_<model>.h5 (test captions with attention); table.md;
 # looked_<i>.png.
 set -euo pipefail
@@ -20,9 +23,10 @@ ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 BUILD=$(cd "${1:-$ROOT/build}" && pwd)
 BIN=$BUILD/apps
 SEEDS=${SEEDS:-1 2 3}
-ABLATION_SEEDS=${ABLATION_SEEDS:-$SEEDS}
-N=${N:-20000}
-EPOCHS=${EPOCHS:-15}
+ABLATION_SEEDS=${ABLATION_SEEDS-1}
+N=${N:-10000}
+EPOCHS=${EPOCHS:-8}
+ALPHA_C=${ALPHA_C:-0.1}
 ENCODER=${ENCODER:-conv32x3,pool2,conv64x3,pool2,conv128x3,pool2}
 OPTIONS=${OPTIONS:-}
 THREADS=${THREADS:-1}
@@ -57,10 +61,10 @@ train() {
   tail -n 1 "$OUT/$name.log"
 }
 
-echo "== training: soft attention (seeds $SEEDS) and the ablation without attention (seeds $ABLATION_SEEDS), $PARALLEL at once"
+echo "== training: soft attention (seeds $SEEDS); without coordinates and without attention (seeds $ABLATION_SEEDS); $PARALLEL at once"
 jobs_list=()
-for s in $SEEDS; do jobs_list+=("soft_s$s $s"); done
-for s in $ABLATION_SEEDS; do jobs_list+=("mean_s$s $s --attention mean"); done
+for s in $SEEDS; do jobs_list+=("soft_s$s $s --coords --alpha-c $ALPHA_C"); done
+for s in $ABLATION_SEEDS; do jobs_list+=("nocoords_s$s $s --alpha-c $ALPHA_C" "mean_s$s $s --attention mean"); done
 running=0
 for job in "${jobs_list[@]}"; do
   # shellcheck disable=SC2086
@@ -73,7 +77,7 @@ wait
 echo "== evaluation on test (1-5 digits) and on 3-digit strips; captions with attention"
 models=()
 for s in $SEEDS; do models+=("soft_s$s"); done
-for s in $ABLATION_SEEDS; do models+=("mean_s$s"); done
+for s in $ABLATION_SEEDS; do models+=("nocoords_s$s" "mean_s$s"); done
 : >"$OUT/eval.txt"
 for m in "${models[@]}"; do
   for set in strips strips3; do

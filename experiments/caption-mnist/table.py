@@ -54,7 +54,7 @@ for m in models:
     ltr, count = left_to_right(f"{out}/caps_{m}.h5")
     rows[m] = [100 * a["seq"], a["bleu4"], 100 * a["correct"], 100 * b["seq"], 100 * b["correct"], 100 * ltr]
     print(f"| {m} | " + " | ".join(f"{v:.2f}" for v in rows[m]) + " |")
-for family in ("soft", "mean"):
+for family in ("soft", "nocoords", "mean"):
     members = [rows[m] for m in models if m.startswith(family + "_")]
     if len(members) > 1:
         med = [statistics.median(col) for col in zip(*members)]

@@ -179,6 +179,36 @@ TEST_CASE("a model holding a NaN parameter is refused by eval and --resume, and 
   CHECK_THAT(empty.err, Contains("p.h5: split '/test' holds no examples"));
 }
 
+TEST_CASE("a model whose /config asks for more memory than the machine has is bad input, named, and an option "
+          "that does is a usage error",
+          "[cli][guards]") {
+  test::TempDir dir;
+  REQUIRE(run(dir, std::string(kData) + " --seed 3 --out d.h5").code == 0);
+  REQUIRE(run(dir, train("--data d.h5 --model m.h5 --steps 2")).code == 0);
+  {   // m.h5 with d_model = 2^30: its embedding alone would need 4 GiB per word
+    const io::File m = io::File::open_read(dir.file("m.h5"));
+    io::Checkpoint c = io::read_checkpoint(m);
+    c.config["d_model"] = int64_t{1} << 30;
+    io::File big = io::File::create(dir.file("big.h5"));
+    io::write_checkpoint(big, c);
+    for (const char* v : {"/vocab/src", "/vocab/tgt"}) big.write_strings(v, m.read_strings(v));
+    big.commit();
+  }
+  for (const std::string& command : {std::string("{tf} eval --model big.h5 --data d.h5 --quiet"),
+                                     train("--data d.h5 --model r.h5 --steps 3 --resume big.h5")}) {
+    const Result r = run(dir, command);
+    INFO(command << "\n" << r.err);
+    CHECK(r.code == 3);
+    CHECK_THAT(r.err, Contains("out of memory: a float32 tensor [") &&
+                          Contains("for the model that big.h5's /config describes"));
+  }
+  CHECK(!std::filesystem::exists(dir.file("r.h5")));
+  const Result wide = run(dir, "{tf} train --data d.h5 --model w.h5 --steps 1 --d-model 1073741824 --heads 1 --quiet");
+  INFO(wide.err);
+  CHECK(wide.code == 2);
+  CHECK_THAT(wide.err, Contains("out of memory: a float32 tensor [") && Contains("for the model the options describe"));
+}
+
 TEST_CASE("kill -9 during training: every checkpoint loads, no temporary file survives the resume, and the "
           "resumed run ends on the uninterrupted run's bits", "[cli][guards]") {
   test::TempDir dir;

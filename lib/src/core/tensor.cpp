@@ -8,6 +8,8 @@
 #include <new>
 #include <unordered_map>
 
+#include "attn/core/memory.hpp"
+
 namespace attn {
 
 namespace {
@@ -64,14 +66,27 @@ BlockCache& block_cache() {
 
 // 64-byte aligned storage so that BLAS and vectorised loops get aligned rows; zero-filled
 // unless made for Tensor::uninitialized.
+// Counted against the memory budget (attn/core/memory.hpp) before it is allocated.
 struct Tensor::Storage {
   void* ptr = nullptr;
   size_t bytes = 0;
-  Storage(size_t size, bool zero_fill) : bytes(std::max<size_t>(64, (size + 63) / 64 * 64)) {
-    ptr = block_cache().take(bytes);
+  Storage(size_t size, bool zero_fill, const Shape& shape, DType dtype)
+      : bytes(std::max<size_t>(64, (size + 63) / 64 * 64)) {
+    if (!try_reserve_memory(bytes))
+      throw_out_of_memory(bytes, std::string(dtype == DType::f32 ? "a " : "an ") + dtype_name(dtype) + " tensor " +
+                                       to_string(shape));
+    try {
+      ptr = block_cache().take(bytes);
+    } catch (...) {
+      release_memory(bytes);
+      throw;
+    }
     if (zero_fill) std::memset(ptr, 0, bytes);
   }
-  ~Storage() { block_cache().give(ptr, bytes); }
+  ~Storage() {
+    block_cache().give(ptr, bytes);
+    release_memory(bytes);
+  }
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;
 };
@@ -116,8 +131,12 @@ Tensor::Tensor(Shape shape, DType dtype) : Tensor(std::move(shape), dtype, /*zer
 Tensor::Tensor(Shape shape, DType dtype, bool zero_fill) : shape_(std::move(shape)), dtype_(dtype) {
   for (int64_t d : shape_)
     if (d < 0) throw ShapeError("cannot make a tensor of shape " + to_string(shape_));
+  // The bytes, saturated: a shape whose size overflows is refused by the budget, not wrapped.
+  size_t bytes = 4;
+  for (int64_t d : shape_)
+    if (__builtin_mul_overflow(bytes, static_cast<size_t>(d), &bytes) || bytes > SIZE_MAX / 4) bytes = SIZE_MAX / 4;
+  storage_ = std::make_shared<Storage>(bytes, zero_fill, shape_, dtype_);
   numel_ = attn::numel(shape_);
-  storage_ = std::make_shared<Storage>(static_cast<size_t>(numel_) * 4, zero_fill);
 }
 
 Tensor Tensor::uninitialized(Shape shape, DType dtype) { return Tensor(std::move(shape), dtype, /*zero_fill=*/false); }

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "attn/core/memory.hpp"
 #include "hdf5_impl.hpp"
 
 namespace attn::io {
@@ -64,6 +65,7 @@ Tensor File::read(const std::string& dataset, DType dtype, const Shape& want) co
   if (!want.empty() && !shape_matches(shape, want))
     throw ShapeError(m.label + ": " + what + " has shape " + to_string(shape) + ", expected " +
                      to_string(want));
+  const MemoryScope scope = MemoryScope::input(m.label + "'s " + what);
   Tensor out(shape, dtype);
   if (out.empty()) return out;
   RangeGuard guard;
@@ -95,6 +97,7 @@ Tensor File::read_rows(const std::string& dataset, DType dtype, int64_t begin, i
     throw ShapeError(m.label + ": rows [" + std::to_string(begin) + ", " + std::to_string(end) +
                      ") of " + what + " are out of range for shape " + to_string(shape));
   shape[0] = end - begin;
+  const MemoryScope scope = MemoryScope::input(m.label + "'s " + what);
   Tensor out(shape, dtype);
   if (out.empty()) return out;
   std::vector<hsize_t> start(shape.size(), 0), count(shape.begin(), shape.end());

@@ -1,0 +1,81 @@
+// The memory budget: tensors are counted against it, and a tensor that would not fit is refused
+// with a MemoryError naming the tensor, the bytes and the scope that sized it.
+#include <cstdint>
+#include <string>
+
+#include "attn/core/memory.hpp"
+#include "attn/core/tensor.hpp"
+#include "test_support.hpp"
+
+using namespace attn;
+using Catch::Contains;
+
+namespace {
+
+// Restores the default budget when a test ends, whatever it threw.
+struct BudgetOf {
+  explicit BudgetOf(size_t bytes) { set_memory_budget(bytes); }
+  ~BudgetOf() { set_memory_budget(0); }
+};
+
+}  // namespace
+
+TEST_CASE("tensors are counted against the memory budget and given back when freed", "[unit][memory]") {
+  const size_t before = memory_in_use();
+  {
+    const Tensor a({1000, 100});
+    CHECK(memory_in_use() == before + 400000);
+    const Tensor view = a.reshape({100, 1000});   // shares the storage: not counted again
+    CHECK(memory_in_use() == before + 400000);
+  }
+  CHECK(memory_in_use() == before);
+}
+
+TEST_CASE("a tensor past the budget is refused before it is allocated, naming it and its purpose",
+          "[unit][memory]") {
+  const BudgetOf budget(memory_in_use() + (size_t{1} << 20));   // 1 MiB more than is held
+  const Tensor fits({200, 1000});                               // 800 KB
+  try {
+    const Tensor more({100, 1000});                             // 400 KB more: over
+    FAIL("allocated past the budget");
+  } catch (const MemoryError& e) {
+    CHECK(e.blame() == MemoryBlame::options);   // outside any scope the options sized it
+    CHECK_THAT(e.what(), Contains("out of memory: a float32 tensor [100, 1000] needs 391 KiB") &&
+                             Contains("of its budget of"));
+  }
+  {
+    const MemoryScope scope = MemoryScope::input("the model that m.h5's /config describes");
+    try {
+      const Tensor ids({1 << 20}, DType::i32);
+      FAIL("allocated past the budget");
+    } catch (const MemoryError& e) {
+      CHECK(e.blame() == MemoryBlame::input);
+      CHECK_THAT(e.what(), Contains("an int32 tensor [1048576] needs 4 MiB"));
+      CHECK_THAT(e.what(), Contains("for the model that m.h5's /config describes"));
+    }
+  }
+  const MemoryScope outer = MemoryScope::options("the options");
+  {
+    const MemoryScope inner = MemoryScope::input("d.h5's dataset '/train/src'");
+  }
+  // The inner scope has ended: the outer one is current again.
+  try {
+    const Tensor t({1 << 20});
+    FAIL("allocated past the budget");
+  } catch (const MemoryError& e) {
+    CHECK(e.blame() == MemoryBlame::options);
+    CHECK_THAT(e.what(), Contains("for the options"));
+  }
+}
+
+TEST_CASE("a shape whose size overflows is refused, not wrapped round to a small allocation", "[unit][memory]") {
+  const int64_t huge = int64_t{1} << 40;
+  REQUIRE_THROWS_AS(Tensor({huge, huge, huge}), MemoryError);
+  REQUIRE_THROWS_WITH(Tensor({huge, huge}), Contains("a float32 tensor [1099511627776, 1099511627776] needs"));
+}
+
+TEST_CASE("byte counts are written for people", "[unit][memory]") {
+  CHECK(format_bytes(12) == "12 bytes");
+  CHECK(format_bytes(2048) == "2 KiB");
+  CHECK(format_bytes(1.5 * 1024 * 1024 * 1024) == "1.5 GiB");
+}
