@@ -2,6 +2,7 @@
 #include "common/cli.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <iostream>
 #include <new>
 
@@ -16,6 +17,25 @@
 #endif
 
 namespace attn::cli {
+
+// A message quotes what the user gave: a 100,000-character value is shown by its start and length.
+std::string clipped(const std::string& message) {
+  constexpr size_t kLongest = 200, kKept = 60;
+  std::string out;
+  size_t i = 0;
+  while (i < message.size()) {
+    size_t j = i;
+    while (j < message.size() && !std::isspace(static_cast<unsigned char>(message[j]))) ++j;
+    if (j - i > kLongest)
+      out += message.substr(i, kKept) + "... (" + std::to_string(j - i) + " characters)";
+    else
+      out += message.substr(i, j - i);
+    if (j < message.size()) out += message[j++];
+    i = j;
+  }
+  return out;
+}
+
 namespace {
 
 void print_tool_help(std::ostream& os, const std::string& tool, const std::vector<Verb>& verbs) {
@@ -94,31 +114,31 @@ int dispatch(const std::string& tool, int argc, char** argv, const std::vector<V
   try {
     return verb->run(argc - 1, argv + 1);
   } catch (const boost::program_options::error& e) {
-    std::cerr << prefix << e.what() << " (see '" << tool << " " << verb->name << " --help')\n";
+    std::cerr << prefix << clipped(e.what()) << " (see '" << tool << " " << verb->name << " --help')\n";
     return kExitUsage;
   } catch (const ConfigError& e) {
-    std::cerr << prefix << e.what() << "\n";
+    std::cerr << prefix << clipped(e.what()) << "\n";
     return kExitUsage;
   } catch (const MemoryError& e) {   // sized by an input file (3) or by the options (2)
-    std::cerr << prefix << e.what() << "\n";
+    std::cerr << prefix << clipped(e.what()) << "\n";
     return e.blame() == MemoryBlame::input ? kExitBadInput : kExitUsage;
   } catch (const IoError& e) {
-    std::cerr << prefix << e.what() << "\n";
+    std::cerr << prefix << clipped(e.what()) << "\n";
     return kExitBadInput;
   } catch (const FormatError& e) {
-    std::cerr << prefix << e.what() << "\n";
+    std::cerr << prefix << clipped(e.what()) << "\n";
     return kExitBadInput;
   } catch (const ShapeError& e) {
-    std::cerr << prefix << e.what() << "\n";
+    std::cerr << prefix << clipped(e.what()) << "\n";
     return kExitBadInput;
   } catch (const DataError& e) {
-    std::cerr << prefix << e.what() << "\n";
+    std::cerr << prefix << clipped(e.what()) << "\n";
     return kExitBadInput;
   } catch (const std::bad_alloc&) {
     std::cerr << prefix << "out of memory\n";
     return kExitFailure;
   } catch (const std::exception& e) {   // OutputError, attn::Error, anything unexpected
-    std::cerr << prefix << e.what() << "\n";
+    std::cerr << prefix << clipped(e.what()) << "\n";
     return kExitFailure;
   } catch (...) {
     std::cerr << prefix << "unknown exception\n";

@@ -43,6 +43,10 @@ class OutputError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// `message` with every run of more than 200 non-space characters (a value the user gave)
+// shortened to its first 60 and its length: what every error message and echo prints.
+std::string clipped(const std::string& message);
+
 // The closest verb to a mistyped one (edit distance at most 2), or "" when none is close.
 std::string closest_verb(const std::string& word, const std::vector<Verb>& verbs);
 

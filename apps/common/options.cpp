@@ -8,6 +8,7 @@
 #include <cmath>
 #include <fstream>
 #include <iostream>
+#include <sstream>
 #include <string_view>
 
 #include <sys/stat.h>
@@ -279,8 +280,17 @@ bool Options::parse(int argc, char** argv) {
 
   if (vm_.count("config")) {
     const std::string path = vm_["config"].as<std::string>();
-    std::ifstream in(path);
-    if (!in) throw ConfigError("--config: cannot read the file '" + path + "'");
+    std::ifstream file(path, std::ios::binary);
+    if (!file) throw ConfigError("--config: cannot read the file '" + path + "'");
+    // Read with a bound: a configuration is a few lines of name = value, not /dev/zero.
+    constexpr std::streamsize kMaxConfigBytes = 1 << 20;
+    std::string text(static_cast<size_t>(kMaxConfigBytes) + 1, '\0');
+    file.read(text.data(), kMaxConfigBytes + 1);
+    text.resize(static_cast<size_t>(file.gcount()));
+    if (static_cast<std::streamsize>(text.size()) > kMaxConfigBytes)
+      throw ConfigError("--config " + path + ": the file holds more than 1 MiB; a configuration is lines of "
+                        "name = value");
+    std::istringstream in(text);
     try {
       // Stored after the command line: po keeps the first value stored, so the command wins.
       po::store(po::parse_config_file(in, visible, /*allow_unregistered=*/false), vm_);
@@ -357,7 +367,7 @@ void Options::echo(std::ostream& os) const {
   for (const ConfigEntry& e : entries) width = std::max(width, e.name.size());
   os << tool_ << " " << verb_ << ": configuration\n";
   for (const ConfigEntry& e : entries)
-    os << "  --" << e.name << std::string(width - e.name.size() + 2, ' ') << e.text
+    os << "  --" << e.name << std::string(width - e.name.size() + 2, ' ') << clipped(e.text)
        << (e.defaulted ? "  (default)" : "") << "\n";
   os.flush();
 }

@@ -184,6 +184,19 @@ TEST_CASE("read_idx_images and read_idx_labels read MNIST IDX files, plain or gz
   CHECK(read_idx_images(dir.file("plain-images")).count == 3);
 }
 
+TEST_CASE("read_file_bytes stops at its limit, naming the file, plain or gzip (an endless /dev/zero)", "[io][mnist]") {
+  test::TempDir dir;
+  test::write_text(dir.file("plain.txt"), std::string(5000, 'a'));
+  test::write_gzip_bytes(dir.file("packed.gz"), std::string(5000, 'a'));
+  for (const char* name : {"plain.txt", "packed.gz"}) {
+    CHECK(datasets::read_file_bytes(dir.file(name), "text file", 5000).size() == 5000);
+    REQUIRE_THROWS_AS(datasets::read_file_bytes(dir.file(name), "text file", 4999), DataError);
+    REQUIRE_THROWS_WITH(datasets::read_file_bytes(dir.file(name), "text file", 4999),
+                        Contains(std::string(name) + ": the text file holds more than 4.88 KiB (uncompressed)"));
+  }
+  REQUIRE_THROWS_WITH(datasets::read_file_bytes("/dev/zero", "text file", 1 << 20), Contains("/dev/zero: the text file"));
+}
+
 TEST_CASE("the IDX reader refuses wrong magic, wrong sizes, bad labels and damaged gzip, naming the file", "[io][mnist]") {
   test::TempDir dir;
   const std::string images = test::idx_images_bytes(4), labels = test::idx_labels_bytes(4);

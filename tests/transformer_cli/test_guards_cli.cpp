@@ -209,6 +209,31 @@ TEST_CASE("a model whose /config asks for more memory than the machine has is ba
   CHECK_THAT(wide.err, Contains("out of memory: a float32 tensor [") && Contains("for the model the options describe"));
 }
 
+TEST_CASE("text inputs read standard input as -, and --config is read with a bound and quoted clipped",
+          "[cli][guards]") {
+  test::TempDir dir;
+  test::write_text(dir.file("a.src"), "t4 t5\nt5 t4\n");
+  test::write_text(dir.file("a.tgt"), "t5 t4\nt4 t5\n");
+  const Result piped = run(dir, "cat a.src | {data} parallel --src-file - --tgt-file a.tgt --min-freq 1 --out p.h5 --quiet");
+  INFO(piped.err);
+  CHECK(piped.code == 0);
+  CHECK(io::File::open_read(dir.file("p.h5")).read_strings("/vocab/src").size() > 4);
+  const Result bleu = run(dir, "cat a.tgt | {bleu} --hyp-text - --ref-text a.tgt --quiet");
+  INFO(bleu.err);
+  CHECK(bleu.code == 0);
+  CHECK_THAT(bleu.out, Contains("BLEU = "));
+
+  const Result endless = run(dir, "{data} copy --config /dev/zero --n 5 --out c.h5");
+  CHECK(endless.code == 2);
+  CHECK_THAT(endless.err, Contains("--config /dev/zero: the file holds more than 1 MiB"));
+  test::write_text(dir.file("big.ini"), "seed = " + std::string(100000, '9') + "\n");
+  const Result big = run(dir, "{data} copy --config big.ini --n 5 --out c.h5");
+  CHECK(big.code == 2);
+  CHECK_THAT(big.err, Contains("99999... (100004 characters)") && Contains("for option 'seed' is invalid"));
+  CHECK(big.err.size() < 400);
+  CHECK(!std::filesystem::exists(dir.file("c.h5")));
+}
+
 TEST_CASE("kill -9 during training: every checkpoint loads, no temporary file survives the resume, and the "
           "resumed run ends on the uninterrupted run's bits", "[cli][guards]") {
   test::TempDir dir;
