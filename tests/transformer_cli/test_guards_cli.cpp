@@ -207,6 +207,16 @@ TEST_CASE("a model whose /config asks for more memory than the machine has is ba
   INFO(wide.err);
   CHECK(wide.code == 2);
   CHECK_THAT(wide.err, Contains("out of memory: a float32 tensor [") && Contains("for the model the options describe"));
+
+  // ATTN_MEMORY_LIMIT holds a run to less than the machine; a limit that is not a size is refused.
+  const Result held = run(dir, "ATTN_MEMORY_LIMIT=1M {data} copy --n 100000 --out c.h5 --quiet");
+  CHECK(held.code == 2);
+  CHECK_THAT(held.err, Contains("a float32 tensor [100000, 21, 9] needs 72.1 MiB, as this command's options ask") &&
+                           Contains("of its budget of 1 MiB"));
+  CHECK(run(dir, "ATTN_MEMORY_LIMIT=2GiB {data} copy --n 100 --out c.h5 --quiet").code == 0);
+  const Result typo = run(dir, "ATTN_MEMORY_LIMIT=lots {data} copy --n 100 --out c2.h5 --quiet");
+  CHECK(typo.code == 2);
+  CHECK_THAT(typo.err, Contains("ATTN_MEMORY_LIMIT='lots' is not a size"));
 }
 
 TEST_CASE("text inputs read standard input as -, and --config is read with a bound and quoted clipped",

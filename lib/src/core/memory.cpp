@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cctype>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -21,20 +22,25 @@ size_t physical_memory() {
   return pages > 0 && page > 0 ? static_cast<size_t>(pages) * static_cast<size_t>(page) : SIZE_MAX;
 }
 
-// ATTN_MEMORY_LIMIT: "123", "64K", "512M", "2G" (case-insensitive); 0 when unset or unreadable.
+// ATTN_MEMORY_LIMIT: "123", "64K", "512M", "2G", "2GiB", "2GB" (case-insensitive, powers of 1024);
+// 0 when unset. Anything else is a ConfigError: a limit the user meant must not be ignored.
 size_t limit_from_environment() {
   const char* text = std::getenv("ATTN_MEMORY_LIMIT");
   if (text == nullptr || *text == '\0') return 0;
   char* end = nullptr;
   const double value = std::strtod(text, &end);
   double scale = 1;
-  switch (*end) {
-    case 'k': case 'K': scale = 1024.0; ++end; break;
-    case 'm': case 'M': scale = 1024.0 * 1024; ++end; break;
-    case 'g': case 'G': scale = 1024.0 * 1024 * 1024; ++end; break;
+  switch (std::toupper(static_cast<unsigned char>(*end))) {
+    case 'K': scale = 1024.0; ++end; break;
+    case 'M': scale = 1024.0 * 1024; ++end; break;
+    case 'G': scale = 1024.0 * 1024 * 1024; ++end; break;
+    case 'T': scale = 1024.0 * 1024 * 1024 * 1024; ++end; break;
     default: break;
   }
-  if (*end != '\0' || !(value > 0)) return 0;
+  if (scale > 1 && (*end == 'i' || *end == 'I')) ++end;
+  if (*end == 'b' || *end == 'B') ++end;
+  if (*end != '\0' || !(value > 0) || value * scale > 1e19)
+    throw ConfigError(std::string("ATTN_MEMORY_LIMIT='") + text + "' is not a size such as 8G, 512M or 1000000");
   return static_cast<size_t>(value * scale);
 }
 
