@@ -5,6 +5,8 @@
 # correctness (the colour and shape words' attention peak in their object's box), and the
 # attention's spread (its entropy, and how much of the image the caption's attention covers).
 # Chains: attn-data shapes -> attn-caption train -> eval / caption -> attn-plot overlay.
+# Every model has --coords: "above" and "left of" are about places, which a convolutional
+# encoder's annotations alone do not carry (experiments/caption-mnist measures what they change).
 #
 # Usage: experiments/caption-shapes/run.sh [BUILD_DIR]
 # Environment (defaults in brackets): SEEDS ["1 2 3"], LAMBDAS ["0 1"], N [10000 training scenes],
@@ -42,7 +44,7 @@ train() {   # train NAME SEED LAMBDA
   [ "$REUSE" = 1 ] && [ -f "$OUT/$1.h5" ] && return 0
   # shellcheck disable=SC2086
   "$BIN/attn-caption" train --data "$OUT/shapes.h5" --model "$OUT/$1.h5" --encoder "$ENCODER" --epochs "$EPOCHS" \
-    --lr 2e-3 --seed "$2" --alpha-c "$3" --threads "$THREADS" $OPTIONS >"$OUT/$1.log" 2>&1
+    --lr 2e-3 --seed "$2" --alpha-c "$3" --coords --threads "$THREADS" $OPTIONS >"$OUT/$1.log" 2>&1
   tail -n 1 "$OUT/$1.log"
 }
 
