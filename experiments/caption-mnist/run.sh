@@ -8,7 +8,8 @@
 # Chains: attn-data mnist-strips -> attn-caption train -> eval / caption -> attn-plot overlay.
 #
 # Usage: experiments/caption-mnist/run.sh [BUILD_DIR]
-# Environment (defaults in brackets): SEEDS ["1 2 3"], ABLATION_SEEDS ["1": both ablations],
+# Environment (defaults in brackets): SEEDS ["1 2 3"], ABLATION_SEEDS ["1": without attention],
+# NOCOORDS_SEEDS [$ABLATION_SEEDS: attention without coordinates],
 # N [10000 training strips], EPOCHS [8], ENCODER [conv32x3,pool2,conv64x3,pool2,conv128x3,pool2],
 # ALPHA_C [0.1], OPTIONS [extra attn-caption train options], THREADS [1], PARALLEL [2: trainings
 # at once], REUSE [0; 1 keeps
@@ -24,6 +25,7 @@ BUILD=$(cd "${1:-$ROOT/build}" && pwd)
 BIN=$BUILD/apps
 SEEDS=${SEEDS:-1 2 3}
 ABLATION_SEEDS=${ABLATION_SEEDS-1}
+NOCOORDS_SEEDS=${NOCOORDS_SEEDS-$ABLATION_SEEDS}
 N=${N:-10000}
 EPOCHS=${EPOCHS:-8}
 ALPHA_C=${ALPHA_C:-0.1}
@@ -61,10 +63,11 @@ train() {
   tail -n 1 "$OUT/$name.log"
 }
 
-echo "== training: soft attention (seeds $SEEDS); without coordinates and without attention (seeds $ABLATION_SEEDS); $PARALLEL at once"
+echo "== training: soft attention (seeds $SEEDS), without coordinates (seeds $NOCOORDS_SEEDS), without attention (seeds $ABLATION_SEEDS); $PARALLEL at once"
 jobs_list=()
 for s in $SEEDS; do jobs_list+=("soft_s$s $s --coords --alpha-c $ALPHA_C"); done
-for s in $ABLATION_SEEDS; do jobs_list+=("nocoords_s$s $s --alpha-c $ALPHA_C" "mean_s$s $s --attention mean"); done
+for s in $NOCOORDS_SEEDS; do jobs_list+=("nocoords_s$s $s --alpha-c $ALPHA_C"); done
+for s in $ABLATION_SEEDS; do jobs_list+=("mean_s$s $s --attention mean"); done
 running=0
 for job in "${jobs_list[@]}"; do
   # shellcheck disable=SC2086
@@ -77,7 +80,8 @@ wait
 echo "== evaluation on test (1-5 digits) and on 3-digit strips; captions with attention"
 models=()
 for s in $SEEDS; do models+=("soft_s$s"); done
-for s in $ABLATION_SEEDS; do models+=("nocoords_s$s" "mean_s$s"); done
+for s in $NOCOORDS_SEEDS; do models+=("nocoords_s$s"); done
+for s in $ABLATION_SEEDS; do models+=("mean_s$s"); done
 : >"$OUT/eval.txt"
 for m in "${models[@]}"; do
   for set in strips strips3; do
