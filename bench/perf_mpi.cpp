@@ -10,7 +10,10 @@
 // is the exchange's cost without the wait for a slower rank. Rank 0 prints one key=value line:
 //   impl=attnlab-mpi ranks=2 threads=1 tokens_per_s=... step_s=... compute_s=... exchange_s=...
 //   optimizer_s=... allreduce_s=... bytes_per_step=... grad_bytes=... params=... tokens=...
-// (medians over the timed steps; compute_s is the slowest rank's; seconds per step).
+// (medians over the timed steps; compute_s is the slowest rank's; seconds per step), and
+// cpu_s, the CPU time of a step summed over every rank and thread: on a machine shared with other
+// work, tokens / cpu_s (cpu_tokens_per_s) compares the configurations by the work they cost
+// rather than by the share of the cores they got.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -94,23 +97,29 @@ int main(int argc, char** argv) {
   optim::Adam adam({.lr = 1e-4f, .beta1 = 0.9f, .beta2 = 0.98f, .eps = 1e-9f});
   Rng dropout(2);
   int64_t t = 0, tokens = 0;
-  std::vector<double> step_s, compute_s, exchange_s, optimizer_s;
+  std::vector<double> step_s, compute_s, exchange_s, optimizer_s, cpu_s;
   const int64_t warmup = args.integer("warmup"), steps = args.integer("steps");
   for (int64_t i = 0; i < warmup + steps; ++i) {
     zero_grads(task.params);
-    const double comm0 = dp.comm_seconds();
+    const double comm0 = dp.comm_seconds(), cpu0 = bench::process_cpu_seconds();
     const auto t0 = clock_type::now();
     tokens = dp.train_batch(global, dropout).units;
     const double forward_backward = since(t0);
     const auto t1 = clock_type::now();
     adam.step(task.params, ++t);
     const double opt = since(t1), whole = since(t0), exchange = dp.comm_seconds() - comm0;
-    const double compute = max_over_ranks(comm, forward_backward - exchange);   // outside the timed step
+    const double cpu = bench::process_cpu_seconds() - cpu0;
+    // Outside the timed step: the slowest rank's compute, every rank's CPU time.
+    const double compute = max_over_ranks(comm, forward_backward - exchange);
+    const std::vector<double> cpus = dist::allgather(comm, std::span<const double>(&cpu, 1));
     if (i < warmup) continue;
     step_s.push_back(whole);
     compute_s.push_back(compute);
     exchange_s.push_back(exchange);
     optimizer_s.push_back(opt);
+    double cpu_all = 0;
+    for (const double c_r : cpus) cpu_all += c_r;
+    cpu_s.push_back(cpu_all);
   }
   const int64_t bytes_per_step = steps > 0 ? dp.comm_bytes() / (warmup + steps) : 0;
 
@@ -127,16 +136,17 @@ int main(int argc, char** argv) {
                                     at, std::min(flat.size() - at, static_cast<size_t>(train::kBucketFloats))));
     allreduce_s.push_back(max_over_ranks(comm, since(t0)));
   }
-  for (std::vector<double>* v : {&step_s, &compute_s, &exchange_s, &optimizer_s, &allreduce_s})
+  for (std::vector<double>* v : {&step_s, &compute_s, &exchange_s, &optimizer_s, &allreduce_s, &cpu_s})
     std::sort(v->begin(), v->end());
   if (comm.is_root())
     std::printf("impl=attnlab-mpi ranks=%d threads=%lld tokens_per_s=%.1f step_s=%.4f min_s=%.4f max_s=%.4f "
-                "compute_s=%.4f exchange_s=%.4f optimizer_s=%.4f allreduce_s=%.4f bytes_per_step=%lld "
-                "grad_bytes=%lld params=%lld tokens=%lld\n",
+                "compute_s=%.4f exchange_s=%.4f optimizer_s=%.4f allreduce_s=%.4f cpu_s=%.4f cpu_tokens_per_s=%.1f "
+                "bytes_per_step=%lld grad_bytes=%lld params=%lld tokens=%lld\n",
                 comm.size(), static_cast<long long>(args.integer("threads")),
                 static_cast<double>(tokens) / perf::median(step_s), perf::median(step_s), step_s.front(),
                 step_s.back(), perf::median(compute_s), perf::median(exchange_s), perf::median(optimizer_s),
-                perf::median(allreduce_s), static_cast<long long>(bytes_per_step),
+                perf::median(allreduce_s), perf::median(cpu_s), static_cast<double>(tokens) / perf::median(cpu_s),
+                static_cast<long long>(bytes_per_step),
                 static_cast<long long>(4 * params), static_cast<long long>(params), static_cast<long long>(tokens));
   return 0;
 }
