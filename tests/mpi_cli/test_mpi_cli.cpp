@@ -248,3 +248,18 @@ TEST_CASE("mpirun -np 2: a hung rank makes the others stop after --rank-timeout"
   CHECK(!std::filesystem::exists(dir.file("watchdog-fired")));
   CHECK_THAT(r.err, Contains("a rank has died or hung"));
 }
+
+TEST_CASE("a build without MPI, started by mpirun with several ranks, refuses instead of training N copies",
+          "[integration][mpi]") {
+  if (dist::built_with_mpi()) {   // MPI_Init would look for the launcher that the variable pretends
+    test::skip_test("this build has MPI; the case is for builds without it");
+    return;
+  }
+  test::TempDir dir;
+  require_ok(run(dir, kReverse));
+  // What Open MPI's mpirun sets in each rank's environment.
+  const Result r = run(dir, "OMPI_COMM_WORLD_SIZE=2 {tf} train --model m.h5 " + kTf + " --steps 1");
+  CHECK(r.code == 2);
+  CHECK_THAT(r.err, Contains("started by mpirun with 2 ranks, but this attnlab was built without MPI"));
+  CHECK(!std::filesystem::exists(dir.file("m.h5")));
+}
