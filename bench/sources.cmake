@@ -29,4 +29,5 @@ attn_add_perf(seq2seq)
 attn_add_perf(ntm)
 attn_add_perf(memnet)
 attn_add_perf(caption)
+attn_add_perf(mpi)
 target_link_libraries(perf_ntm PRIVATE attn_datasets)   # make_copy: the copy task's sequences

@@ -36,3 +36,23 @@ if(NOT TARGET attnlab_hdf5)
     INTERFACE_LINK_LIBRARIES "${HDF5_C_LIBRARIES}"
     INTERFACE_COMPILE_DEFINITIONS "${HDF5_DEFINITIONS}")
 endif()
+
+# MPI (Open MPI: the Debian packages openmpi-bin and libopenmpi-dev) for data-parallel training
+# over several processes (lib/src/dist/). ATTN_MPI: AUTO uses it when found, ON requires it, OFF
+# builds without it; without MPI the tools train as one process and refuse to run under mpirun
+# with several ranks.
+set(ATTN_MPI AUTO CACHE STRING "Data-parallel training over MPI: AUTO (when found), ON or OFF")
+set_property(CACHE ATTN_MPI PROPERTY STRINGS AUTO ON OFF)
+set(ATTN_HAVE_MPI OFF)
+if(ATTN_MPI STREQUAL "ON" OR ATTN_MPI STREQUAL "AUTO")
+  find_package(MPI QUIET COMPONENTS C)
+  if(MPI_C_FOUND)
+    set(ATTN_HAVE_MPI ON)
+  elseif(ATTN_MPI STREQUAL "ON")
+    message(FATAL_ERROR "MPI not found (ATTN_MPI=ON): install the Debian packages openmpi-bin and libopenmpi-dev, "
+                        "or configure with -DATTN_MPI=OFF")
+  endif()
+elseif(NOT ATTN_MPI STREQUAL "OFF")
+  message(FATAL_ERROR "ATTN_MPI must be AUTO, ON or OFF, got '${ATTN_MPI}'")
+endif()
+message(STATUS "attnlab: data-parallel training over MPI: ${ATTN_HAVE_MPI}")

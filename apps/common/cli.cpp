@@ -5,11 +5,13 @@
 #include <cctype>
 #include <iostream>
 #include <new>
+#include <optional>
 
 #include <boost/program_options/errors.hpp>
 
 #include "attn/core/error.hpp"
 #include "attn/core/memory.hpp"
+#include "attn/dist/world.hpp"
 #include "attn/io/output_file.hpp"
 
 #ifndef ATTN_VERSION
@@ -35,7 +37,6 @@ std::string clipped(const std::string& message) {
   }
   return out;
 }
-
 namespace {
 
 void print_tool_help(std::ostream& os, const std::string& tool, const std::vector<Verb>& verbs) {
@@ -63,6 +64,57 @@ size_t edit_distance(const std::string& a, const std::string& b) {
     }
   }
   return row[b.size()];
+}
+
+// The verb's failure on stderr: the message as it is with one rank; on several, every rank that
+// fails says so (a failure may be one rank's alone: a file missing on its machine), rank 0's
+// line as a single process's and the others' naming their rank.
+// The line goes out in one write, so that ranks sharing a terminal do not interleave within it.
+void report(const std::string& prefix, const std::string& what) {
+  const dist::Communicator& world = dist::world();
+  std::string line = prefix;
+  if (!world.is_root()) line += "rank " + std::to_string(world.rank()) + " of " + std::to_string(world.size()) + ": ";
+  line += clipped(what);
+  line += '\n';
+  std::cerr << line << std::flush;
+}
+
+// The verb's exit code, every exception mapped to one (cli.hpp).
+int run_verb(const std::string& tool, const Verb& verb, int argc, char** argv) {
+  const std::string prefix = tool + " " + verb.name + ": ";
+  try {
+    return verb.run(argc, argv);
+  } catch (const boost::program_options::error& e) {
+    report(prefix, std::string(e.what()) + " (see '" + tool + " " + verb.name + " --help')");
+    return kExitUsage;
+  } catch (const ConfigError& e) {
+    report(prefix, e.what());
+    return kExitUsage;
+  } catch (const MemoryError& e) {   // sized by an input file (3) or by the options (2)
+    report(prefix, e.what());
+    return e.blame() == MemoryBlame::input ? kExitBadInput : kExitUsage;
+  } catch (const IoError& e) {
+    report(prefix, e.what());
+    return kExitBadInput;
+  } catch (const FormatError& e) {
+    report(prefix, e.what());
+    return kExitBadInput;
+  } catch (const ShapeError& e) {
+    report(prefix, e.what());
+    return kExitBadInput;
+  } catch (const DataError& e) {
+    report(prefix, e.what());
+    return kExitBadInput;
+  } catch (const std::bad_alloc&) {
+    report(prefix, "out of memory");
+    return kExitFailure;
+  } catch (const std::exception& e) {   // OutputError, attn::Error, anything unexpected
+    report(prefix, e.what());
+    return kExitFailure;
+  } catch (...) {
+    report(prefix, "unknown exception");
+    return kExitFailure;
+  }
 }
 
 }  // namespace
@@ -110,40 +162,21 @@ int dispatch(const std::string& tool, int argc, char** argv, const std::vector<V
     return kExitUsage;
   }
 
-  const std::string prefix = tool + " " + verb->name + ": ";
+  // An MPI job's ranks (dist/world.hpp); a plain run touches no MPI. A verb that fails on one rank
+  // of several ends the whole job with its exit code, so that no rank waits for it.
+  std::optional<dist::Environment> job;
   try {
-    return verb->run(argc - 1, argv + 1);
-  } catch (const boost::program_options::error& e) {
-    std::cerr << prefix << clipped(e.what()) << " (see '" << tool << " " << verb->name << " --help')\n";
-    return kExitUsage;
+    job.emplace();
   } catch (const ConfigError& e) {
-    std::cerr << prefix << clipped(e.what()) << "\n";
+    std::cerr << tool << ": " << e.what() << "\n";
     return kExitUsage;
-  } catch (const MemoryError& e) {   // sized by an input file (3) or by the options (2)
-    std::cerr << prefix << clipped(e.what()) << "\n";
-    return e.blame() == MemoryBlame::input ? kExitBadInput : kExitUsage;
-  } catch (const IoError& e) {
-    std::cerr << prefix << clipped(e.what()) << "\n";
-    return kExitBadInput;
-  } catch (const FormatError& e) {
-    std::cerr << prefix << clipped(e.what()) << "\n";
-    return kExitBadInput;
-  } catch (const ShapeError& e) {
-    std::cerr << prefix << clipped(e.what()) << "\n";
-    return kExitBadInput;
-  } catch (const DataError& e) {
-    std::cerr << prefix << clipped(e.what()) << "\n";
-    return kExitBadInput;
-  } catch (const std::bad_alloc&) {
-    std::cerr << prefix << "out of memory\n";
-    return kExitFailure;
-  } catch (const std::exception& e) {   // OutputError, attn::Error, anything unexpected
-    std::cerr << prefix << clipped(e.what()) << "\n";
-    return kExitFailure;
-  } catch (...) {
-    std::cerr << prefix << "unknown exception\n";
+  } catch (const std::exception& e) {
+    std::cerr << tool << ": " << e.what() << "\n";
     return kExitFailure;
   }
+  const int code = run_verb(tool, *verb, argc - 1, argv + 1);
+  if (code != kExitOk && dist::world().size() > 1) job->end_job(code);
+  return code;
 }
 
 }  // namespace attn::cli

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "attn/core/threading.hpp"
+#include "attn/dist/world.hpp"
 #include "attn/io/hdf5_file.hpp"
 #include "attn/io/output_file.hpp"
 #include "common/cli.hpp"
@@ -299,6 +300,7 @@ bool Options::parse(int argc, char** argv) {
     }
   }
   po::notify(vm_);   // required options and the range checks
+  check_ranks();
   check_files();
   // "-" moves a binary HDF5 image through a pipe; a terminal can neither show nor type one.
   if (has("out") && get<std::string>("out") == "-" && ::isatty(STDOUT_FILENO))
@@ -310,8 +312,20 @@ bool Options::parse(int argc, char** argv) {
   quiet_ = vm_["quiet"].as<bool>();
   if (has("threads") && get<int64_t>("threads") > 0)
     set_num_threads(static_cast<int>(get<int64_t>("threads")));
-  if (!quiet_ && echo_) echo(std::cerr);
+  if (!quiet_ && echo_ && dist::world().is_root()) echo(std::cerr);   // once per job
   return true;
+}
+
+void Options::check_ranks() const {
+  const dist::Communicator& world = dist::world();
+  if (world.size() == 1) return;
+  const std::string ranks = std::to_string(world.size());
+  if (!distributed_)
+    throw ConfigError(tool_ + " " + verb_ + " runs as one process, and it was started as " + ranks +
+                      " (mpirun -np " + ranks + "); only the train verbs train data-parallel");
+  if (has("data") && get<std::string>("data") == "-")
+    throw ConfigError("--data -: on " + ranks + " ranks every rank reads the data set, and only rank 0 has "
+                      "standard input; give a file");
 }
 
 void Options::check_files() const {

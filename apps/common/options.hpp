@@ -92,6 +92,11 @@ class Options {
   // For verbs that only inspect (attn-data info): parse() does not echo the configuration.
   Options& no_config_echo() { echo_ = false; return *this; }
 
+  // For verbs that run data-parallel on several ranks of an MPI job (the train verbs). parse()
+  // refuses every other verb when the job has more than one rank (ConfigError), and --data -
+  // (only rank 0 has standard input). Only rank 0 echoes the configuration.
+  Options& distributed() { distributed_ = true; return *this; }
+
   // Parses argv (argv[0] is the verb). Returns false when --help or --version was printed
   // (the verb then returns 0). Throws po::error or ConfigError on a usage error.
   bool parse(int argc, char** argv);
@@ -122,12 +127,15 @@ class Options {
   po::variables_map vm_;
   bool quiet_ = false;
   bool echo_ = true;
+  bool distributed_ = false;
   std::vector<std::string> outputs_{"out"};                          // output file options
   std::vector<std::pair<std::string, std::string>> may_share_;      // (input, output)
 
   // Every output option: refused when it is a FIFO, folder, socket or block device
   // (io::resolve_output), or when it is the same file (device and inode) as an input option.
   void check_files() const;
+  // The verb may run on the world's ranks (distributed()).
+  void check_ranks() const;
 };
 
 // Stores the effective configuration as attributes of `/config`: one per ConfigEntry, named

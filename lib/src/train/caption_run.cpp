@@ -103,6 +103,9 @@ TrainTask caption_task(models::Captioner& model, const data::CaptionSplit& train
   task.metrics = {{"perplexity", "perplexity", caption_perplexity},
                   {"accuracy", "token accuracy", caption_token_accuracy},
                   {"sequence_accuracy", "sequence accuracy", caption_sequence_accuracy}};
+  if (model.config().batch_norm)
+    task.single_process_only = "batch normalisation normalises by its batch's statistics, which on several ranks "
+                               "would be each shard's, and the ranks' running statistics would drift apart";
   task.train_lengths = train.lengths();
   task.train_batch = [&model, &train](std::span<const int64_t> index, Rng& rng) {
     return to_stats(model.train_step(gather_caption_batch(train, index), rng));

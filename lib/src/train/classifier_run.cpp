@@ -112,6 +112,9 @@ TrainTask classifier_task(models::TransformerClassifier& model, const data::Labe
       {"accuracy", "accuracy", accuracy},
       {"error", "error", [](const BatchStats& s) { return 1.0 - accuracy(s); }},
   };
+  if (aux_lm > 0)   // L_cls is a mean over examples, L_lm over tokens: one weight per shard cannot mix them
+    task.single_process_only = "the auxiliary LM loss (aux_lm) is a mean over tokens beside the classifier's over "
+                               "examples, so a shard's gradient cannot be weighted by one count";
   task.train_lengths = classifier_lengths(arch, train);
   task.train_batch = [&model, &train, arch, aux_lm, freeze_body](std::span<const int64_t> index, Rng& rng) {
     return to_stats(model.train_step(batch_of(arch, train, index), rng, !freeze_body), aux_lm);

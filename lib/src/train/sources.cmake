@@ -1,5 +1,6 @@
 list(APPEND ATTN_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/trainer.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/data_parallel.cpp
   ${CMAKE_CURRENT_LIST_DIR}/checkpoints.cpp
   ${CMAKE_CURRENT_LIST_DIR}/data_fingerprint.cpp
   ${CMAKE_CURRENT_LIST_DIR}/split_run.cpp

@@ -7,9 +7,11 @@
 
 #include "attn/core/error.hpp"
 #include "attn/data/batching.hpp"
+#include "attn/dist/world.hpp"
 #include "attn/io/checkpoint.hpp"
 #include "attn/optim/clip.hpp"
 #include "attn/train/checkpoints.hpp"
+#include "attn/train/data_parallel.hpp"
 #include "attn/train/split_run.hpp"
 
 namespace attn::train {
@@ -81,13 +83,14 @@ void validate(const TrainTask& task, const TrainConfig& c) {
     if (m.name.empty() || !m.compute) fail("an epoch metric of the task has no name or no function");
 }
 
-// Validation sums and every curve's entry for an epoch whose training sums are `train`.
-EpochReport report_epoch(const TrainTask& task, const TrainConfig& c, int64_t epoch, int64_t step, bool partial,
-                         const BatchStats& train) {
+// Validation sums (spread over the ranks) and every curve's entry for an epoch whose training
+// sums are `train`.
+EpochReport report_epoch(const TrainTask& task, const TrainConfig& c, DataParallel& dp, int64_t epoch, int64_t step,
+                         bool partial, const BatchStats& train) {
   EpochReport r{.epoch = epoch, .step = step, .partial = partial, .train = train, .valid = {}, .values = {}};
   if (!task.valid_lengths.empty())
-    r.valid = evaluate(task.valid_batch, task.valid_lengths, c.valid_max_tokens ? c.valid_max_tokens : c.max_tokens,
-                       c.batch_size);
+    r.valid = dp.evaluate(task.valid_batch, task.valid_lengths, c.valid_max_tokens ? c.valid_max_tokens : c.max_tokens,
+                          c.batch_size);
   r.values.emplace_back("train_loss", train.loss());
   r.values.emplace_back("valid_loss", r.valid.loss());
   for (const Metric& m : task.metrics) {
@@ -250,15 +253,17 @@ BatchStats evaluate(const std::function<BatchStats(std::span<const int64_t>)>& r
 
 TrainResult fit(const TrainTask& task, const TrainConfig& config, const TrainCallbacks& callbacks) {
   validate(task, config);
+  DataParallel dp(dist::world(), task);   // one rank: the plain single-process step
   const std::unique_ptr<optim::Optimizer> opt = optim::make_optimizer(config.optimizer);
   optim::lr_at(config.optimizer.schedule, 1);   // a schedule that cannot give a rate fails here
   RunState s;
   s.rng = Rng(config.seed).fork(/*label=*/0x64726f70);   // "drop": the dropout stream
   for (const std::string& name : curve_names(task)) s.curves.push_back({name, {}});
   if (!config.resume_from.empty()) resume(config.resume_from, task, config, *opt, s);
+  dp.check_same_params(config.resume_from.empty() ? "after initialisation" : "after resuming");
 
   // Periodic checkpoints beyond the starting step belong to a run being replaced.
-  if (!config.model_path.empty() && config.model_path != "-")
+  if (dp.is_root() && !config.model_path.empty() && config.model_path != "-")
     for (const CheckpointFile& c : list_checkpoints(config.model_path))
       if (c.step > s.step) std::filesystem::remove(c.path);
 
@@ -268,14 +273,14 @@ TrainResult fit(const TrainTask& task, const TrainConfig& config, const TrainCal
   int64_t total_steps = config.epochs > 0 ? config.epochs * batches_per_epoch(task, config) : 0;
   if (config.max_steps > 0) total_steps = total_steps ? std::min(total_steps, config.max_steps) : config.max_steps;
 
-  auto save_to = [&](const std::string& path, const std::optional<EpochReport>& partial) {
+  auto save_to = [&](const std::string& path, const std::optional<EpochReport>& partial) {   // rank 0 only
     save(path, task, *opt, s, partial);
     if (callbacks.on_save) callbacks.on_save(path, s.step);
   };
 
   TrainResult result;
   double train_seconds = 0;
-  int64_t run_units = 0;
+  int64_t run_units = 0, run_steps = 0;
   bool stopped = false;   // by max_steps, possibly in the middle of an epoch
   while (!stopped && (config.epochs == 0 || s.epoch < config.epochs)) {
     if (config.max_steps > 0 && s.step >= config.max_steps) break;
@@ -288,7 +293,7 @@ TrainResult fit(const TrainTask& task, const TrainConfig& config, const TrainCal
       const auto t0 = std::chrono::steady_clock::now();
       const int64_t t = s.step + 1;
       zero_grads(task.params);
-      const BatchStats stats = task.train_batch(batches[static_cast<size_t>(s.epoch_batch)], s.rng);
+      const BatchStats stats = dp.train_batch(batches[static_cast<size_t>(s.epoch_batch)], s.rng);
       if (config.clip_value > 0) optim::clip_grad_value(task.params, static_cast<float>(config.clip_value));
       const double norm = config.clip_norm > 0 ? optim::clip_grad_norm(task.params, config.clip_norm)
                                                : optim::grad_norm(task.params);
@@ -307,41 +312,49 @@ TrainResult fit(const TrainTask& task, const TrainConfig& config, const TrainCal
       const double step_seconds = seconds_since(t0);
       train_seconds += step_seconds;
       run_units += stats.units;
+      ++run_steps;
       s.train_seconds += step_seconds;
       s.train_units += stats.units;
 
-      if (callbacks.on_step)
+      if (dp.is_root() && callbacks.on_step)
         callbacks.on_step({.step = t, .total_steps = total_steps, .epoch = s.epoch, .loss = stats.loss(),
                            .epoch_loss = s.epoch_train.loss(), .grad_norm = norm, .lr = lr, .units = run_units,
                            .units_per_second = train_seconds > 0 ? double(run_units) / train_seconds : 0.0});
-      if (config.checkpoint_every > 0 && t % config.checkpoint_every == 0) {
+      if (dp.is_root() && config.checkpoint_every > 0 && t % config.checkpoint_every == 0) {
         save_to(checkpoint_path(config.model_path, t), std::nullopt);
         rotate_checkpoints(config.model_path, config.keep_checkpoints);
       }
     }
     if (stopped) break;
-    const EpochReport report = report_epoch(task, config, s.epoch, s.step, /*partial=*/false, s.epoch_train);
+    const EpochReport report = report_epoch(task, config, dp, s.epoch, s.step, /*partial=*/false, s.epoch_train);
     if (task.end_epoch) task.end_epoch(report);
     record(s.curves, report, s);
     result.last = report;
     ++s.epoch;
     s.epoch_batch = 0;
     s.epoch_train = {};
-    if (callbacks.on_epoch) callbacks.on_epoch(report);
+    if (dp.is_root() && callbacks.on_epoch) callbacks.on_epoch(report);
   }
 
   std::optional<EpochReport> partial;
   if (s.epoch_batch > 0) {   // stopped by max_steps inside an epoch: report it as it stands
-    partial = report_epoch(task, config, s.epoch, s.step, /*partial=*/true, s.epoch_train);
+    partial = report_epoch(task, config, dp, s.epoch, s.step, /*partial=*/true, s.epoch_train);
     result.last = *partial;
-    if (callbacks.on_epoch) callbacks.on_epoch(*partial);
+    if (dp.is_root() && callbacks.on_epoch) callbacks.on_epoch(*partial);
   }
-  if (!config.model_path.empty()) save_to(config.model_path, partial);
+  if (dp.is_root() && !config.model_path.empty()) save_to(config.model_path, partial);
+  // Every rank returns only once rank 0 has written the model (a rank that failed to write has
+  // ended the job instead); the ranks' parameters must still be the same bits.
+  dp.check_same_params("at the end of training");
 
   result.step = s.step;
   result.epoch = s.epoch;
   result.train_seconds = s.train_seconds;
   result.train_units = s.train_units;
+  result.ranks = dp.ranks();
+  result.run_steps = run_steps;
+  result.comm_seconds = dp.comm_seconds();
+  result.comm_bytes = dp.comm_bytes();
   std::vector<Curve> curves = s.curves;
   if (partial) record(curves, *partial, s);
   for (Curve& c : curves) result.curves[c.name] = std::move(c.values);

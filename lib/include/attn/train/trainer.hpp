@@ -38,6 +38,14 @@
 //
 // The library never prints: progress, epoch results and saved files are reported through
 // TrainCallbacks.
+//
+// Several ranks (dist::world() of an MPI job, data_parallel.hpp): every rank runs fit with the
+// same task and config; each trains on its shard of every global batch and the ranks exchange
+// sums and gradients, so every rank takes the update one process would take on the global batch.
+// Rank 0 alone writes files and calls the callbacks (its StepReport counts the global batch's
+// units, so the rate shown is the job's); fit returns on every rank once rank 0 has written the
+// final model. Checkpoints hold nothing that depends on the number of ranks, so --resume works
+// with another number of ranks.
 #pragma once
 #include <cmath>
 #include <cstdint>
@@ -131,6 +139,10 @@ struct TrainTask {
   // The fingerprints of the data set trained on (data_fingerprint.hpp), written into every file
   // saved (/trained_on) and checked on resume; empty: neither (a task built in code).
   DataFingerprint data;
+  // Non-empty: why this task cannot train data-parallel on several ranks (its gradient is not
+  // that of loss_sum / count over its rows, or its forward depends on the whole batch); fit then
+  // refuses to run it on more than one rank (ConfigError with this text). data_parallel.hpp.
+  std::string single_process_only;
 };
 
 struct TrainConfig {
@@ -166,8 +178,8 @@ struct StepReport {
   double epoch_loss = NAN;        // mean loss over the epoch so far
   double grad_norm = 0;           // global gradient norm before clipping
   float lr = 0;                   // the rate used for this step
-  int64_t units = 0;              // units of work of the run so far (this process)
-  double units_per_second = 0;    // units per second of this process's training steps
+  int64_t units = 0;              // units of work of the run so far (every rank's)
+  double units_per_second = 0;    // units per second of the run's training steps (every rank's)
 };
 
 // Reported after every epoch (and for the last, unfinished one of a run stopped by max_steps).
@@ -195,6 +207,11 @@ struct TrainResult {
   EpochReport last;               // the last epoch's report (values empty when no epoch ran)
   double train_seconds = 0;       // wall time spent in training steps, resumed parts included
   int64_t train_units = 0;        // units trained on, likewise (the rate is the ratio)
+  int ranks = 1;                  // processes the run was spread over (data_parallel.hpp)
+  int64_t run_steps = 0;          // steps taken by this run (resumed parts excluded)
+  double comm_seconds = 0;        // of this run's training time, this rank's in the exchange of
+                                  // sums and gradients (0 with one rank)
+  int64_t comm_bytes = 0;         // bytes this rank sent in it
 };
 
 // Trains task.params per `config` (validated first: ConfigError naming the field), resuming

@@ -1,0 +1,265 @@
+// Data-parallel training as a user runs it: `mpirun -np 2 attn-<tool> train ...` against the same
+// command in one process. Two ranks must give one process's parameters on the same global batches
+// (to kTolerance: the shards' sums are associated differently), two 2-rank runs the same bits,
+// a checkpoint must resume with another number of ranks, and a rank that is killed or hangs must
+// end the job with a non-zero exit status within a bounded time.
+//
+// The comparisons train with SGD, whose update is the gradient times the rate, so a parameter
+// difference is the gradients' round-off itself. Adam and RMSProp divide by the gradient's running
+// size: a parameter whose gradient is zero in exact arithmetic but ~1e-10 of round-off in practice
+// (an attention key bias: adding q.b_k to every score of a row leaves the softmax unchanged) moves
+// by +-lr on the noise's sign in one process as well, so there the two runs legitimately differ by
+// the rate; the Adam case below leaves the key biases out.
+//
+// mpirun runs as root in CI containers only with Open MPI's two consent variables; they are set
+// here, on the test's own command lines, never in the user's environment or docs. --oversubscribe
+// and --bind-to none let two such tests share the machine's cores under ctest -j2. Every case is
+// reported skipped by a build without MPI or on a machine without mpirun.
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+
+#include "attn/dist/world.hpp"
+#include "attn/io/checkpoint.hpp"
+#include "attn/io/hdf5_file.hpp"
+#include "test_support.hpp"
+
+using namespace attn;
+using Catch::Contains;
+
+namespace {
+
+using Result = test::ShellResult;
+
+// Bound on the largest difference between 2 ranks' and one process's parameters after the runs
+// below, as |a - b| / (1 + |b|). Measured (README "Training on several machines"): at most 1e-9
+// with SGD, 1.1e-7 with Adam on the parameters it does not amplify noise in; the bound keeps an
+// order of magnitude of margin over the latter.
+constexpr double kTolerance = 1e-6;
+
+const char* kMpirun = "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 mpirun --oversubscribe --bind-to none";
+
+// Whether 2-rank jobs can run here; reports the case skipped when not.
+bool mpi_ready() {
+  if (!dist::built_with_mpi()) {
+    test::skip_test("this build has no MPI (cmake -DATTN_MPI=OFF, or Open MPI not installed)");
+    return false;
+  }
+  if (std::system("command -v mpirun > /dev/null 2>&1") != 0) {
+    test::skip_test("mpirun is not installed (Debian: openmpi-bin)");
+    return false;
+  }
+  return true;
+}
+
+// "{np2}" is mpirun -np 2, "{np1}" mpirun -np 1; {tf}, {s2s}, {ntm}, {cap}, {mem}, {data} the tools.
+Result run(const test::TempDir& dir, std::string command) {
+  for (const auto& [key, n] : {std::pair{"{np2}", "2"}, std::pair{"{np1}", "1"}})
+    for (size_t at = command.find(key); at != std::string::npos; at = command.find(key))
+      command.replace(at, 5, std::string(kMpirun) + " -np " + n);
+  return test::run_tools(dir, command,
+                         {{"{data}", "attn-data"}, {"{tf}", "attn-transformer"}, {"{s2s}", "attn-seq2seq"},
+                          {"{ntm}", "attn-ntm"}, {"{cap}", "attn-caption"}, {"{mem}", "attn-memnet"}});
+}
+
+void require_ok(const Result& r) {
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+}
+
+// max over every parameter element of |a - b| / (1 + |b|); infinity when the names differ.
+// Parameters whose name ends with `skip` (when given) are left out.
+double param_difference(const std::string& a_path, const std::string& b_path, const std::string& skip = "") {
+  const io::Checkpoint a = io::load_checkpoint(a_path), b = io::load_checkpoint(b_path);
+  if (a.params.size() != b.params.size()) return INFINITY;
+  double worst = 0;
+  for (const auto& [name, x] : a.params) {
+    if (!skip.empty() && name.ends_with(skip)) continue;
+    const auto it = b.params.find(name);
+    if (it == b.params.end() || it->second.shape() != x.shape()) return INFINITY;
+    for (int64_t i = 0; i < x.numel(); ++i)
+      worst = std::max(worst, std::abs(double(x.at(i)) - it->second.at(i)) / (1.0 + std::abs(double(it->second.at(i)))));
+  }
+  return worst;
+}
+
+// 2 ranks and one process, the same command: the parameters agree to kTolerance.
+void check_two_ranks_match_one(const test::TempDir& dir, const std::string& tool, const std::string& train,
+                               const std::string& skip = "") {
+  require_ok(run(dir, "{np2} " + tool + " train --model two.h5 " + train));
+  require_ok(run(dir, tool + " train --model one.h5 " + train));
+  const double d = param_difference(dir.file("two.h5"), dir.file("one.h5"), skip);
+  WARN(tool << ": 2 ranks against 1 process, largest parameter difference " << d
+             << (skip.empty() ? "" : " (but *" + skip + ")"));
+  CHECK(d > 0);            // a difference of round-off only: different sums, so not the same bits...
+  CHECK(d < kTolerance);   // ...yet the same training
+}
+
+const char* kReverse = "{data} reverse --vocab 10 --min-len 2 --max-len 6 --n 200 --valid-n 20 --test-n 20 --seed 3 "
+                       "--out d.h5 --quiet";
+// A tiny Transformer (on d.h5) and its SGD run without dropout (N ranks draw other dropout masks
+// than one process).
+const std::string kTfModel = "--d-model 16 --heads 2 --d-ff 32 --layers 1 --max-tokens 128 --seed 2 --threads 1 --quiet";
+const std::string kTf = "--data d.h5 " + kTfModel + " --optimizer sgd --lr 0.1 --dropout 0";
+// The tool's default optimizer (Adam with warm-up) with dropout.
+const std::string kTfAdam = "--data d.h5 " + kTfModel + " --warmup 4 --lr 0.01 --dropout 0.1";
+// SGD for the other families.
+const std::string kSgd = " --optimizer sgd --lr 0.1 --seed 2 --threads 1 --quiet";
+
+}  // namespace
+
+TEST_CASE("mpirun -np 2: a Transformer trains to one process's parameters on the same batches", "[integration][mpi]") {
+  if (!mpi_ready()) return;
+  test::TempDir dir;
+  require_ok(run(dir, kReverse));
+  check_two_ranks_match_one(dir, "{tf}", kTf + " --steps 8");
+  // Adam: the same but for the key biases (see the top of the file).
+  check_two_ranks_match_one(dir, "{tf}", "--data d.h5 " + kTfModel + " --warmup 4 --lr 0.01 --dropout 0 --steps 8", "b_k");
+  // Rank 0 alone speaks: one summary line, which gives the global rate and the exchange.
+  const Result two = run(dir, "{np2} {tf} train --model two.h5 " + kTf + " --steps 2");
+  require_ok(two);
+  CHECK_THAT(two.out, Contains("2 steps") && Contains("2 ranks, exchange"));
+  CHECK(two.out.find("2 steps") == two.out.rfind("2 steps"));
+  CHECK(io::File::open_read(dir.file("two.h5")).attr_int("/state", "step") == 2);
+}
+
+TEST_CASE("mpirun -np 2: two runs give the same bits, dropout included", "[integration][mpi]") {
+  if (!mpi_ready()) return;
+  test::TempDir dir;
+  require_ok(run(dir, kReverse));
+  const std::string train = kTfAdam + " --steps 6";
+  require_ok(run(dir, "{np2} {tf} train --model a.h5 " + train));
+  require_ok(run(dir, "{np2} {tf} train --model b.h5 " + train));
+  CHECK(test::same_params(dir.file("a.h5"), dir.file("b.h5")));
+  // mpirun with one rank is the single process, bit for bit.
+  require_ok(run(dir, "{np1} {tf} train --model c.h5 " + train));
+  require_ok(run(dir, "{tf} train --model e.h5 " + train));
+  CHECK(test::same_params(dir.file("c.h5"), dir.file("e.h5")));
+}
+
+TEST_CASE("mpirun: a checkpoint resumes with another number of ranks", "[integration][mpi]") {
+  if (!mpi_ready()) return;
+  test::TempDir dir;
+  require_ok(run(dir, kReverse));
+  const std::string train = kTf + " --steps 8 --checkpoint-every 4";
+  require_ok(run(dir, "{np2} {tf} train --model two.h5 " + train));
+  require_ok(run(dir, "{tf} train --model one.h5 " + train));
+  // 2 -> 1 and 1 -> 2: each continues to the uninterrupted run's parameters, to round-off.
+  require_ok(run(dir, "{tf} train --model from2.h5 --resume two.step000000004.h5 " + train));
+  require_ok(run(dir, "{np2} {tf} train --model from1.h5 --resume one.step000000004.h5 " + train));
+  CHECK(param_difference(dir.file("from2.h5"), dir.file("two.h5")) < kTolerance);
+  CHECK(param_difference(dir.file("from1.h5"), dir.file("one.h5")) < kTolerance);
+  CHECK(io::File::open_read(dir.file("from1.h5")).attr_int("/state", "step") == 8);
+  // 2 -> 2, dropout on: the same bits as the uninterrupted 2-rank run.
+  const std::string noisy = kTfAdam + " --steps 8 --checkpoint-every 4";
+  require_ok(run(dir, "{np2} {tf} train --model n.h5 " + noisy));
+  require_ok(run(dir, "{np2} {tf} train --model n2.h5 --resume n.step000000004.h5 " + noisy));
+  CHECK(test::same_params(dir.file("n.h5"), dir.file("n2.h5")));
+}
+
+TEST_CASE("mpirun -np 2: the other families train to one process's parameters", "[integration][mpi]") {
+  if (!mpi_ready()) return;
+  test::TempDir dir;
+  require_ok(run(dir, kReverse));
+  SECTION("seq2seq") {
+    check_two_ranks_match_one(dir, "{s2s}", "--data d.h5 --embed-dim 8 --hidden 8 --max-tokens 128 --steps 6" + kSgd);
+  }
+  SECTION("ntm") {
+    require_ok(run(dir, "{data} copy --width 4 --min-len 1 --max-len 4 --n 300 --valid-n 20 --test-n 20 --seed 3 "
+                        "--out c.h5 --quiet"));
+    check_two_ranks_match_one(dir, "{ntm}", "--data c.h5 --controller-size 16 --memory 16,6 --epoch-size 40 "
+                                            "--batch-size 4 --steps 6" + kSgd);
+  }
+  SECTION("caption") {
+    require_ok(run(dir, "{data} shapes --n 64 --valid-n 16 --test-n 16 --out s.h5 --quiet"));
+    const std::string cap = "--data s.h5 --encoder conv4x3,pool4,conv8x3,pool2 --embed-dim 8 --hidden 8 "
+                            "--attention-dim 8 --batch-size 16 --steps 4" + kSgd;
+    check_two_ranks_match_one(dir, "{cap}", cap);
+  }
+  SECTION("memnet") {
+    const auto root = test::data_dir();
+    if (root.empty() || !std::filesystem::exists(root / "babi" / "en" / "qa1_single-supporting-fact_train.txt")) {
+      test::skip_test("the bAbI data is not in " + (root.empty() ? std::string("ATTN_DATA_DIR") : root.string()));
+      return;
+    }
+    require_ok(run(dir, "{data} babi --task 1 --data-dir '" + (root / "babi").string() + "' --out q.h5 --quiet"));
+    check_two_ranks_match_one(dir, "{mem}", "--data q.h5 --embedding-size 8 --batch-size 32 --steps 6" + kSgd);
+  }
+}
+
+TEST_CASE("mpirun -np 2: verbs that run as one process, and --data -, are usage errors", "[integration][mpi]") {
+  if (!mpi_ready()) return;
+  test::TempDir dir;
+  require_ok(run(dir, kReverse));
+  require_ok(run(dir, "{tf} train --model m.h5 " + kTf + " --steps 1"));
+  const Result eval = run(dir, "{np2} {tf} eval --model m.h5 --data d.h5 --quiet");
+  CHECK(eval.code == 2);
+  CHECK_THAT(eval.err, Contains("attn-transformer eval runs as one process") && Contains("mpirun -np 2"));
+  const Result piped = run(dir, "cat d.h5 | {np2} {tf} train --model p.h5 --data - " + kTfModel + " --steps 1");
+  CHECK(piped.code == 2);
+  CHECK_THAT(piped.err, Contains("only rank 0 has standard input"));
+}
+
+namespace {
+
+// Starts a long 2-rank training in the background, waits until it has written its first
+// checkpoint, sends `signal` to rank 1 (a child of mpirun, found by its parent's pid), and waits
+// for mpirun; prints "rc=<status> seconds=<elapsed>". A watchdog kills mpirun after 120 s (and
+// leaves the file watchdog-fired), so the test cannot hang even if the job would.
+std::string signal_a_rank(const std::string& signal, const std::string& extra) {
+  return "start=$(date +%s); " + std::string(kMpirun) + " -np 2 {tf} train --model $PWD/m.h5 " + kTf + extra +
+         " --steps 1000000 --checkpoint-every 20 & mp=$!; "
+         "( sleep 120; touch watchdog-fired; kill -KILL $mp ) 2>/dev/null & dog=$!; "
+         "for i in $(seq 600); do [ -e m.step000000020.h5 ] && break; sleep 0.1; done; "
+         "victim=$(ps -o pid= --ppid $mp | tail -n 1); kill -" + signal + " $victim; "
+         "wait $mp; rc=$?; kill $dog 2>/dev/null; kill -KILL $victim 2>/dev/null; "
+         "echo \"rc=$rc seconds=$(( $(date +%s) - start ))\"";
+}
+
+int field(const std::string& out, const std::string& key) {
+  const size_t at = out.find(key + "=");
+  return at == std::string::npos ? -1 : std::atoi(out.c_str() + at + key.size() + 1);
+}
+
+}  // namespace
+
+TEST_CASE("mpirun -np 2: a killed rank ends the job with a non-zero status, the checkpoint intact",
+          "[integration][mpi]") {
+  if (!mpi_ready()) return;
+  test::TempDir dir;
+  require_ok(run(dir, kReverse));
+  const Result r = run(dir, signal_a_rank("KILL", ""));
+  INFO(r.out << r.err);
+  CHECK(field(r.out, "rc") > 0);          // 137: mpirun reports the rank's SIGKILL as 128 + 9
+  CHECK(field(r.out, "seconds") < 60);
+  CHECK(!std::filesystem::exists(dir.file("watchdog-fired")));   // mpirun ended the job itself
+  CHECK(io::load_checkpoint(dir.file("m.step000000020.h5")).step == 20);   // the last checkpoint loads
+}
+
+TEST_CASE("mpirun -np 2: a hung rank makes the others stop after --rank-timeout", "[integration][mpi]") {
+  if (!mpi_ready()) return;
+  test::TempDir dir;
+  require_ok(run(dir, kReverse));
+  const Result r = run(dir, signal_a_rank("STOP", " --rank-timeout 3"));
+  INFO(r.out << r.err);
+  CHECK(field(r.out, "rc") == 1);          // the waiting rank's runtime failure, through MPI_Abort
+  CHECK(field(r.out, "seconds") < 60);
+  CHECK(!std::filesystem::exists(dir.file("watchdog-fired")));
+  CHECK_THAT(r.err, Contains("a rank has died or hung"));
+}
+
+TEST_CASE("a build without MPI, started by mpirun with several ranks, refuses instead of training N copies",
+          "[integration][mpi]") {
+  if (dist::built_with_mpi()) {   // MPI_Init would look for the launcher that the variable pretends
+    test::skip_test("this build has MPI; the case is for builds without it");
+    return;
+  }
+  test::TempDir dir;
+  require_ok(run(dir, kReverse));
+  // What Open MPI's mpirun sets in each rank's environment.
+  const Result r = run(dir, "OMPI_COMM_WORLD_SIZE=2 {tf} train --model m.h5 " + kTf + " --steps 1");
+  CHECK(r.code == 2);
+  CHECK_THAT(r.err, Contains("started by mpirun with 2 ranks, but this attnlab was built without MPI"));
+  CHECK(!std::filesystem::exists(dir.file("m.h5")));
+}
