@@ -38,7 +38,12 @@ using Result = test::ShellResult;
 // order of magnitude of margin over the latter.
 constexpr double kTolerance = 1e-6;
 
-const char* kMpirun = "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 mpirun --oversubscribe --bind-to none";
+// Under the sanitizers (make test-asan), LeakSanitizer needs whole stacks to match the Open MPI
+// suppressions of tests/support/lsan.supp: MPI's allocations are made through components it has
+// unloaded by exit, which the fast unwinder cannot walk past.
+const char* kMpirun = "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 "
+                      "ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}fast_unwind_on_malloc=0 "
+                      "mpirun --oversubscribe --bind-to none";
 
 // Whether 2-rank jobs can run here; reports the case skipped when not.
 bool mpi_ready() {
