@@ -242,6 +242,14 @@ TEST_CASE("text inputs read standard input as -, and --config is read with a bou
   CHECK_THAT(big.err, Contains("99999... (100004 characters)") && Contains("for option 'seed' is invalid"));
   CHECK(big.err.size() < 400);
   CHECK(!std::filesystem::exists(dir.file("c.h5")));
+
+  // An endless stream where an HDF5 file should be is refused at once, not read for ever.
+  const Result zero_in = run(dir, "{data} info --data - < /dev/zero");
+  CHECK(zero_in.code == 3);
+  CHECK_THAT(zero_in.err, Contains("stdin: not an HDF5 file (no HDF5 signature in its first MiB)"));
+  const Result zero_file = run(dir, "{data} info --data /dev/zero");
+  CHECK(zero_file.code == 3);
+  CHECK_THAT(zero_file.err, Contains("/dev/zero: not an HDF5 file (no HDF5 signature in its first MiB)"));
 }
 
 TEST_CASE("kill -9 during training: every checkpoint loads, no temporary file survives the resume, and the "

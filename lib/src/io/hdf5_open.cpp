@@ -19,6 +19,7 @@
 #include <utility>
 #include <vector>
 
+#include "attn/core/memory.hpp"
 #include "hdf5_impl.hpp"
 
 namespace attn::io {
@@ -38,11 +39,31 @@ std::atomic<bool> g_stdin_used{false};
 std::atomic<bool> g_stdout_claimed{false};
 std::atomic<uint64_t> g_serial{0};   // temp-file and in-memory file names
 
-// Everything readable from `fd` until end of file (a pipe, standard input).
+// Whether an HDF5 superblock signature sits where HDF5 looks for one: at 0, 512, 1024, 2048, ...
+bool has_hdf5_signature(const std::vector<char>& bytes, size_t used) {
+  static const char kSignature[8] = {'\x89', 'H', 'D', 'F', '\r', '\n', '\x1a', '\n'};
+  for (size_t at = 0; at + 8 <= used; at = at == 0 ? 512 : at * 2)
+    if (std::equal(kSignature, kSignature + 8, bytes.begin() + static_cast<std::ptrdiff_t>(at))) return true;
+  return false;
+}
+
+// Everything readable from `fd` until end of file (a pipe, standard input), checked as it comes:
+// an HDF5 signature within the first MiB, and no more than half the memory budget in all, so
+// that `--data - < /dev/zero` is refused at once instead of read for ever.
 std::vector<char> read_all(int fd, const std::string& label) {
+  constexpr size_t kSignatureWindow = size_t{1} << 20;
   std::vector<char> bytes;
   size_t used = 0;
+  bool signed_off = false;
   for (;;) {
+    if (!signed_off && used >= kSignatureWindow) {
+      if (!has_hdf5_signature(bytes, used))
+        throw FormatError(label + ": not an HDF5 file (no HDF5 signature in its first MiB)");
+      signed_off = true;
+    }
+    if (used > memory_budget() / 2)
+      throw DataError(label + ": more than " + format_bytes(static_cast<double>(used)) +
+                      " arrived, half the memory budget; an HDF5 image read from a stream is held in memory");
     if (bytes.size() - used < (1u << 16)) bytes.resize(std::max<size_t>(bytes.size() * 2, 1u << 20));
     const ssize_t n = ::read(fd, bytes.data() + used, bytes.size() - used);
     if (n == 0) break;
