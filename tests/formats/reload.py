@@ -43,14 +43,20 @@ class FormatProblem(Exception):
 
 # ---- reading ---------------------------------------------------------------------------------
 
+def attribute(v):
+    """An attribute's value in Python: attnlab stores strings fixed-length (h5py gives bytes)."""
+    v = v.item() if hasattr(v, "item") else v
+    return v.decode("utf-8") if isinstance(v, bytes) else v
+
+
 def read_model(path):
     with h5py.File(path, "r") as f:
-        root = dict(f.attrs)
+        root = {k: attribute(v) for k, v in f.attrs.items()}
         if root.get("format") != "attnlab/model":
             raise FormatProblem(f"{path}: root format is {root.get('format')!r}, not 'attnlab/model'")
         if int(root.get("format_version", 0)) != 2:
             raise FormatProblem(f"{path}: format_version {root.get('format_version')}, this reader knows 2")
-        config = {k: (v.item() if hasattr(v, "item") else v) for k, v in f["/config"].attrs.items()}
+        config = {k: attribute(v) for k, v in f["/config"].attrs.items()}
         params = {}
         f["/params"].visititems(
             lambda name, obj: params.__setitem__(name, np.asarray(obj[()], dtype=np.float64))

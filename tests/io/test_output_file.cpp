@@ -168,31 +168,6 @@ TEST_CASE("temporary files: SIGTERM removes them, and one left by SIGKILL is col
                                         std::filesystem::path(alive).filename().string()});
 }
 
-TEST_CASE("reading refuses strings that are not UTF-8, naming the file, dataset and string", "[io][output-file]") {
-  test::TempDir dir;
-  const std::string path = dir.file("vocab.h5");
-  {
-    io::File f = io::File::create(path);
-    f.write_strings("/vocab/src", {"<pad>", "marker-QZXW"});
-    f.set_attr("/vocab", "note", "marker-WXZQ");
-    f.commit();
-  }
-  // Damage the stored bytes in place (the strings sit in the file as written).
-  std::string bytes = test::slurp(path);
-  for (const char* marker : {"marker-QZXW", "marker-WXZQ"}) {
-    const size_t at = bytes.find(marker);
-    REQUIRE(at != std::string::npos);
-    bytes[at + 7] = '\xff';
-  }
-  test::write_text(path, bytes);
-  const io::File f = io::File::open_read(path);
-  REQUIRE_THROWS_AS(f.read_strings("/vocab/src"), DataError);
-  REQUIRE_THROWS_WITH(f.read_strings("/vocab/src"),
-                      Contains(path + ": dataset '/vocab/src': string 1 is not valid UTF-8"));
-  REQUIRE_THROWS_AS(f.attr_string("/vocab", "note"), DataError);
-  REQUIRE_THROWS_WITH(f.attr_string("/vocab", "note"), Contains(path) && Contains("not valid UTF-8"));
-}
-
 TEST_CASE("reading a model refuses NaN and infinite values, naming the file and the tensor", "[io][output-file]") {
   test::TempDir dir;
   io::Checkpoint c;

@@ -22,7 +22,6 @@ using detail::join;
 using detail::normalize;
 using detail::type_name_of;
 using detail::valid_utf8;
-using detail::vlen_utf8_type;
 using detail::with_detail;
 
 // ---------------------------------------------------------------------------------------------
@@ -81,27 +80,18 @@ std::vector<std::string> File::Impl::read_attr_strings(hid_t attr, const std::st
   const auto n = static_cast<size_t>(attr_count(attr, what, scalar));
   std::vector<std::string> out;
   if (H5Tis_variable_str(type.get()) > 0) {
-    H5Id mem = vlen_utf8_type();
-    H5Tset_cset(mem.get(), H5Tget_cset(type.get()));
-    std::vector<char*> ptrs(n, nullptr);
-    if (H5Aread(attr, mem.get(), ptrs.data()) < 0)
-      throw IoError(label + ": cannot read " + what + with_detail());
-    for (char* p : ptrs) {
-      out.emplace_back(p ? p : "");
-      H5free_memory(p);
-    }
+    const int cset = H5Tget_cset(type.get());
+    out = detail::read_vlen_isolated(label, what, n, [&](hid_t mem, char** ptrs) {
+      H5Tset_cset(mem, static_cast<H5T_cset_t>(cset));
+      return H5Aread(attr, mem, ptrs) >= 0;
+    });
   } else {
     const size_t size = H5Tget_size(type.get());
-    std::vector<char> buf(n * size);
+    std::vector<char> buf = detail::string_buffer(n, size, label, what);
     H5Id mem(H5Tcopy(type.get()), H5Tclose);
     if (H5Aread(attr, mem.get(), buf.data()) < 0)
       throw IoError(label + ": cannot read " + what + with_detail());
-    for (size_t i = 0; i < n; ++i) {
-      std::string s(buf.data() + i * size, size);
-      s.resize(std::min(s.find('\0'), s.size()));
-      if (H5Tget_strpad(type.get()) == H5T_STR_SPACEPAD) s.erase(s.find_last_not_of(' ') + 1);
-      out.push_back(std::move(s));
-    }
+    out = detail::split_fixed(buf, n, size, H5Tget_strpad(type.get()) == H5T_STR_SPACEPAD);
   }
   // Checked here, on reading, so that a bad string is blamed on this file and not on the output
   // it would later be copied into (set_attr refuses it there).
@@ -259,9 +249,9 @@ void File::set_attr(const std::string& object, const std::string& key, const std
   if (!valid_utf8(value))
     throw DataError(m.label + ": " + m.attr_what(object, key) +
                     ": the value is not valid UTF-8 (or contains a NUL byte)");
-  H5Id type = vlen_utf8_type();
-  const char* ptr = value.c_str();
-  m.write_attr(object, key, type.get(), type.get(), &ptr);
+  H5Id type = detail::fixed_utf8_type(value.size());
+  const std::string padded = value.empty() ? std::string(1, '\0') : value;
+  m.write_attr(object, key, type.get(), type.get(), padded.data());
 }
 
 void File::set_attr(const std::string& object, const std::string& key, const char* value) {

@@ -1,10 +1,13 @@
 // The helpers every part of attn::io::File uses: HDF5's error printing switched off and its
 // error stack read back as message text, object path names, UTF-8 checks, and the names of
 // HDF5 types for messages. Declared in hdf5_impl.hpp, which lists what each hdf5_*.cpp owns.
+#include <algorithm>
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <vector>
 
+#include "attn/core/memory.hpp"
 #include "hdf5_impl.hpp"
 
 namespace attn::io::detail {
@@ -40,7 +43,10 @@ void quiet_hdf5() {
 
 std::string with_detail() {
   const std::string d = hdf5_detail();
-  return d.empty() ? std::string() : " (" + d + ")";
+  if (d.empty()) return {};
+  // A checksum that does not match (metadata, or a chunk's Fletcher-32) is damage, said plainly.
+  if (d.find("checksum") != std::string::npos) return " (the file is damaged: " + d + ")";
+  return " (" + d + ")";
 }
 
 std::string join(const std::vector<std::string>& items, size_t limit) {
@@ -109,6 +115,34 @@ std::string type_name_of(hid_t type) {
 std::string holds(hid_t type) {
   const std::string name = type_name_of(type);
   return name == "string" ? "strings" : name + " values";
+}
+
+H5Id fixed_utf8_type(size_t bytes) {
+  H5Id type(H5Tcopy(H5T_C_S1), H5Tclose);
+  H5Tset_size(type.get(), std::max<size_t>(bytes, 1));
+  H5Tset_strpad(type.get(), H5T_STR_NULLPAD);
+  H5Tset_cset(type.get(), H5T_CSET_UTF8);
+  return type;
+}
+
+std::vector<std::string> split_fixed(const std::vector<char>& buffer, size_t n, size_t bytes, bool space_pad) {
+  std::vector<std::string> out;
+  out.reserve(n);
+  for (size_t i = 0; i < n; ++i) {
+    std::string s(buffer.data() + i * bytes, bytes);
+    s.resize(std::min(s.find('\0'), s.size()));
+    if (space_pad) s.erase(s.find_last_not_of(' ') + 1);
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+std::vector<char> string_buffer(size_t n, size_t bytes, const std::string& label, const std::string& what) {
+  const MemoryScope scope = MemoryScope::input(label + "'s " + what);
+  const size_t total = bytes != 0 && n > SIZE_MAX / bytes ? SIZE_MAX : n * bytes;
+  if (!try_reserve_memory(total)) throw_out_of_memory(total, "strings of " + std::to_string(bytes) + " bytes each");
+  release_memory(total);   // counted only to be refused; the buffer is short-lived
+  return std::vector<char>(total);
 }
 
 H5Id vlen_utf8_type() {

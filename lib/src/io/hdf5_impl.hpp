@@ -11,11 +11,15 @@
 //   hdf5_structure.cpp   finding groups and datasets, shapes, listings
 //   hdf5_tensors.cpp     tensors whole or by rows (hyperslabs), chunking and compression
 //   hdf5_strings.cpp     string datasets
+//   hdf5_vlen.cpp        variable-length strings, read in a child process
+//   hdf5_checksum.cpp    the superblock checksum of in-memory images
 //   hdf5_attributes.cpp  attributes, and the root attributes every attnlab file carries
 #pragma once
 #include <hdf5.h>
 
 #include <cstddef>
+#include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -91,8 +95,36 @@ std::string type_name_of(hid_t type);
 // "float32 values", "strings": what a dataset or attribute of `type` holds.
 std::string holds(hid_t type);
 
-// A variable-length UTF-8 string type, for writing strings and reading them back.
+// A variable-length UTF-8 string type, to read such strings (h5py's default) with.
 H5Id vlen_utf8_type();
+
+// A fixed-length UTF-8 string type of `bytes` bytes, null-padded (numpy's 'S'), as attnlab
+// writes every string: its bytes stay in checksummed storage, not in the global heap.
+H5Id fixed_utf8_type(size_t bytes);
+
+// The `n` strings of `bytes` bytes each in `buffer`, cut at the first NUL (and trailing spaces
+// removed when `space_pad`).
+std::vector<std::string> split_fixed(const std::vector<char>& buffer, size_t n, size_t bytes, bool space_pad);
+
+// A buffer for `n` fixed-length strings of `bytes` bytes each, checked against the memory
+// budget first (the sizes come from the file): MemoryError blaming the input otherwise.
+std::vector<char> string_buffer(size_t n, size_t bytes, const std::string& label, const std::string& what);
+
+// ---- hdf5_checksum.cpp ----------------------------------------------------------------------
+
+// HDF5's metadata checksum (lookup3) of `size` bytes.
+uint32_t metadata_checksum(const void* data, size_t size);
+// Recomputes the checksum of a version-2+ superblock at the start of an in-memory file image,
+// which HDF5 1.10's H5Fget_file_image leaves stale.
+void refresh_superblock_checksum(std::vector<char>& image);
+
+// ---- hdf5_vlen.cpp --------------------------------------------------------------------------
+
+// The `n` variable-length strings that `read` reads (H5Dread or H5Aread into `ptrs`, with `mem`
+// as the memory type), read in a child process: DataError naming `label` and `what` when the
+// reader crashes, hangs or answers more than half the memory budget; IoError when HDF5 refuses.
+std::vector<std::string> read_vlen_isolated(const std::string& label, const std::string& what, size_t n,
+                                            const std::function<bool(hid_t mem, char** ptrs)>& read);
 
 }  // namespace detail
 
@@ -147,6 +179,14 @@ struct File::Impl {
   // Appends the paths (relative to `prefix`) of every dataset below `group`.
   void collect_datasets(const std::string& group, const std::string& prefix,
                         std::vector<std::string>& out) const;
+
+  // ---- hdf5_tensors.cpp ---------------------------------------------------------------------
+  // The creation properties of a new dataset of `shape` (elements of `elem_bytes`) that keep
+  // every stored byte under a checksum: small data in the object header, larger data in chunks
+  // of `chunk_rows` leading rows (0: about 1 MiB) with a Fletcher-32 checksum each, after
+  // shuffle + deflate when `compress`.
+  H5Id checked_layout(const Shape& shape, int64_t elem_bytes, bool compress, int64_t chunk_rows,
+                      const std::string& what) const;
 
   // ---- hdf5_attributes.cpp ------------------------------------------------------------------
   // The attribute `key` of `object`, open; FormatError naming what exists when missing.

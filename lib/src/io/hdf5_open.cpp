@@ -110,16 +110,21 @@ void write_image(int fd, const std::vector<char>& image, const std::string& labe
 }
 
 // File access properties shared by every file: an error instead of a silently open file when
-// objects are still open at close. The object format stays HDF5's default (the earliest that
-// can hold the data, as h5py writes): readable by every HDF5 1.8+ tool, and the only one whose
-// in-memory images HDF5 1.10's H5Fget_file_image returns intact (a version-2 superblock comes
-// back with a stale checksum).
+// objects are still open at close.
 H5Id base_fapl() {
   H5Id fapl(H5Pcreate(H5P_FILE_ACCESS), H5Pclose);
   H5Pset_fclose_degree(fapl.get(), H5F_CLOSE_SEMI);
   // Lock like HDF5 always does, but work on filesystems without flock (NFS, Lustre).
   H5Pset_file_locking(fapl.get(), /*use_file_locking=*/true, /*ignore_when_disabled=*/true);
   return fapl;
+}
+
+// The object formats of HDF5 1.10 for files attnlab writes: every piece of metadata (superblock,
+// object headers with their attributes and small datasets, group indexes, chunk indexes) carries
+// a checksum, so a damaged byte is an error on reading, not a crash or a silently different
+// value. Readable by HDF5 1.10 and later (h5py, HDFView, h5dump of Debian 12).
+void checksummed_formats(hid_t fapl) {
+  H5Pset_libver_bounds(fapl, H5F_LIBVER_V110, H5F_LIBVER_V110);
 }
 
 // An in-memory file (core driver without backing store): for "-" in both directions.
@@ -231,6 +236,7 @@ File File::create(const std::string& path) {
                     "only one output per run can be '-'");
     impl->to_stdout = true;   // from here on ~Impl releases the claim if we fail
     H5Id fapl = memory_fapl();
+    checksummed_formats(fapl.get());
     const std::string name = "attnlab-stdout-" + std::to_string(g_serial++);
     impl->file = H5Id(H5Fcreate(name.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.get()), H5Fclose);
     if (!impl->file.valid()) throw IoError("stdout: cannot create an in-memory HDF5 file" + with_detail());
@@ -242,6 +248,7 @@ File File::create(const std::string& path) {
   if (out.mode == OutputMode::device) {   // /dev/null, a terminal: streamed to, never replaced
     impl->device = out.target;
     H5Id fapl = memory_fapl();
+    checksummed_formats(fapl.get());
     const std::string name = "attnlab-device-" + std::to_string(g_serial++);
     impl->file = H5Id(H5Fcreate(name.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.get()), H5Fclose);
     if (!impl->file.valid()) throw IoError(path + ": cannot create an in-memory HDF5 file" + with_detail());
@@ -250,6 +257,7 @@ File File::create(const std::string& path) {
   impl->temp = std::make_unique<TempFile>(out.target);
   const fs::path dir = fs::path(impl->temp->path()).parent_path();
   H5Id fapl = base_fapl();
+  checksummed_formats(fapl.get());
   impl->file = H5Id(H5Fcreate(impl->temp->path().c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.get()), H5Fclose);
   if (!impl->file.valid())
     throw IoError(path + ": cannot create a file in folder '" + dir.string() + "'" + with_detail());
@@ -269,6 +277,7 @@ void File::commit() {
     std::vector<char> image(size > 0 ? static_cast<size_t>(size) : 0);
     if (size <= 0 || H5Fget_file_image(m.file.get(), image.data(), image.size()) != size)
       throw IoError(m.label + ": cannot take the HDF5 file image" + with_detail());
+    detail::refresh_superblock_checksum(image);
     if (!m.file.close()) throw IoError(m.label + ": cannot close the in-memory HDF5 file" + with_detail());
     m.committed = true;   // the stream is spent even if writing fails half-way
     if (m.to_stdout) {

@@ -1,6 +1,8 @@
 // String datasets in an attn::io::File: one-dimensional arrays of strings, written as
-// variable-length UTF-8 (checked first, so files stay readable by h5py and HDFView) and read
-// back from variable- or fixed-length strings of either padding (checked to be UTF-8 too).
+// fixed-length, null-padded UTF-8 (checked first, so files stay readable by h5py and HDFView;
+// fixed-length, so that every byte is under a checksum, hdf5_tensors.cpp) and read back from
+// fixed-length strings of either padding or from variable-length ones (hdf5_vlen.cpp), checked
+// to be UTF-8 too.
 #include <algorithm>
 #include <cstddef>
 #include <string>
@@ -14,7 +16,6 @@ using detail::H5Id;
 using detail::holds;
 using detail::normalize;
 using detail::valid_utf8;
-using detail::vlen_utf8_type;
 using detail::with_detail;
 
 // ---------------------------------------------------------------------------------------------
@@ -33,33 +34,20 @@ std::vector<std::string> File::read_strings(const std::string& dataset) const {
     throw ShapeError(m.label + ": " + what + " has shape " + to_string(shape) + ", expected [*]");
   const auto n = static_cast<size_t>(shape[0]);
   std::vector<std::string> out;
-  out.reserve(n);
   if (n == 0) return out;
   if (H5Tis_variable_str(type.get()) > 0) {
-    H5Id mem = vlen_utf8_type();
-    H5Tset_cset(mem.get(), H5Tget_cset(type.get()));
-    std::vector<char*> ptrs(n, nullptr);
-    if (H5Dread(ds, mem.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, ptrs.data()) < 0)
-      throw IoError(m.label + ": cannot read " + what + with_detail());
-    for (const char* p : ptrs) out.emplace_back(p ? p : "");
-#if H5_VERSION_GE(1, 12, 0)
-    H5Treclaim(mem.get(), space.get(), H5P_DEFAULT, ptrs.data());
-#else
-    H5Dvlen_reclaim(mem.get(), space.get(), H5P_DEFAULT, ptrs.data());
-#endif
+    const int cset = H5Tget_cset(type.get());
+    out = detail::read_vlen_isolated(m.label, what, n, [&](hid_t mem, char** ptrs) {
+      H5Tset_cset(mem, static_cast<H5T_cset_t>(cset));
+      return H5Dread(ds, mem, H5S_ALL, H5S_ALL, H5P_DEFAULT, ptrs) >= 0;
+    });
   } else {
     const size_t size = H5Tget_size(type.get());
-    std::vector<char> buf(n * size);
+    std::vector<char> buf = detail::string_buffer(n, size, m.label, what);
     H5Id mem(H5Tcopy(type.get()), H5Tclose);
     if (H5Dread(ds, mem.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, buf.data()) < 0)
       throw IoError(m.label + ": cannot read " + what + with_detail());
-    const bool space_pad = H5Tget_strpad(type.get()) == H5T_STR_SPACEPAD;
-    for (size_t i = 0; i < n; ++i) {
-      std::string s(buf.data() + i * size, size);
-      s.resize(std::min(s.find('\0'), s.size()));
-      if (space_pad) s.erase(s.find_last_not_of(' ') + 1);
-      out.push_back(std::move(s));
-    }
+    out = detail::split_fixed(buf, n, size, H5Tget_strpad(type.get()) == H5T_STR_SPACEPAD);
   }
   // Checked here, on reading, so that a bad string (a vocabulary entry) is blamed on this file and
   // not on the output it would be copied into later (write_strings refuses it there).
@@ -74,20 +62,23 @@ void File::write_strings(const std::string& dataset, const std::vector<std::stri
   Impl& m = impl();
   const std::string path = normalize(dataset);
   H5Id lcpl = m.prepare_new_dataset(path);
-  std::vector<const char*> ptrs(values.size());
+  size_t bytes = 1;
   for (size_t i = 0; i < values.size(); ++i) {
     if (!valid_utf8(values[i]))
       throw DataError(m.label + ": dataset '" + path + "': string " + std::to_string(i) +
                       " is not valid UTF-8 (or contains a NUL byte)");
-    ptrs[i] = values[i].c_str();
+    bytes = std::max(bytes, values[i].size());
   }
-  H5Id type = vlen_utf8_type();
+  std::vector<char> buf(values.size() * bytes, '\0');
+  for (size_t i = 0; i < values.size(); ++i) std::copy(values[i].begin(), values[i].end(), buf.begin() + i * bytes);
+  H5Id type = detail::fixed_utf8_type(bytes);
   const hsize_t n = values.size();
   H5Id space(H5Screate_simple(1, &n, nullptr), H5Sclose);
-  H5Id ds(H5Dcreate2(m.fid(), path.c_str(), type.get(), space.get(), lcpl.get(), H5P_DEFAULT, H5P_DEFAULT),
+  H5Id dcpl = m.checked_layout({static_cast<int64_t>(n)}, static_cast<int64_t>(bytes), false, 0, "dataset '" + path + "'");
+  H5Id ds(H5Dcreate2(m.fid(), path.c_str(), type.get(), space.get(), lcpl.get(), dcpl.get(), H5P_DEFAULT),
           H5Dclose);
   if (!ds.valid()) throw IoError(m.label + ": cannot create dataset '" + path + "'" + with_detail());
-  if (n > 0 && H5Dwrite(ds.get(), type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, ptrs.data()) < 0)
+  if (n > 0 && H5Dwrite(ds.get(), type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, buf.data()) < 0)
     throw IoError(m.label + ": cannot write dataset '" + path + "'" + with_detail());
 }
 

@@ -38,14 +38,24 @@ H5I_type_t File::Impl::kind(const std::string& path) const {
   if (path == "/") return H5I_GROUP;
   for (size_t at = path.find('/', 1);; at = path.find('/', at + 1)) {   // every prefix link
     const std::string prefix = path.substr(0, at);
-    if (H5Lexists(f, prefix.c_str(), H5P_DEFAULT) <= 0) {
+    const htri_t exists = H5Lexists(f, prefix.c_str(), H5P_DEFAULT);
+    if (exists < 0) {   // the parent is a dataset, or a group whose links cannot be read
+      const std::string error = with_detail();
+      const std::string parent = prefix.substr(0, std::max<size_t>(prefix.rfind('/'), 1));
+      H5Id p(H5Oopen(f, parent.c_str(), H5P_DEFAULT), H5Oclose);
+      if (p.valid() && H5Iget_type(p.get()) == H5I_GROUP)
+        throw IoError(label + ": cannot look up '" + prefix + "'" + error);
       H5Eclear2(H5E_DEFAULT);
       return H5I_BADID;
     }
+    if (exists == 0) return H5I_BADID;
     if (at == std::string::npos) break;
   }
   H5Id obj(H5Oopen(f, path.c_str(), H5P_DEFAULT), H5Oclose);
   if (!obj.valid()) {
+    H5L_info_t link;
+    if (H5Lget_info(f, path.c_str(), &link, H5P_DEFAULT) >= 0 && link.type == H5L_TYPE_HARD)
+      throw IoError(label + ": cannot open '" + path + "'" + with_detail());   // a damaged object
     H5Eclear2(H5E_DEFAULT);   // a dangling soft or external link
     return H5I_BADID;
   }

@@ -1,7 +1,8 @@
 // Tensors in an attn::io::File: whole datasets read into a Tensor of the requested dtype (values
 // out of its range throw instead of being clipped as HDF5 would), ranges of leading-dimension
-// rows read as hyperslabs, and tensors written as new datasets, chunked by whole rows and
-// compressed (shuffle + deflate) when asked to or when they are large.
+// rows read as hyperslabs, and tensors written as new datasets: small ones inside their object
+// header, larger ones chunked by whole rows with a checksum per chunk, and compressed (shuffle +
+// deflate) when asked to or when they are large.
 #include <algorithm>
 #include <cstdint>
 #include <string>
@@ -20,6 +21,9 @@ namespace {
 
 constexpr int kDeflateLevel = 1;   // after shuffle, ~the ratio of level 4 at 1.5x the speed
 constexpr int64_t kChunkBytes = 1 << 20;            // target uncompressed chunk size
+// Datasets up to this size are stored in their object header (HDF5's limit is 64 KiB, shared
+// with the attributes).
+constexpr int64_t kCompactBytes = 16 << 10;
 
 hid_t mem_type(DType dtype) { return dtype == DType::f32 ? H5T_NATIVE_FLOAT : H5T_NATIVE_INT32; }
 
@@ -50,6 +54,40 @@ struct RangeGuard {
 };
 
 }  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// Layout: where a damaged byte is caught
+
+H5Id File::Impl::checked_layout(const Shape& shape, int64_t elem_bytes, bool compress,
+                                int64_t chunk_rows, const std::string& what) const {
+  H5Id dcpl(H5Pcreate(H5P_DATASET_CREATE), H5Pclose);
+  const int64_t n = numel(shape);
+  if (n == 0) return dcpl;   // nothing stored: the shape is in the (checksummed) object header
+  if (!compress && n * elem_bytes <= kCompactBytes) {
+    // In the object header itself, under its checksum.
+    H5Pset_layout(dcpl.get(), H5D_COMPACT);
+    return dcpl;
+  }
+  // Chunks are whole rows of the leading dimension, so a row range touches few chunks; each
+  // chunk carries a Fletcher-32 checksum, applied last so that it covers the bytes on disk.
+  const int64_t row_bytes = n / shape[0] * elem_bytes;
+  int64_t rows = chunk_rows > 0 ? chunk_rows : std::max<int64_t>(1, kChunkBytes / row_bytes);
+  rows = std::min(rows, shape[0]);
+  if (rows * row_bytes >= (int64_t{1} << 32))
+    throw ShapeError(label + ": " + what + ": a chunk of " + std::to_string(rows) + " rows of shape " +
+                     to_string(shape) + " exceeds HDF5's 4 GiB chunk limit");
+  std::vector<hsize_t> chunk(shape.begin(), shape.end());
+  chunk[0] = static_cast<hsize_t>(rows);
+  H5Pset_chunk(dcpl.get(), static_cast<int>(chunk.size()), chunk.data());
+  if (compress) {
+    if (!H5Zfilter_avail(H5Z_FILTER_DEFLATE))
+      throw IoError(label + ": " + what + ": this HDF5 library has no deflate filter");
+    H5Pset_shuffle(dcpl.get());
+    H5Pset_deflate(dcpl.get(), kDeflateLevel);
+  }
+  H5Pset_fletcher32(dcpl.get());
+  return dcpl;
+}
 
 // ---------------------------------------------------------------------------------------------
 // Tensors
@@ -154,24 +192,8 @@ void File::write(const std::string& dataset, const Tensor& t, const WriteOptions
   H5Id space(shape.empty() ? H5Screate(H5S_SCALAR)
                            : H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr),
              H5Sclose);
-  H5Id dcpl(H5Pcreate(H5P_DATASET_CREATE), H5Pclose);
-  const bool big = t.numel() * elem_bytes > kCompressBytes;
-  if ((opts.compress || big) && !shape.empty() && t.numel() > 0) {
-    // Chunks are whole rows of the leading dimension, so a row range touches few chunks.
-    const int64_t row_bytes = t.numel() / shape[0] * elem_bytes;
-    int64_t rows = opts.chunk_rows > 0 ? opts.chunk_rows : std::max<int64_t>(1, kChunkBytes / row_bytes);
-    rows = std::min(rows, shape[0]);
-    if (rows * row_bytes >= (int64_t{1} << 32))
-      throw ShapeError(m.label + ": " + what + ": a chunk of " + std::to_string(rows) +
-                       " rows of shape " + to_string(shape) + " exceeds HDF5's 4 GiB chunk limit");
-    std::vector<hsize_t> chunk = dims;
-    chunk[0] = static_cast<hsize_t>(rows);
-    if (!H5Zfilter_avail(H5Z_FILTER_DEFLATE))
-      throw IoError(m.label + ": " + what + ": this HDF5 library has no deflate filter");
-    H5Pset_chunk(dcpl.get(), static_cast<int>(chunk.size()), chunk.data());
-    H5Pset_shuffle(dcpl.get());
-    H5Pset_deflate(dcpl.get(), kDeflateLevel);
-  }
+  H5Id dcpl = m.checked_layout(shape, elem_bytes, opts.compress || t.numel() * elem_bytes > kCompressBytes,
+                               opts.chunk_rows, what);
   H5Id ds(H5Dcreate2(m.fid(), path.c_str(), file_type, space.get(), lcpl.get(), dcpl.get(), H5P_DEFAULT),
           H5Dclose);
   if (!ds.valid()) throw IoError(m.label + ": cannot create " + what + with_detail());

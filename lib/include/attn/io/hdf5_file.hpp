@@ -21,9 +21,16 @@
 // remove_temp_files_on_signals), and one left by a killed process is removed by the next write
 // of the same name.
 //
+// Damage is detected, not followed: files are written in HDF5 1.10's object formats, whose
+// metadata all carry checksums, with small datasets inside their (checksummed) object headers
+// and larger ones in chunks with a Fletcher-32 checksum each, and strings fixed-length (the
+// global heap of variable-length strings has no checksum). A flipped bit in such a file is an
+// IoError ("the file is damaged: ..."), never a crash or a silently different value.
+//
 // Dataset and object names are HDF5 paths; "train/src" and "/train/src" are the same. A File
 // is used by one thread at a time (distinct Files may be used from distinct threads).
 #pragma once
+#include <chrono>
 #include <cstdint>
 #include <initializer_list>
 #include <memory>
@@ -37,7 +44,7 @@
 namespace attn::io {
 
 struct WriteOptions {
-  bool compress = false;        // chunked + shuffle + deflate; used automatically above kCompressBytes
+  bool compress = false;        // shuffle + deflate in the chunks; used automatically above kCompressBytes
   int64_t chunk_rows = 0;       // rows of the leading dimension per chunk (0: about 1 MiB per chunk)
   bool as_uint8 = false;        // store an int32 tensor as uint8 (values must fit 0..255)
 };
@@ -84,13 +91,17 @@ class File {
   // Open datasets keep a chunk cache, so consecutive row ranges decompress each chunk once.
   Tensor read_rows(const std::string& dataset, DType dtype, int64_t begin, int64_t end) const;
   // Creates intermediate groups. Overwrites nothing: writing an existing name throws.
-  // One H5Dwrite per call; chunked + compressed when opts.compress or above kCompressBytes.
+  // One H5Dwrite per call; up to 16 KiB in the object header, larger in checksummed chunks
+  // (about 1 MiB of whole rows, or opts.chunk_rows), compressed when opts.compress or above
+  // kCompressBytes.
   void write(const std::string& dataset, const Tensor& t, const WriteOptions& opts = {});
   // Several tensors under one group: group + name for every (name, tensor).
   void write_all(const std::string& group, std::initializer_list<std::pair<const char*, const Tensor&>> tensors);
 
-  // UTF-8 string arrays (variable length), e.g. vocabularies. Reading also accepts
-  // fixed-length string datasets (numpy "S" arrays written by h5py). Both directions refuse a
+  // UTF-8 string arrays, e.g. vocabularies, written fixed-length (null-padded to the longest,
+  // numpy's "S"), so that their bytes are under the file's checksums. Reading also accepts
+  // variable-length strings (h5py's default), read in a child process because libhdf5 can crash
+  // on a damaged global heap (DataError instead). Both directions refuse a
   // string that is not valid UTF-8 or holds a NUL byte (DataError naming the file, the dataset
   // and the string's index), as do attr_string and attr on reading and set_attr on writing.
   std::vector<std::string> read_strings(const std::string& dataset) const;
@@ -98,7 +109,7 @@ class File {
 
   // Scalar attributes of a group or dataset ("/" for the root). set_attr creates missing
   // groups and replaces an existing attribute of the same key. Strings are stored as
-  // variable-length UTF-8, integers as int64 (uint64 for the unsigned overload), reals as
+  // fixed-length UTF-8 (read back from either kind, as read_strings), integers as int64 (uint64 for the unsigned overload), reals as
   // float64. Readers accept any integer width for attr_int/attr_uint (range-checked) and
   // integers or floats for attr_double.
   bool has_attr(const std::string& object, const std::string& key) const;
@@ -126,6 +137,10 @@ class File {
   Impl& impl() const;
   std::unique_ptr<Impl> impl_;
 };
+
+// How long the child process that reads variable-length strings may take before it counts as
+// hung (File::read_strings); for tests. 0 restores the default, 20 s and more for large datasets.
+void set_string_reader_timeout(std::chrono::milliseconds timeout);
 
 // Root attributes every attnlab file carries (DESIGN.md, "HDF5 conventions").
 struct FileInfo {
