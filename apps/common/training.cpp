@@ -180,6 +180,10 @@ void add_training_options(Options& opts, const TrainVerb& verb) {
                "tokens per batch (B x longest length, padding included)");
   else
     opts.batch_size(b.batch_size);
+  if (b.max_tokens <= 0 && b.max_tokens_option)
+    opts.add()("max-tokens", int_value(0)->notifier(at_least<int64_t>("max-tokens", 0)),
+               "length-bucketed batches of about this many tokens (B x longest length, padding included) "
+               "instead of --batch-size (0: off)");
   opts.epochs(verb.epochs);
   opts.add()
       ("steps", int_value(0)->notifier(at_least<int64_t>("steps", 0)),
@@ -219,7 +223,7 @@ train::TrainConfig train_config(const Options& opts, const std::string& resume) 
   train::TrainConfig tc;
   tc.max_steps = opts.get<int64_t>("steps");
   tc.epochs = (tc.max_steps > 0 && !given(opts, "epochs")) ? 0 : opts.get<int64_t>("epochs");
-  if (opts.has("max-tokens")) tc.max_tokens = opts.get<int64_t>("max-tokens");
+  if (opts.has("max-tokens") && opts.get<int64_t>("max-tokens") > 0) tc.max_tokens = opts.get<int64_t>("max-tokens");
   else tc.batch_size = opts.get<int64_t>("batch-size");
   tc.seed = static_cast<uint64_t>(opts.get<int64_t>("seed"));
   tc.clip_norm = opts.get<double>("clip");

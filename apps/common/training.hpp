@@ -78,6 +78,10 @@ struct OptimizerDefaults {
 struct BatchingDefaults {
   int64_t max_tokens = 0;   // --max-tokens: length-bucketed batches of B x Lmax tokens
   int64_t batch_size = 0;   // --batch-size: batches of this many examples in random order
+  // With batch_size: also offer --max-tokens (default 0, off), length-bucketed batches instead of
+  // --batch-size, for examples of very different lengths (padding every random batch to its
+  // longest example wastes most of the work).
+  bool max_tokens_option = false;
 };
 
 struct TrainVerb {

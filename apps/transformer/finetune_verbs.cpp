@@ -87,7 +87,7 @@ int cmd_finetune(int argc, char** argv) {
                "of [CLS] (mlm), trained with the body (or alone: --freeze-encoder) on /train of a labelled data\n"
                "set (attn-data babi-cls, pairs; datasets/README.md), validated every epoch on /valid when present.",
       .data_help = "labelled data set, HDF5 (attn-data babi-cls, pairs); its /vocab/src must be the pre-trained model's",
-      .batching = {.batch_size = 32},
+      .batching = {.batch_size = 32, .max_tokens_option = true},
       .epochs = 3,
       .optimizer = {.lr = 1e-4},
       .add_options = add_finetune_options,

@@ -178,6 +178,33 @@ TEST_CASE("text -> pre-train (mlm and lm) -> finetune -> classify and eval", "[c
   }
 }
 
+TEST_CASE("finetune --max-tokens: length-bucketed batches instead of --batch-size", "[cli][attn-transformer]") {
+  test::TempDir dir;
+  write_corpus(dir, "corpus.txt", 100);
+  REQUIRE(run(dir, "{data} text --in corpus.txt --out text.h5 --quiet").code == 0);
+  write_labelled(dir, "cls.h5", "text.h5");
+  CHECK_THAT(run(dir, "{tf} finetune --help").out, Contains("--max-tokens N (=0)"));
+  // The 40 training rows have 3-6 words, 10 of each length, read as [CLS] A [SEP] (mlm, 5-8
+  // positions) or BOS A (lm, 4-7): cut greedily in ascending length at B x Lmax <= 40 tokens, the
+  // mlm's make 7 batches (8 x 5, 2 x 5 + 4 x 6, 6 x 6, 5 x 7, 5 x 7, 5 x 8, 5 x 8), the lm's 6;
+  // --batch-size 8 makes 5, and so does --max-tokens 0 (off).
+  for (const auto& [arch, steps] : {std::pair{std::string("mlm"), 7}, std::pair{std::string("lm"), 6}}) {
+    INFO("arch " << arch);
+    REQUIRE(run(dir, "{tf} train --arch " + arch + " --data text.h5 --model pre.h5 --steps 4 --max-tokens 256" + kTiny).code == 0);
+    const Result bucketed = run(dir, "{tf} finetune --init pre.h5 --data cls.h5 --model ft.h5 --epochs 2 --max-tokens 40" + std::string(kFine));
+    INFO(bucketed.err);
+    REQUIRE(bucketed.code == 0);
+    CHECK_THAT(bucketed.out, Contains(std::to_string(2 * steps) + " steps, 2 epochs"));
+    CHECK(io::File::open_read(dir.file("ft.h5")).attr_int("/config", "max_tokens") == 40);
+    const Result off = run(dir, "{tf} finetune --init pre.h5 --data cls.h5 --model ft.h5 --epochs 2 --max-tokens 0" + std::string(kFine));
+    REQUIRE(off.code == 0);
+    CHECK_THAT(off.out, Contains("10 steps, 2 epochs"));
+  }
+  const Result too_small = run(dir, "{tf} finetune --init pre.h5 --data cls.h5 --model ft.h5 --max-tokens 3" + std::string(kFine));
+  CHECK(too_small.code != 0);
+  CHECK_THAT(too_small.err, Contains("max_tokens"));
+}
+
 TEST_CASE("finetune: a pre-trained model of the wrong architecture or vocabulary is exit 3 naming both files", "[cli][attn-transformer]") {
   test::TempDir dir;
   write_corpus(dir, "corpus.txt", 100);
