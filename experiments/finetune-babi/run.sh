@@ -103,7 +103,7 @@ seeds=($SEEDS)
 first=${seeds[0]}
 echo "== learning rate, chosen on /valid with seed $first: $LRS"
 for init in $INITS; do mkdir -p "$OUT/ft/$init"; for lr in $LRS; do echo "$init $lr $first"; done; done |
-  xargs -P "$PARALLEL" -n 3 bash -c 'finetune "$0" "$1" "$2"'
+  xargs -r -P "$PARALLEL" -n 3 bash -c 'finetune "$0" "$1" "$2"'
 # The learning rate of the least validation error at any epoch (the epoch is chosen the same way
 # below), per init.
 declare -A chosen
@@ -117,7 +117,7 @@ done
 
 echo "== the other seeds at the chosen learning rates: ${seeds[*]:1}"
 for init in $INITS; do for seed in "${seeds[@]:1}"; do echo "$init ${chosen[$init]} $seed"; done; done |
-  xargs -P "$PARALLEL" -n 3 bash -c 'finetune "$0" "$1" "$2"'
+  xargs -r -P "$PARALLEL" -n 3 bash -c 'finetune "$0" "$1" "$2"'
 
 echo "== test predictions of every run's epoch of least validation error"
 for init in $INITS; do

@@ -108,7 +108,7 @@ seeds=($SEEDS)
 first=${seeds[0]}
 echo "== learning rate, chosen on val with seed $first: $LRS"
 for size in $SIZES; do for init in $INITS; do for lr in $LRS; do echo "$size $init $lr $first"; done; done; done |
-  xargs -P "$PARALLEL" -n 4 bash -c 'finetune "$0" "$1" "$2" "$3"'
+  xargs -r -P "$PARALLEL" -n 4 bash -c 'finetune "$0" "$1" "$2" "$3"'
 declare -A chosen
 for size in $SIZES; do
   for init in $INITS; do
@@ -120,7 +120,7 @@ done
 
 echo "== the other seeds at the chosen learning rates: ${seeds[*]:1}"
 for size in $SIZES; do for init in $INITS; do for seed in "${seeds[@]:1}"; do echo "$size $init ${chosen[$size.$init]} $seed"; done; done; done |
-  xargs -P "$PARALLEL" -n 4 bash -c 'finetune "$0" "$1" "$2" "$3"'
+  xargs -r -P "$PARALLEL" -n 4 bash -c 'finetune "$0" "$1" "$2" "$3"'
 
 echo "== test accuracy of every run's epoch of least validation error"
 for size in $SIZES; do
