@@ -13,7 +13,6 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdint>
-#include <cstdio>
 #include <cstring>
 #include <functional>
 #include <string>
@@ -79,7 +78,7 @@ std::string signal_text(int status) {
 
 std::vector<std::string> read_vlen_isolated(const std::string& label, const std::string& what, size_t n,
                                             const std::function<bool(hid_t, char**)>& read) {
-  // A generous deadline: libhdf5 reads about a million strings a second.
+  // A generous deadline (a healthy read takes milliseconds), longer for very large datasets.
   const std::chrono::milliseconds set = g_timeout.load();
   const auto timeout = set.count() > 0 ? set
                                        : std::chrono::milliseconds(1000 * (20 + static_cast<int64_t>(n / 100000)));
@@ -87,7 +86,6 @@ std::vector<std::string> read_vlen_isolated(const std::string& label, const std:
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0)
     throw IoError(label + ": cannot read " + what + ": no pipe (" + std::strerror(errno) + ")");
-  std::fflush(nullptr);
   const pid_t pid = ::fork();
   if (pid < 0) {
     ::close(fds[0]);
