@@ -38,12 +38,10 @@ OUT=$ROOT/results/finetune-babi
 MODEL="--d-model 64 --heads 4 --d-ff 256 --layers 2 --dropout 0.1"
 # Fine-tuning batches of similar lengths, about this many tokens (some 35 questions).
 MAX_TOKENS=2048
-export OMP_WAIT_POLICY=PASSIVE
-for tool in attn-data attn-transformer; do
-  [ -x "$BIN/$tool" ] || { echo "finetune-babi: $BIN/$tool is missing; build first (make -f Makefile.scripts build)" >&2; exit 1; }
-done
+# shellcheck source=experiments/lib/finetune.sh
+source "$ROOT/experiments/lib/finetune.sh"
+ft_check_tools finetune-babi
 [ -d "$DATA_DIR/en" ] && [ -d "$DATA_DIR/en-10k" ] || { echo "finetune-babi: no bAbI en and en-10k in $DATA_DIR (set DATA_DIR)" >&2; exit 1; }
-"$PYTHON" -c 'import h5py' 2>/dev/null || { echo "finetune-babi: $PYTHON cannot import h5py (make -f Makefile.scripts deps)" >&2; exit 1; }
 start=$SECONDS
 mkdir -p "$OUT/data" "$OUT/pretrain" "$OUT/ft"
 
@@ -59,59 +57,23 @@ echo "== data (attn-data babi-cls)"
   --vocab-from "$OUT/data/en.h5" --out "$OUT/data/pre10k.h5" --quiet
 
 echo "== pre-training (attn-transformer train --arch lm, mlm; $PRE_EPOCHS epochs)"
-pretrain() {
-  local arch=$1
-  if [ "${REUSE:-0}" = 1 ] && [ -f "$OUT/pretrain/$arch.h5" ]; then return; fi
-  local t0=$SECONDS
-  # shellcheck disable=SC2086
-  "$BIN/attn-transformer" train --arch "$arch" --data "$OUT/data/pre10k.h5" --model "$OUT/pretrain/$arch.h5" \
-    $MODEL --epochs "$PRE_EPOCHS" --warmup 1000 --seed 1 --threads "$THREADS" --quiet >"$OUT/pretrain/$arch.log"
-  echo "pretrain $arch: $(tail -n 1 "$OUT/pretrain/$arch.log") [$((SECONDS - t0)) s]"
-}
-# finetune INIT LR SEED: one fine-tuning run, a checkpoint after every epoch.
-finetune() {
-  local init=$1 lr=$2 seed=$3
-  local dir=$OUT/ft/$init model=$OUT/ft/$init/lr$2.seed$3.h5 opts=""
-  if [ "${REUSE:-0}" = 1 ] && [ -f "$model" ]; then return; fi
-  case $init in
-    scratch-mlm) opts="--init $OUT/pretrain/mlm.h5 --from-scratch" ;;
-    mlm) opts="--init $OUT/pretrain/mlm.h5" ;;
-    scratch-lm) opts="--init $OUT/pretrain/lm.h5 --from-scratch" ;;
-    lm) opts="--init $OUT/pretrain/lm.h5" ;;
-    lm-aux) opts="--init $OUT/pretrain/lm.h5 --aux-lm 0.5" ;;
-    *) echo "finetune-babi: unknown init '$init'" >&2; exit 1 ;;
-  esac
-  local t0=$SECONDS
-  rm -f "$dir/lr$lr.seed$seed".step*.h5
-  # shellcheck disable=SC2086
-  "$BIN/attn-transformer" finetune $opts --data "$OUT/data/en.h5" --model "$model" --lr "$lr" --epochs "$EPOCHS" \
-    --max-tokens "$MAX_TOKENS" --checkpoint-every "$(steps_per_epoch "$init")" --keep-checkpoints "$EPOCHS" \
-    --seed "$seed" --threads "$THREADS" --quiet >"$dir/lr$lr.seed$seed.log"
-  echo "finetune $init lr $lr seed $seed: $(tail -n 1 "$dir/lr$lr.seed$seed.log" | sed 's/ -> .*//') [$((SECONDS - t0)) s]"
-}
-# Optimizer steps per epoch of an init's architecture (the same every epoch): the checkpoint period.
-steps_per_epoch() {
-  local arch=mlm
-  case $1 in scratch-lm | lm | lm-aux) arch=lm ;; esac
-  "$PYTHON" "$ROOT/experiments/finetune-babi/table.py" steps "$OUT/data/en.h5" "$arch" "$MAX_TOKENS"
-}
-export -f pretrain finetune steps_per_epoch
-export ROOT BIN OUT MODEL EPOCHS PRE_EPOCHS THREADS REUSE PYTHON MAX_TOKENS
-printf '%s\n' lm mlm | xargs -P "$PARALLEL" -I{} bash -c 'pretrain {}'
+printf '%s\n' lm mlm | xargs -P "$PARALLEL" -I{} bash -c "ft_pretrain {} $OUT/data/pre10k.h5"
+# finetune INIT LR SEED: one fine-tuning run on the 1k questions.
+finetune() { ft_run "$OUT/data/en.h5" "$OUT/ft/$1" "$@" "$EPOCHS"; }
+export -f finetune
+export EPOCHS
 
 seeds=($SEEDS)
 first=${seeds[0]}
 echo "== learning rate, chosen on /valid with seed $first: $LRS"
-for init in $INITS; do mkdir -p "$OUT/ft/$init"; for lr in $LRS; do echo "$init $lr $first"; done; done |
+for init in $INITS; do for lr in $LRS; do echo "$init $lr $first"; done; done |
   xargs -r -P "$PARALLEL" -n 3 bash -c 'finetune "$0" "$1" "$2"'
 # The learning rate of the least validation error at any epoch (the epoch is chosen the same way
 # below), per init.
 declare -A chosen
 for init in $INITS; do
-  # shellcheck disable=SC2046
-  "$PYTHON" "$ROOT/experiments/finetune-babi/table.py" select $(for lr in $LRS; do echo "$OUT/ft/$init/lr$lr.seed$first.h5"; done) \
-    >"$OUT/ft/$init/selection.txt"
-  chosen[$init]=$(sort -k3,3g -s "$OUT/ft/$init/selection.txt" | head -n 1 | sed -E 's|.*/lr([^ ]*)\.seed[0-9]+\.h5 .*|\1|')
+  # shellcheck disable=SC2086
+  chosen[$init]=$(ft_choose_lr "$OUT/ft/$init" "$first" $LRS)
   echo "$init: lr ${chosen[$init]} ($(tr '\n' ';' <"$OUT/ft/$init/selection.txt" | sed "s|$OUT/ft/$init/||g"))"
 done
 
@@ -121,15 +83,7 @@ for init in $INITS; do for seed in "${seeds[@]:1}"; do echo "$init ${chosen[$ini
 
 echo "== test predictions of every run's epoch of least validation error"
 for init in $INITS; do
-  for seed in "${seeds[@]}"; do
-    model=$OUT/ft/$init/lr${chosen[$init]}.seed$seed.h5
-    read -r _ epoch verr < <("$PYTHON" "$ROOT/experiments/finetune-babi/table.py" select "$model")
-    ckpt=$(printf '%s.step%09d.h5' "${model%.h5}" $((epoch * $(steps_per_epoch "$init"))))
-    [ -f "$ckpt" ] || ckpt=$model   # the last epoch: the model itself
-    "$BIN/attn-transformer" classify --model "$ckpt" --data "$OUT/data/en.h5" --split test \
-      --out "$OUT/ft/$init/seed$seed.test.h5" --threads "$THREADS" --quiet
-    echo "$init seed $seed: lr ${chosen[$init]}, epoch $epoch (valid error $verr)"
-  done
+  for seed in "${seeds[@]}"; do ft_classify "$OUT/data/en.h5" "$OUT/ft/$init" "$init" "${chosen[$init]}" "$seed"; done
 done | tee "$OUT/ft/chosen.txt"
 
 echo "== table"

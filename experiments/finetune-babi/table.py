@@ -1,13 +1,6 @@
-"""Helpers and tables of experiments/finetune-babi (run.sh).
+"""The table of experiments/finetune-babi (run.sh).
 
-usage: table.py steps DATA.h5 lm|mlm MAX_TOKENS
-           optimizer steps per epoch of attn-transformer finetune --max-tokens on DATA.h5's /train:
-           the trainer's length-bucketed batches (lib/src/data/batching.cpp), the same count every
-           epoch, so that a checkpoint every that many steps is one per epoch
-       table.py select RUN.h5 [RUN.h5 ...]
-           the epoch of the least validation error of each fine-tuning run (its /metrics curve;
-           the earliest on a tie): prints "RUN epoch valid_error" per run
-       table.py table RESULTS --data DATA.h5 --inits "scratch-mlm mlm ..." --seeds "1 2 3"
+usage: table.py table RESULTS --data DATA.h5 --inits "scratch-mlm mlm ..." --seeds "1 2 3"
            per-task test error of every init and seed from RESULTS/ft/<init>/seed<k>.test.h5
            (attn-transformer classify of the selected checkpoint), beside the memory network's
            measured errors (experiments/memnet-babi/README.md)
@@ -46,33 +39,6 @@ MEMNET_SINGLE = {
     13: (2.3, 8.6), 14: (0.4, 2.6), 15: (0.0, 0.3), 16: (0.5, 0.4), 17: (52.9, 53.1), 18: (11.0, 11.3),
     19: (83.2, 87.2), 20: (0.0, 0.1),
 }
-
-
-def valid_curve(path):
-    with h5py.File(path, "r") as f:
-        return [float(e) for e in f["/metrics/valid_error"][()]]
-
-
-def steps(data, arch, max_tokens):
-    """Batches of make_batches: lengths as the body reads them ([CLS] A [SEP] B [SEP] for an mlm,
-    BOS A [SEP] B for an lm), sorted, cut greedily at max_tokens >= B x longest."""
-    with h5py.File(data, "r") as f:
-        lens, seg = f["/train/src_len"][()], f["/train/segments"][()]
-    pair = seg[np.arange(len(lens)), lens - 1] == 1
-    lengths = sorted(int(n) + (2 if arch == "mlm" else 1) + int(p) for n, p in zip(lens, pair))
-    batches, size = 0, 0
-    for n in lengths:
-        if size > 0 and (size + 1) * n > max_tokens:
-            batches, size = batches + 1, 0
-        size += 1
-    print(batches + (size > 0))
-
-
-def select(paths):
-    for path in paths:
-        curve = valid_curve(path)
-        best = int(np.argmin(curve))   # argmin: the earliest of equal errors
-        print(f"{path} {best + 1} {curve[best]:.6f}")
 
 
 def task_errors(data, output):
@@ -137,7 +103,8 @@ def table(args):
     out.append("")
     out.append(f"Means over the {len(tasks)} tasks above (tasks 8 and 19, list answers, are not "
                "classification tasks). Seeds in the order " + ", ".join(seeds) + ".")
-    # The effect of pre-training: each pre-trained body against the same architecture from scratch.
+    # The effect of pre-training: each pre-trained body against the same architecture from scratch,
+    # then against the other architecture from scratch (the best from-scratch model is the bar).
     pairs = [("mlm", "scratch-mlm"), ("lm", "scratch-lm"), ("lm-aux", "scratch-lm"), ("mlm", "scratch-lm"),
              ("lm", "scratch-mlm")]
     lines = []
@@ -156,12 +123,6 @@ def table(args):
 
 
 def main():
-    if len(sys.argv) == 5 and sys.argv[1] == "steps":
-        steps(sys.argv[2], sys.argv[3], int(sys.argv[4]))
-        return
-    if len(sys.argv) > 1 and sys.argv[1] == "select":
-        select(sys.argv[2:])
-        return
     p = argparse.ArgumentParser()
     p.add_argument("verb", choices=["table"])
     p.add_argument("results")

@@ -34,15 +34,12 @@ THREADS=${THREADS:-1}
 DATA_DIR=${DATA_DIR:-$ROOT/../shared/data/multi30k}
 PYTHON=${PYTHON:-/usr/bin/python3}
 OUT=$ROOT/results/finetune-pairs
-HELP=$ROOT/experiments/finetune-babi/table.py   # its `steps` and `select` verbs
 MAX_TOKENS=2048
 MODEL="--d-model 64 --heads 4 --d-ff 256 --layers 2 --dropout 0.1"
-export OMP_WAIT_POLICY=PASSIVE
-for tool in attn-data attn-transformer; do
-  [ -x "$BIN/$tool" ] || { echo "finetune-pairs: $BIN/$tool is missing; build first (make -f Makefile.scripts build)" >&2; exit 1; }
-done
+# shellcheck source=experiments/lib/finetune.sh
+source "$ROOT/experiments/lib/finetune.sh"
+ft_check_tools finetune-pairs
 [ -f "$DATA_DIR/train.de.gz" ] || { echo "finetune-pairs: no Multi30k files in $DATA_DIR (set DATA_DIR)" >&2; exit 1; }
-"$PYTHON" -c 'import h5py' 2>/dev/null || { echo "finetune-pairs: $PYTHON cannot import h5py (make -f Makefile.scripts deps)" >&2; exit 1; }
 start=$SECONDS
 mkdir -p "$OUT/data" "$OUT/pretrain"
 
@@ -67,42 +64,15 @@ paste -d '\n' <(zcat "$DATA_DIR/train.de.gz") <(zcat "$DATA_DIR/train.en.gz") >"
 rm -rf "$tmp"
 
 echo "== pre-training (attn-transformer train --arch mlm, lm; $PRE_EPOCHS epochs)"
-pretrain() {
-  local arch=$1
-  if [ "${REUSE:-0}" = 1 ] && [ -f "$OUT/pretrain/$arch.h5" ]; then return; fi
-  local t0=$SECONDS
-  # shellcheck disable=SC2086
-  "$BIN/attn-transformer" train --arch "$arch" --data "$OUT/data/mono.h5" --model "$OUT/pretrain/$arch.h5" \
-    $MODEL --epochs "$PRE_EPOCHS" --warmup 1000 --seed 1 --threads "$THREADS" --quiet >"$OUT/pretrain/$arch.log"
-  echo "pretrain $arch: $(tail -n 1 "$OUT/pretrain/$arch.log") [$((SECONDS - t0)) s]"
-}
-# finetune SIZE INIT LR SEED: one run, a checkpoint after every epoch.
+printf '%s\n' mlm lm | xargs -P "$PARALLEL" -I{} bash -c "ft_pretrain {} $OUT/data/mono.h5"
+# finetune SIZE INIT LR SEED: one run on SIZE's pairs.
 finetune() {
-  local size=$1 init=$2 lr=$3 seed=$4
-  local dir=$OUT/$size/$init opts="" epochs=$EPOCHS_FULL arch=mlm
-  local model=$dir/lr$lr.seed$seed.h5
-  [ "$size" = small ] && epochs=$EPOCHS_SMALL
-  if [ "${REUSE:-0}" = 1 ] && [ -f "$model" ]; then return; fi
-  case $init in
-    scratch-mlm) opts="--init $OUT/pretrain/mlm.h5 --from-scratch" ;;
-    mlm) opts="--init $OUT/pretrain/mlm.h5" ;;
-    scratch-lm) opts="--init $OUT/pretrain/lm.h5 --from-scratch"; arch=lm ;;
-    lm) opts="--init $OUT/pretrain/lm.h5"; arch=lm ;;
-    *) echo "finetune-pairs: unknown init '$init'" >&2; exit 1 ;;
-  esac
-  local steps t0=$SECONDS
-  steps=$("$PYTHON" "$HELP" steps "$OUT/data/$size.h5" "$arch" "$MAX_TOKENS")
-  mkdir -p "$dir"
-  rm -f "$dir/lr$lr.seed$seed".step*.h5
-  # shellcheck disable=SC2086
-  "$BIN/attn-transformer" finetune $opts --data "$OUT/data/$size.h5" --model "$model" --lr "$lr" --epochs "$epochs" \
-    --max-tokens "$MAX_TOKENS" --checkpoint-every "$steps" --keep-checkpoints "$epochs" --seed "$seed" \
-    --threads "$THREADS" --quiet >"$dir/lr$lr.seed$seed.log"
-  echo "finetune $size $init lr $lr seed $seed: $(tail -n 1 "$dir/lr$lr.seed$seed.log" | sed 's/ -> .*//') [$((SECONDS - t0)) s]"
+  local epochs=$EPOCHS_FULL
+  [ "$1" = small ] && epochs=$EPOCHS_SMALL
+  ft_run "$OUT/data/$1.h5" "$OUT/$1/$2" "$2" "$3" "$4" "$epochs"
 }
-export -f pretrain finetune
-export BIN OUT MODEL PRE_EPOCHS EPOCHS_FULL EPOCHS_SMALL THREADS REUSE PYTHON HELP MAX_TOKENS
-printf '%s\n' mlm lm | xargs -P "$PARALLEL" -I{} bash -c 'pretrain {}'
+export -f finetune
+export EPOCHS_FULL EPOCHS_SMALL
 
 seeds=($SEEDS)
 first=${seeds[0]}
@@ -112,9 +82,8 @@ for size in $SIZES; do for init in $INITS; do for lr in $LRS; do echo "$size $in
 declare -A chosen
 for size in $SIZES; do
   for init in $INITS; do
-    # shellcheck disable=SC2046
-    "$PYTHON" "$HELP" select $(for lr in $LRS; do echo "$OUT/$size/$init/lr$lr.seed$first.h5"; done) >"$OUT/$size/$init/selection.txt"
-    chosen[$size.$init]=$(sort -k3,3g -s "$OUT/$size/$init/selection.txt" | head -n 1 | sed -E 's|.*/lr([^ ]*)\.seed[0-9]+\.h5 .*|\1|')
+    # shellcheck disable=SC2086
+    chosen[$size.$init]=$(ft_choose_lr "$OUT/$size/$init" "$first" $LRS)
   done
 done
 
@@ -125,17 +94,8 @@ for size in $SIZES; do for init in $INITS; do for seed in "${seeds[@]:1}"; do ec
 echo "== test accuracy of every run's epoch of least validation error"
 for size in $SIZES; do
   for init in $INITS; do
-    arch=mlm
-    [ "${init#scratch-}" = lm ] && arch=lm
-    steps=$("$PYTHON" "$HELP" steps "$OUT/data/$size.h5" "$arch" "$MAX_TOKENS")
     for seed in "${seeds[@]}"; do
-      model=$OUT/$size/$init/lr${chosen[$size.$init]}.seed$seed.h5
-      read -r _ epoch verr < <("$PYTHON" "$HELP" select "$model")
-      ckpt=$(printf '%s.step%09d.h5' "${model%.h5}" $((epoch * steps)))
-      [ -f "$ckpt" ] || ckpt=$model   # the last epoch: the model itself
-      "$BIN/attn-transformer" classify --model "$ckpt" --data "$OUT/data/$size.h5" --split test \
-        --out "$OUT/$size/$init/seed$seed.test.h5" --threads "$THREADS" --quiet
-      echo "$size $init seed $seed: lr ${chosen[$size.$init]}, epoch $epoch (valid error $verr)"
+      ft_classify "$OUT/data/$size.h5" "$OUT/$size/$init" "$init" "${chosen[$size.$init]}" "$seed"
     done
   done
 done | tee "$OUT/chosen.txt"
