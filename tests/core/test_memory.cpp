@@ -1,5 +1,6 @@
 // The memory budget: tensors are counted against it, and a tensor that would not fit is refused
 // with a MemoryError naming the tensor, the bytes and the scope that sized it.
+#include <algorithm>
 #include <cstdint>
 #include <string>
 
@@ -23,12 +24,30 @@ struct BudgetOf {
 TEST_CASE("tensors are counted against the memory budget and given back when freed", "[unit][memory]") {
   const size_t before = memory_in_use();
   {
-    const Tensor a({1000, 100});
-    CHECK(memory_in_use() == before + 400000);
+    const Tensor a({1000, 100});   // 400,000 bytes, in a block of the 416 KiB class (tensor.cpp)
+    CHECK(memory_in_use() == before + 425984);
     const Tensor view = a.reshape({100, 1000});   // shares the storage: not counted again
-    CHECK(memory_in_use() == before + 400000);
+    CHECK(memory_in_use() == before + 425984);
   }
   CHECK(memory_in_use() == before);
+}
+
+TEST_CASE("freed blocks are reused by size class, and tensors in use plus cached blocks stay within the peak in use", "[unit][memory]") {
+  // Batches of varying length, as length bucketing makes them: 200 sizes from 1 to 3 MB.
+  const size_t floor = size_t{64} << 20;
+  for (int64_t rows = 1000; rows < 3000; rows += 10) {
+    const Tensor a({rows, 256});
+    const Tensor b({rows, 512});
+  }
+  CHECK(memory_in_use() + memory_cached() <= std::max(memory_peak(), memory_in_use() + floor));
+  CHECK(memory_cached() > 0);
+  // A block comes back for any request of its class: 1,000 and 1,010 rows of 256 floats share
+  // one (1,024,000 and 1,034,240 bytes; classes of 64 KiB between 1 and 2 MiB).
+  const size_t cached = memory_cached();
+  {
+    const Tensor c({1010, 256});
+    CHECK(memory_cached() < cached);   // taken from the cache, not mapped afresh
+  }
 }
 
 TEST_CASE("a tensor past the budget is refused before it is allocated, naming it and its purpose",

@@ -14,6 +14,7 @@ namespace attn {
 namespace {
 
 std::atomic<size_t> g_in_use{0};
+std::atomic<size_t> g_peak{0};
 std::atomic<size_t> g_budget_override{0};
 thread_local const MemoryScope* t_scope = nullptr;
 
@@ -60,6 +61,7 @@ size_t memory_budget() {
 }
 void set_memory_budget(size_t bytes) { g_budget_override.store(bytes); }
 size_t memory_in_use() { return g_in_use.load(); }
+size_t memory_peak() { return g_peak.load(std::memory_order_relaxed); }
 
 std::string format_bytes(double bytes) {
   const char* units[] = {"bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
@@ -79,6 +81,9 @@ bool try_reserve_memory(size_t bytes) {
   do {
     if (bytes > budget || held > budget - bytes) return false;
   } while (!g_in_use.compare_exchange_weak(held, held + bytes));
+  size_t peak = g_peak.load(std::memory_order_relaxed);
+  while (held + bytes > peak && !g_peak.compare_exchange_weak(peak, held + bytes, std::memory_order_relaxed)) {
+  }
   return true;
 }
 

@@ -34,6 +34,8 @@ class MemoryError : public Error {
 size_t memory_budget();                 // bytes
 void set_memory_budget(size_t bytes);   // for tests; 0 restores the default
 size_t memory_in_use();                 // bytes of live tensor storage
+size_t memory_peak();                   // the most memory_in_use has been
+size_t memory_cached();                 // bytes of freed tensor blocks kept for reuse (tensor.cpp)
 
 // Counts `bytes` against the budget: false, counting nothing, when they do not fit. Tensor storage
 // calls these, then throw_out_of_memory with a description of what it was making (built only then).
