@@ -7,8 +7,12 @@
 // Config T-small: vocabulary 8000 (source and target), d_model 256, 4 heads, d_ff 1024, 3+3
 // layers, dropout 0.1, label smoothing 0.1, tied output (the library's defaults otherwise).
 // Prints one key=value line (perf_util.hpp) with the sgemm-bound limit of the model's products.
+// --adapt 1: the thread governor of the tools' default (core/thread_governor.hpp) runs after
+// every step; experiments/perf/busy measures it beside a CPU-bound neighbour. --running N: N of
+// the --threads parts' threads run (what the governor does beside a neighbour).
 #include <cmath>
 
+#include "attn/core/thread_governor.hpp"
 #include "attn/decode/decode.hpp"
 #include "attn/models/transformer.hpp"
 #include "attn/optim/adam.hpp"
@@ -74,10 +78,12 @@ int64_t count_params(models::Transformer& model) {
 
 int main(int argc, char** argv) {
   const perf::Args args(argc, argv,
-                        {{"mode", "train"}, {"threads", "1"}, {"limit", "1"}, {"steps", "5"}, {"warmup", "2"}, {"batch", "64"},
+                        {{"mode", "train"}, {"threads", "1"}, {"adapt", "0"}, {"running", "0"}, {"limit", "1"}, {"steps", "5"}, {"warmup", "2"}, {"batch", "64"},
                          {"length", "24"}, {"new-tokens", "24"}, {"vocab", "8000"}, {"d-model", "256"},
                          {"heads", "4"}, {"d-ff", "1024"}, {"layers", "3"}});
   set_num_threads(static_cast<int>(args.integer("threads")));
+  set_thread_adaptation(args.integer("adapt") != 0);   // the tools' default: fewer threads beside busy neighbours
+  if (args.integer("running") > 0) set_running_threads(static_cast<int>(args.integer("running")));   // as the governor
   const std::string mode = args.str("mode");
   const int64_t B = args.integer("batch"), L = args.integer("length"), new_tokens = args.integer("new-tokens");
   models::TransformerConfig c;
@@ -102,6 +108,7 @@ int main(int argc, char** argv) {
       zero_grads(plist);
       tokens = model.train_step(batch, dropout).tokens;
       adam.step(plist, ++t);
+      adapt_threads();
     };
     const perf::Times times = perf::time_reps(args.integer("warmup"), args.integer("steps"), step);
     flops::reset();

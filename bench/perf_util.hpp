@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <numeric>
 #include <string>
 #include <vector>
 
@@ -145,11 +146,11 @@ inline void print_result(const char* mode, double tokens, const Times& t, int64_
   std::printf(
       "impl=attnlab mode=%s threads=%d tokens_per_s=%.1f median_s=%.4f min_s=%.4f max_s=%.4f cpu_tokens_per_s=%.1f "
       "params=%lld tokens=%.0f gflop_per_token=%.5f counted_per_listed=%.3f sgemm_gflops=%.1f "
-      "limit_tokens_per_s=%.1f of_limit=%.3f\n",
+      "limit_tokens_per_s=%.1f of_limit=%.3f mean_tokens_per_s=%.1f\n",
       mode, attn::num_threads(), tokens / med, med, times.front(), times.back(), tokens / median(t.cpu),
       static_cast<long long>(params),
       tokens, 1e-9 * listed / tokens, counted_flop / listed, 1e-9 * listed / limit_s, tokens / limit_s,
-      limit_s / med);
+      limit_s / med, tokens * static_cast<double>(times.size()) / std::accumulate(times.begin(), times.end(), 0.0));
   std::fflush(stdout);
 }
 

@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "attn/core/thread_governor.hpp"
 #include "attn/core/threading.hpp"
 #include "attn/dist/world.hpp"
 #include "attn/io/hdf5_file.hpp"
@@ -211,7 +212,11 @@ Options& Options::seed(int64_t default_seed) {
 Options& Options::threads() {
   own_.add_options()("threads", po::value<int64_t>()->value_name("N")->default_value(0)
                                     ->notifier(in_range<int64_t>("threads", 0, 1024)),
-                     "threads for OpenMP loops and BLAS (0: OMP_NUM_THREADS, else all cores)");
+                     "threads for OpenMP loops and BLAS (0: OMP_NUM_THREADS, else all cores); fewer while "
+                     "other processes keep cores busy, unless --fixed-threads");
+  own_.add_options()("fixed-threads", po::bool_switch(),
+                     "keep the thread count even when other processes keep the cores busy (by default it "
+                     "drops to the cores left free, checked every second; the results are the same bits)");
   return *this;
 }
 
@@ -312,6 +317,7 @@ bool Options::parse(int argc, char** argv) {
   quiet_ = vm_["quiet"].as<bool>();
   if (has("threads") && get<int64_t>("threads") > 0)
     set_num_threads(static_cast<int>(get<int64_t>("threads")));
+  if (has("threads")) set_thread_adaptation(!get<bool>("fixed-threads"));
   if (!quiet_ && echo_ && dist::world().is_root()) echo(std::cerr);   // once per job
   return true;
 }

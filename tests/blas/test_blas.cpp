@@ -61,6 +61,27 @@ TEST_CASE("blas: products split over threads match the naive loops", "[unit][bla
   set_num_threads(before);
 }
 
+TEST_CASE("blas: the running thread count changes no bit of a split product", "[unit][blas][threads]") {
+  // 64 x 64 x 450 is one where OpenBLAS (SkylakeX) sums a 32-row half in another order than the
+  // whole product: with the split tied to the running threads, 1 and 2 threads gave other bits.
+  const int before = num_parts();
+  set_num_threads(2);
+  Rng rng(9);
+  struct Shape { int64_t M, N, K, batch; };
+  for (const Shape& s : {Shape{64, 64, 450, 1}, Shape{64, 64, 470, 3}, Shape{300, 120, 120, 3}}) {
+    CAPTURE(s.M, s.N, s.K, s.batch);
+    Tensor A = randn({s.batch, s.M * s.K}, rng), B = randn({s.batch, s.K * s.N}, rng);
+    Tensor C2 = randn({s.batch, s.M * s.N}, rng), C1 = C2.clone();
+    for (Tensor* C : {&C2, &C1}) {
+      set_running_threads(C == &C2 ? 2 : 1);
+      blas::gemm_strided_batched(Trans::T, Trans::N, s.M, s.N, s.K, 1.0f, A.data(), s.M, s.M * s.K, B.data(), s.N,
+                                 s.K * s.N, 1.0f, C->data(), s.N, s.M * s.N, s.batch);
+    }
+    CHECK_THAT(C1, test::close_to(C2, 0));
+  }
+  set_num_threads(before);
+}
+
 TEST_CASE("blas: every product feeds the multiply-add counter", "[unit][blas]") {
   Tensor A({4, 3}), B({3, 5}), C({4, 5});
   flops::reset();

@@ -50,9 +50,13 @@ void sgemm_one_thread(Trans ta, Trans tb, int64_t M, int64_t N, int64_t K, float
   if (threads > 1) omp_set_num_threads(threads);
 }
 
-// Threads available to a call made here: 1 inside a parallel region, where OpenBLAS also runs
-// on the calling thread only.
-int free_threads() { return omp_in_parallel() ? 1 : omp_get_max_threads(); }
+// Parts a call made here divides its work into: one inside a parallel region, where OpenBLAS
+// also runs on the calling thread only. The parts, not the threads running them, fix the shapes
+// of the sgemm calls and so the bits (threading.hpp: num_parts).
+int parts_here() { return in_parallel_region() ? 1 : num_parts(); }
+
+// Threads for a loop over `parts` parts.
+int threads_for(int parts) { return std::min(parts, num_threads()); }
 
 // [begin, end) of part `part` of `n` split into `parts` aligned pieces (some may be empty).
 std::pair<int64_t, int64_t> piece(int64_t n, int part, int parts) {
@@ -66,23 +70,22 @@ void gemm(Trans ta, Trans tb, int64_t M, int64_t N, int64_t K, float alpha, cons
           int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
   if (M == 0 || N == 0) return;
   flops::add(M * N * K);
-  const int threads = free_threads();
-  if (threads == 1 || M * N * K < kMinSplit) {
+  const int parts = parts_here();
+  if (parts == 1 || M * N * K < kMinSplit) {
     sgemm_one_thread(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
     return;
   }
-  // Rows of C (of op(A)) while each thread gets a full register block of them, else columns.
-  const bool by_rows = M >= 2 * kSplitAlign * threads || M >= N;
-#pragma omp parallel num_threads(threads)
-  {
-    const int t = omp_get_thread_num();
+  // Rows of C (of op(A)) while each part gets a full register block of them, else columns.
+  const bool by_rows = M >= 2 * kSplitAlign * parts || M >= N;
+#pragma omp parallel for schedule(static) num_threads(threads_for(parts))
+  for (int t = 0; t < parts; ++t) {
     if (by_rows) {
-      const auto [m0, m1] = piece(M, t, threads);
+      const auto [m0, m1] = piece(M, t, parts);
       if (m1 > m0)
         sgemm(ta, tb, m1 - m0, N, K, alpha, ta == Trans::T ? A + m0 : A + m0 * lda, lda, B, ldb,
               beta, C + m0 * ldc, ldc);
     } else {
-      const auto [n0, n1] = piece(N, t, threads);
+      const auto [n0, n1] = piece(N, t, parts);
       if (n1 > n0)
         sgemm(ta, tb, M, n1 - n0, K, alpha, A, lda, tb == Trans::T ? B + n0 * ldb : B + n0, ldb,
               beta, C + n0, ldc);
@@ -96,9 +99,9 @@ void gemm_strided_batched(Trans ta, Trans tb, int64_t M, int64_t N, int64_t K, f
                           int64_t strideC, int64_t batch) {
   if (M == 0 || N == 0 || batch == 0) return;
   const int64_t item = M * N * K;
-  const int threads = free_threads();
-  const bool spread = threads > 1 && batch > 1 && batch * item >= kMinSpread &&
-                      (item < kSpreadAny || tasks_balance(batch, threads));
+  const int parts = parts_here();
+  const bool spread = parts > 1 && batch > 1 && batch * item >= kMinSpread &&
+                      (item < kSpreadAny || tasks_balance(batch, parts));
   if (!spread) {   // each product on its own, split over the threads when it is large enough
     for (int64_t b = 0; b < batch; ++b)
       gemm(ta, tb, M, N, K, alpha, A + b * strideA, lda, B + b * strideB, ldb, beta, C + b * strideC,
@@ -106,7 +109,7 @@ void gemm_strided_batched(Trans ta, Trans tb, int64_t M, int64_t N, int64_t K, f
     return;
   }
   flops::add(batch * item);
-#pragma omp parallel for schedule(static) num_threads(threads)
+#pragma omp parallel for schedule(static) num_threads(threads_for(parts))
   for (int64_t b = 0; b < batch; ++b)
     sgemm(ta, tb, M, N, K, alpha, A + b * strideA, lda, B + b * strideB, ldb, beta, C + b * strideC,
           ldc);

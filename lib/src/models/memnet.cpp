@@ -321,8 +321,8 @@ constexpr int64_t kParallelMinWork = int64_t{1} << 22;
 // The threads a loop over `work` multiply-adds gets: one inside a parallel region or below
 // kParallelMinWork, else all of them.
 int threads_for(int64_t work) {
-  if (omp_in_parallel() || work < kParallelMinWork) return 1;
-  return omp_get_max_threads();
+  if (in_parallel_region() || work < kParallelMinWork) return 1;
+  return num_parts();
 }
 
 std::string id_range(int64_t V) { return " is outside [0, V = " + std::to_string(V) + ")"; }

@@ -31,6 +31,7 @@
 #include "attn/blas/blas.hpp"
 #include "attn/core/flops.hpp"
 #include "attn/core/row_blocks.hpp"
+#include "attn/core/threading.hpp"
 #include "attn/ops/activation.hpp"
 #include "attn/ops/addressing.hpp"
 #include "attn/ops/softmax.hpp"
@@ -254,7 +255,7 @@ void lstm_row_backward(int64_t H, const float* g, const float* c, const float* c
 // with a barrier each, which costs most when the machine is busy).
 template <class Steps>
 void over_row_blocks(const std::vector<int64_t>& cost, const Steps& steps) {
-  attn::over_row_blocks(cost, omp_in_parallel() ? 1 : omp_get_max_threads(), steps);
+  attn::over_row_blocks(cost, in_parallel_region() ? 1 : num_parts(), steps);
 }
 
 // Each row's share of a time loop's work, for over_row_blocks: T controller steps, and the

@@ -110,7 +110,7 @@ Tensor forward_materialised(const Tensor& q, const Tensor& k, const Tensor& v, f
   const int64_t BH = d.B * d.H;
   P = Tensor::uninitialized({d.B, d.H, d.T, d.S});   // both products below run with beta = 0
   Tensor out = Tensor::uninitialized({d.B, d.H, d.T, d.Dv});
-  if (!tasks_balance(BH, num_threads())) {
+  if (!tasks_balance(BH, num_parts())) {
     // scores[bh] = scale * q[bh] k[bh]^T : [T, S]
     blas::gemm_strided_batched(Trans::N, Trans::T, d.T, d.S, d.Dk, scale, q.data(), d.Dk, d.T * d.Dk,
                                k.data(), d.Dk, d.S * d.Dk, 0.0f, P.data(), d.S, d.T * d.S, BH);

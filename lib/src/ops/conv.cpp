@@ -187,8 +187,8 @@ void col2im(const ConvGeometry& g, const float* dcol, int64_t p0, int64_t p1, fl
 // their own thread; with fewer tasks than threads the tasks run in turn and each GEMM gets all
 // the threads. Either way every output element sees the same arithmetic.
 bool spread_over_threads(int64_t tasks) {
-  const int threads = num_threads();
-  return threads > 1 && tasks >= threads;
+  const int parts = num_parts();   // not the running threads: the choice changes the GEMMs' shapes
+  return parts > 1 && tasks >= parts;
 }
 
 Tensor conv_forward(const std::string& op, const Tensor& x, const Tensor& W, const Tensor& b,

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "attn/core/error.hpp"
+#include "attn/core/thread_governor.hpp"
 #include "attn/data/batching.hpp"
 #include "attn/data/tokenizer.hpp"
 #include "attn/metrics/bleu.hpp"
@@ -152,6 +153,7 @@ CaptionScores evaluate_captioner(const models::Captioner& model, const data::Cap
   const int64_t L = g.locations(), H = model.config().height, W = model.config().width;
   CaptionScores scores;
   for (const std::vector<int64_t>& index : split_batches(split.lengths(), 0, batch_size)) {
+    adapt_threads();
     const models::CaptionBatch batch = gather_caption_batch(split, index);
     Tensor alpha;
     scores.stats += to_stats(model.evaluate(batch, split.has_boxes() ? &alpha : nullptr));

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "attn/core/error.hpp"
+#include "attn/core/thread_governor.hpp"
 #include "attn/data/splits.hpp"
 #include "attn/ops/softmax.hpp"
 #include "attn/train/model_file.hpp"
@@ -167,8 +168,10 @@ BatchStats evaluate_classifier(const models::TransformerClassifier& model, const
                                int64_t batch_size) {
   const TransformerArch arch = model.config().body.arch;
   BatchStats total;
-  for (const auto& index : split_batches(classifier_lengths(arch, split), 0, batch_size))
+  for (const auto& index : split_batches(classifier_lengths(arch, split), 0, batch_size)) {
+    adapt_threads();
     total += to_stats(model.evaluate(batch_of(arch, split, index)), 0.0f);
+  }
   return total;
 }
 

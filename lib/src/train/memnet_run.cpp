@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "attn/core/error.hpp"
+#include "attn/core/thread_governor.hpp"
 #include "attn/train/split_run.hpp"
 #include "attn/train/model_file.hpp"
 
@@ -160,6 +161,7 @@ double MemnetScores::task_accuracy(int task) const {
 MemnetScores evaluate_memnet(const models::MemN2N& model, const data::QaSplit& split, int64_t batch_size) {
   MemnetScores scores;
   for (const auto& index : split_batches(story_lengths(split), 0, batch_size)) {
+    adapt_threads();
     const models::MemN2NResult r = model.evaluate(split.gather(index));
     scores.stats += to_stats(r.stats);
     count_tasks(scores, split, index, r.predictions);

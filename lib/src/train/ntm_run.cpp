@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "attn/core/error.hpp"
+#include "attn/core/thread_governor.hpp"
 #include "attn/train/split_run.hpp"
 
 namespace attn::train {
@@ -136,8 +137,10 @@ NtmFile load_ntm(const std::string& path) { return load_model<models::Ntm>(io::F
 
 BatchStats evaluate_ntm(const models::Ntm& model, const data::SequenceSplit& split, int64_t batch_size) {
   BatchStats total;
-  for (const auto& index : split_batches(input_lengths(split), 0, batch_size))
+  for (const auto& index : split_batches(input_lengths(split), 0, batch_size)) {
+    adapt_threads();
     total += to_stats(model.evaluate(split.gather(index)));
+  }
   return total;
 }
 

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "attn/core/error.hpp"
+#include "attn/core/thread_governor.hpp"
 #include "attn/data/batching.hpp"
 
 namespace attn::train {
@@ -64,6 +65,7 @@ NamedTensors run_split(int64_t n, const std::vector<std::vector<int64_t>>& batch
   };
   std::vector<std::pair<std::string, std::vector<Part>>> parts;   // per name, in first-seen order
   for (const auto& index : batches) {
+    adapt_threads();
     for (auto& [name, t] : run(index)) {
       check_tensor(t, t.shape(), "run_split: output '" + name + "'");   // float32
       if (t.rank() < 1 || t.dim(0) != static_cast<int64_t>(index.size()))

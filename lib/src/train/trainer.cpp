@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "attn/core/error.hpp"
+#include "attn/core/thread_governor.hpp"
 #include "attn/data/batching.hpp"
 #include "attn/dist/world.hpp"
 #include "attn/io/checkpoint.hpp"
@@ -247,7 +248,10 @@ int64_t batches_per_epoch(const TrainTask& task, const TrainConfig& config) {
 BatchStats evaluate(const std::function<BatchStats(std::span<const int64_t>)>& run_batch,
                     std::span<const int32_t> lengths, int64_t max_tokens, int64_t batch_size) {
   BatchStats total;
-  for (const auto& batch : split_batches(lengths, max_tokens, batch_size)) total += run_batch(batch);
+  for (const auto& batch : split_batches(lengths, max_tokens, batch_size)) {
+    adapt_threads();
+    total += run_batch(batch);
+  }
   return total;
 }
 
@@ -306,6 +310,7 @@ TrainResult fit(const TrainTask& task, const TrainConfig& config, const TrainCal
       const float lr = optim::lr_at(config.optimizer.schedule, task.schedule_step ? task.schedule_step(t) : t);
       opt->set_lr(lr);
       opt->step(task.params, t);
+      adapt_threads();   // the thread count for the next step (thread_governor.hpp)
       s.step = t;
       ++s.epoch_batch;
       s.epoch_train += stats;

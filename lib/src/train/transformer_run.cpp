@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "attn/core/error.hpp"
+#include "attn/core/thread_governor.hpp"
 #include "attn/data/batching.hpp"
 #include "attn/models/transformer_classifier.hpp"
 #include "attn/train/checkpoints.hpp"
@@ -112,6 +113,7 @@ EvalResult evaluate_transformer(const models::Transformer& model, const data::To
   const TransformerArch arch = model.config().arch;
   EvalResult out;
   for (const auto& index : split_batches(transformer_lengths(arch, split), max_tokens)) {
+    adapt_threads();
     if (arch == TransformerArch::mlm) {   // the masked tokens only: no sequence accuracy
       out.stats += to_stats(model.evaluate(models::mask_examples(mlm_batch(split, index), kValidMaskSeed, index,
                                                                  model.mask_token_id(), model.config().tgt_vocab)));

@@ -9,9 +9,24 @@ namespace attn {
 // OpenMP team costs more than the work (measured on the ops' benchmarks).
 inline constexpr int64_t kParallelMinElements = int64_t{1} << 15;
 
-// Sets the thread count for OpenMP loops and OpenBLAS together. n >= 1.
+// Sets the thread count for OpenMP loops and OpenBLAS together, and the number of parts parallel
+// work is divided into. n >= 1.
 void set_num_threads(int n);
+// The threads running now: the count set, or fewer while the thread governor
+// (thread_governor.hpp) leaves cores to other processes.
 int num_threads();
+// How many parts the library divides parallel work into (the blocks of a split GEMM, the row
+// blocks of a time loop, one task per thread or not): always the count set with set_num_threads
+// (or OpenMP's default), however many threads run them. A part's arithmetic depends on its shape
+// (OpenBLAS takes another kernel for a small product, with another order of additions), so the
+// parts, not the threads, decide the bits: a run gives the same bits at any running count.
+int num_parts();
+// Runs n threads (1 <= n <= num_parts()) without changing how work is divided: the governor's
+// lever, and a test's.
+void set_running_threads(int n);
+// Inside one of the library's parallel regions (active or not): work there runs on the calling
+// thread as one part.
+bool in_parallel_region();
 
 // For a layer above core that keeps a thread setting of its own: set_num_threads(n) calls every
 // registered hook with n, after setting OpenMP's, in the order they were registered. The BLAS
