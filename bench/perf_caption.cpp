@@ -167,8 +167,8 @@ struct ConvShape {
 std::vector<ConvShape> conv_shapes(const models::CaptionerConfig& c, int64_t B) {
   std::vector<ConvShape> out;
   int64_t C = c.channels, H = c.height, W = c.width;
-  for (const models::EncoderLayer& l : models::parse_encoder(c.encoder)) {
-    if (l.kind == models::EncoderLayer::conv) {
+  for (const models::ConvEncoderLayer& l : models::parse_encoder(c.encoder)) {
+    if (l.kind == models::ConvEncoderLayer::conv) {
       out.push_back({B, C, H, W, l.channels, l.size});
       C = l.channels;
     } else {
@@ -295,8 +295,8 @@ void time_parts(models::Captioner& model, const models::CaptionBatch& batch, int
   double rest = 0.0;
   int64_t k = 0;
   std::vector<Tensor> pre_pool;   // the encoder's tensors, for its other ops
-  for (const models::EncoderLayer& l : models::parse_encoder(c.encoder)) {
-    if (l.kind == models::EncoderLayer::pool) {
+  for (const models::ConvEncoderLayer& l : models::parse_encoder(c.encoder)) {
+    if (l.kind == models::ConvEncoderLayer::pool) {
       ops::MaxPoolCache pc;
       Tensor y = ops::max_pool2d_forward(x, {.kernel = l.size}, &pc);
       const Tensor dy = rand_uniform(y.shape(), rng, -1.0f, 1.0f);

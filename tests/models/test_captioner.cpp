@@ -102,9 +102,9 @@ void check_model_gradients(const models::CaptionerConfig& config, uint64_t seed)
 }  // namespace
 
 TEST_CASE("captioner config: encoder list, validation and attributes", "[unit][captioner]") {
-  using models::EncoderLayer;
+  using models::ConvEncoderLayer;
   CHECK(models::parse_encoder("conv32x3,pool2,conv64x5") ==
-        std::vector<EncoderLayer>{{EncoderLayer::conv, 32, 3}, {EncoderLayer::pool, 0, 2}, {EncoderLayer::conv, 64, 5}});
+        std::vector<ConvEncoderLayer>{{ConvEncoderLayer::conv, 32, 3}, {ConvEncoderLayer::pool, 0, 2}, {ConvEncoderLayer::conv, 64, 5}});
   for (const char* bad : {"", "conv32", "convx3", "pool", "pool0", "conv32x3,,pool2", "relu", "conv32x3 "})
     REQUIRE_THROWS_WITH(models::parse_encoder(bad), Catch::Contains("is not convKxS"));
 

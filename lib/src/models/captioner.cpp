@@ -143,8 +143,8 @@ Captioner::Captioner(const CaptionerConfig& config, Rng& rng) : config_(config) 
   const CaptionerConfig& c = config_;
   layers_ = parse_encoder(c.encoder);
   int64_t in = c.channels;
-  for (const EncoderLayer& layer : layers_) {
-    if (layer.kind != EncoderLayer::conv) continue;
+  for (const ConvEncoderLayer& layer : layers_) {
+    if (layer.kind != ConvEncoderLayer::conv) continue;
     // He et al. 2015 uniform (ReLU follows): U(+-sqrt(6 / fan_in)); biases 0.
     const int64_t fan_in = in * layer.size * layer.size;
     const float bound = std::sqrt(6.0f / static_cast<float>(fan_in));
@@ -220,9 +220,9 @@ Tensor Captioner::encode(const Tensor& images, bool training, Run* run) const {
   if (run != nullptr) run->layers.assign(layers_.size(), {});
   size_t conv = 0;
   for (size_t k = 0; k < layers_.size(); ++k) {
-    const EncoderLayer& layer = layers_[k];
+    const ConvEncoderLayer& layer = layers_[k];
     Run::Layer* lc = run ? &run->layers[k] : nullptr;
-    if (layer.kind == EncoderLayer::conv) {
+    if (layer.kind == ConvEncoderLayer::conv) {
       const Conv& p = convs_[conv++];
       x = ops::conv2d_forward(x, p.W.value, p.b.value, {.padding = layer.size / 2}, lc ? &lc->conv : nullptr);
       if (config_.batch_norm)
@@ -246,7 +246,7 @@ void Captioner::encode_backward(Tensor dannotations, Run& run) {
   size_t conv = convs_.size();
   for (size_t k = layers_.size(); k-- > 0;) {
     Run::Layer& lc = run.layers[k];
-    if (layers_[k].kind == EncoderLayer::conv) {
+    if (layers_[k].kind == ConvEncoderLayer::conv) {
       Conv& p = convs_[--conv];
       dx = ops::relu_backward(dx, lc.relu);
       if (config_.batch_norm) dx = ops::batch_norm2d_backward(dx, p.gamma.value, lc.bn, p.gamma.grad, p.beta.grad);
@@ -431,7 +431,7 @@ CaptionStats Captioner::train_step(const CaptionBatch& batch, Rng& rng) {
   encode_backward(dA, run);
   if (c.batch_norm)
     for (size_t k = 0, conv = 0; k < layers_.size(); ++k)
-      if (layers_[k].kind == EncoderLayer::conv) {
+      if (layers_[k].kind == ConvEncoderLayer::conv) {
         Conv& p = convs_[conv++];
         ops::update_running_stats(run.layers[k].stats, kBatchNormMomentum, p.running_mean, p.running_var);
       }

@@ -28,20 +28,20 @@ int64_t positive_number(const std::string& text) {
 
 }  // namespace
 
-std::vector<EncoderLayer> parse_encoder(const std::string& spec) {
-  std::vector<EncoderLayer> layers;
+std::vector<ConvEncoderLayer> parse_encoder(const std::string& spec) {
+  std::vector<ConvEncoderLayer> layers;
   size_t begin = 0;
   while (begin <= spec.size()) {
     const size_t end = std::min(spec.find(',', begin), spec.size());
     const std::string item = spec.substr(begin, end - begin);
-    EncoderLayer layer;
+    ConvEncoderLayer layer;
     const size_t x = item.find('x');
     if (item.rfind("conv", 0) == 0 && x != std::string::npos) {
-      layer = {EncoderLayer::conv, positive_number(item.substr(4, x - 4)), positive_number(item.substr(x + 1))};
+      layer = {ConvEncoderLayer::conv, positive_number(item.substr(4, x - 4)), positive_number(item.substr(x + 1))};
     } else if (item.rfind("pool", 0) == 0) {
-      layer = {EncoderLayer::pool, 0, positive_number(item.substr(4))};
+      layer = {ConvEncoderLayer::pool, 0, positive_number(item.substr(4))};
     }
-    const bool ok = layer.size >= 1 && (layer.kind == EncoderLayer::pool || layer.channels >= 1);
+    const bool ok = layer.size >= 1 && (layer.kind == ConvEncoderLayer::pool || layer.channels >= 1);
     if (!ok)
       throw ConfigError("encoder item '" + item + "' of '" + spec +
                         "' is not convKxS (K output channels, an S x S kernel, e.g. conv32x3) nor poolP (P x P max "
@@ -63,8 +63,8 @@ const char* caption_attention_name(CaptionAttention attention) {
 
 CaptionerConfig::Grid CaptionerConfig::grid() const {
   Grid g{channels, height, width};
-  for (const EncoderLayer& layer : parse_encoder(encoder)) {
-    if (layer.kind == EncoderLayer::conv) {
+  for (const ConvEncoderLayer& layer : parse_encoder(encoder)) {
+    if (layer.kind == ConvEncoderLayer::conv) {
       g.D = layer.channels;
       g.h = g.h + 2 * (layer.size / 2) - layer.size + 1;
       g.w = g.w + 2 * (layer.size / 2) - layer.size + 1;

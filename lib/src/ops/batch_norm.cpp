@@ -23,7 +23,8 @@ Tensor batch_norm2d_forward(const Tensor& x, const Tensor& gamma, const Tensor& 
                             const Tensor& running_var, bool training, float eps, BatchNormCache* cache,
                             BatchStatistics* stats) {
   check_tensor(x, {kAny, kAny, kAny, kAny}, "batch_norm2d: x [B, C, H, W]");
-  const auto [B, C, P] = dims_of(x);
+  const Dims d = dims_of(x);   // not a structured binding: clang 14 cannot share one with OpenMP
+  const int64_t B = d.B, C = d.C, P = d.P;
   for (const auto* t : {&gamma, &beta, &running_mean, &running_var})
     check_tensor(*t, {C}, "batch_norm2d: gamma, beta and the running statistics [C]");
   if (!(eps > 0)) throw ConfigError("batch_norm2d: eps must be > 0, got " + std::to_string(eps));
@@ -70,7 +71,8 @@ Tensor batch_norm2d_forward(const Tensor& x, const Tensor& gamma, const Tensor& 
 Tensor batch_norm2d_backward(const Tensor& dy, const Tensor& gamma, const BatchNormCache& cache, Tensor& dgamma,
                              Tensor& dbeta) {
   check_tensor(dy, cache.x_hat.shape(), "batch_norm2d_backward: dy");
-  const auto [B, C, P] = dims_of(dy);
+  const Dims d = dims_of(dy);
+  const int64_t B = d.B, C = d.C, P = d.P;
   const double n = static_cast<double>(B * P);
   Tensor dx = Tensor::uninitialized(dy.shape());
   const float* dY = dy.data();

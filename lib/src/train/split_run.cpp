@@ -66,7 +66,9 @@ NamedTensors run_split(int64_t n, const std::vector<std::vector<int64_t>>& batch
   std::vector<std::pair<std::string, std::vector<Part>>> parts;   // per name, in first-seen order
   for (const auto& index : batches) {
     adapt_threads();
-    for (auto& [name, t] : run(index)) {
+    for (auto& named : run(index)) {
+      const std::string& name = named.first;   // not a structured binding: clang 14 cannot capture one
+      Tensor& t = named.second;
       check_tensor(t, t.shape(), "run_split: output '" + name + "'");   // float32
       if (t.rank() < 1 || t.dim(0) != static_cast<int64_t>(index.size()))
         throw ShapeError("run_split: output '" + name + "' has shape " + to_string(t.shape()) + ", expected [" +

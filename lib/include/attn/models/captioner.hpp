@@ -58,16 +58,16 @@
 
 namespace attn::models {
 
-// One layer of the encoder list.
-struct EncoderLayer {
+// One layer of the encoder list (not models::EncoderLayer, the Transformer's).
+struct ConvEncoderLayer {
   enum Kind : uint8_t { conv, pool } kind = conv;
   int64_t channels = 0;   // conv: output channels K
   int64_t size = 0;       // conv: kernel k; pool: window P (= stride)
-  bool operator==(const EncoderLayer&) const = default;
+  bool operator==(const ConvEncoderLayer&) const = default;
 };
 // "conv32x3,pool2,conv64x3,pool2" -> the layers; anything else throws ConfigError saying which
 // item is wrong and what the items look like.
-std::vector<EncoderLayer> parse_encoder(const std::string& spec);
+std::vector<ConvEncoderLayer> parse_encoder(const std::string& spec);
 
 // What the decoder attends over.
 enum class CaptionAttention : uint8_t {
@@ -213,7 +213,7 @@ class Captioner {
   void check_images(const Tensor& images, const std::string& label) const;
 
   CaptionerConfig config_;
-  std::vector<EncoderLayer> layers_;
+  std::vector<ConvEncoderLayer> layers_;
   std::vector<Conv> convs_;
   nn::Linear init_h_, init_c_;
   nn::Embedding embed_;
