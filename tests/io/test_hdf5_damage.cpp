@@ -28,7 +28,9 @@ Tensor ramp(const Shape& shape, DType dtype = DType::f32) {
 }
 
 // A small file with one of each way attnlab stores things: a dataset in its object header, one in
-// checksummed chunks, one compressed, uint8 storage, an empty one, strings, attributes of each type.
+// checksummed chunks, one compressed, uint8 storage, an empty one, strings, attributes of each type,
+// and a group of more than 8 links and one of more than 8 attributes (HDF5's default would move
+// those into a fractal heap without checksums, where tests/fuzz crashed libhdf5).
 void write_sample(const std::string& path) {
   io::File f = io::File::create(path);
   io::write_file_info(f, {.format = "attnlab/model", .kind = "toy", .created_by = "test", .command = "test"});
@@ -42,6 +44,10 @@ void write_sample(const std::string& path) {
   f.set_attr("/config", "layers", int64_t{3});
   f.set_attr("/config", "lr", 1e-3);
   f.set_attr("/config", "empty", "");
+  for (int k = 0; k < 10; ++k) {
+    f.write("/params/many/w" + std::to_string(k), ramp({2, 2}));
+    f.set_attr("/config", "option" + std::to_string(k), int64_t{k});
+  }
   f.commit();
 }
 

@@ -41,6 +41,16 @@ void quiet_hdf5() {
   (void)done;
 }
 
+H5Id compact_creation(hid_t plist_class) {
+  H5Id plist(H5Pcreate(plist_class), H5Pclose);
+  // Up to 65535 links or attributes in the header (HDF5's limit for compact storage); the
+  // object header grows by continuation chunks, each checksummed.
+  constexpr unsigned kMost = 65535;
+  if (plist_class != H5P_DATASET_CREATE) H5Pset_link_phase_change(plist.get(), kMost, kMost);
+  H5Pset_attr_phase_change(plist.get(), kMost, kMost);
+  return plist;
+}
+
 std::string with_detail() {
   const std::string d = hdf5_detail();
   if (d.empty()) return {};

@@ -102,6 +102,13 @@ H5Id vlen_utf8_type();
 // writes every string: its bytes stay in checksummed storage, not in the global heap.
 H5Id fixed_utf8_type(size_t bytes);
 
+// A creation property list of `plist_class` (H5P_FILE_CREATE, H5P_GROUP_CREATE,
+// H5P_DATASET_CREATE) that keeps links and attributes in the object header, under its checksum.
+// HDF5's default moves a group's links, and an object's attributes, past 8 of them into "dense"
+// storage: a fractal heap whose blocks carry no checksum, where tests/fuzz found a flipped byte
+// of a /config or /params group crashing libhdf5 (a free of a wild pointer reading link names).
+H5Id compact_creation(hid_t plist_class);
+
 // The `n` strings of `bytes` bytes each in `buffer`, cut at the first NUL (and trailing spaces
 // removed when `space_pad`).
 std::vector<std::string> split_fixed(const std::vector<char>& buffer, size_t n, size_t bytes, bool space_pad);

@@ -163,7 +163,7 @@ const std::string& File::display_name() const { return impl().label; }
 namespace {
 
 // Opens an HDF5 file image held in memory (read from stdin or a pipe) with the core driver.
-H5Id open_image(std::vector<char>& image, const std::string& label, const std::string& source) {
+H5Id open_hdf5_image(std::vector<char>& image, const std::string& label, const std::string& source) {
   if (image.empty())
     throw FormatError(label + ": " + source + " is empty, expected an HDF5 file image (did the "
                       "command writing into the pipe fail?)");
@@ -182,6 +182,14 @@ H5Id open_image(std::vector<char>& image, const std::string& label, const std::s
 
 }  // namespace
 
+File File::open_image(std::vector<char> image, const std::string& label) {
+  quiet_hdf5();
+  auto impl = std::make_unique<Impl>();
+  impl->path = impl->label = label;
+  impl->file = open_hdf5_image(image, label, "memory");
+  return File(std::move(impl));
+}
+
 File File::open_read(const std::string& path) {
   quiet_hdf5();
   auto impl = std::make_unique<Impl>();
@@ -189,7 +197,7 @@ File File::open_read(const std::string& path) {
   if (path == "-") {
     impl->label = "stdin";
     std::vector<char> image = read_all_stdin();
-    impl->file = open_image(image, impl->label, "standard input");
+    impl->file = open_hdf5_image(image, impl->label, "standard input");
     return File(std::move(impl));
   }
 
@@ -209,7 +217,7 @@ File File::open_read(const std::string& path) {
       throw;
     }
     ::close(fd);
-    impl->file = open_image(image, impl->label, "the pipe");
+    impl->file = open_hdf5_image(image, impl->label, "the pipe");
     return File(std::move(impl));
   }
   ::close(fd);
@@ -238,7 +246,7 @@ File File::create(const std::string& path) {
     H5Id fapl = memory_fapl();
     checksummed_formats(fapl.get());
     const std::string name = "attnlab-stdout-" + std::to_string(g_serial++);
-    impl->file = H5Id(H5Fcreate(name.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.get()), H5Fclose);
+    impl->file = H5Id(H5Fcreate(name.c_str(), H5F_ACC_TRUNC, detail::compact_creation(H5P_FILE_CREATE).get(), fapl.get()), H5Fclose);
     if (!impl->file.valid()) throw IoError("stdout: cannot create an in-memory HDF5 file" + with_detail());
     return File(std::move(impl));
   }
@@ -250,7 +258,7 @@ File File::create(const std::string& path) {
     H5Id fapl = memory_fapl();
     checksummed_formats(fapl.get());
     const std::string name = "attnlab-device-" + std::to_string(g_serial++);
-    impl->file = H5Id(H5Fcreate(name.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.get()), H5Fclose);
+    impl->file = H5Id(H5Fcreate(name.c_str(), H5F_ACC_TRUNC, detail::compact_creation(H5P_FILE_CREATE).get(), fapl.get()), H5Fclose);
     if (!impl->file.valid()) throw IoError(path + ": cannot create an in-memory HDF5 file" + with_detail());
     return File(std::move(impl));
   }
@@ -258,7 +266,7 @@ File File::create(const std::string& path) {
   const fs::path dir = fs::path(impl->temp->path()).parent_path();
   H5Id fapl = base_fapl();
   checksummed_formats(fapl.get());
-  impl->file = H5Id(H5Fcreate(impl->temp->path().c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.get()), H5Fclose);
+  impl->file = H5Id(H5Fcreate(impl->temp->path().c_str(), H5F_ACC_TRUNC, detail::compact_creation(H5P_FILE_CREATE).get(), fapl.get()), H5Fclose);
   if (!impl->file.valid())
     throw IoError(path + ": cannot create a file in folder '" + dir.string() + "'" + with_detail());
   return File(std::move(impl));

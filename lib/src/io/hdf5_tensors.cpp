@@ -60,7 +60,7 @@ struct RangeGuard {
 
 H5Id File::Impl::checked_layout(const Shape& shape, int64_t elem_bytes, bool compress,
                                 int64_t chunk_rows, const std::string& what) const {
-  H5Id dcpl(H5Pcreate(H5P_DATASET_CREATE), H5Pclose);
+  H5Id dcpl = detail::compact_creation(H5P_DATASET_CREATE);
   const int64_t n = numel(shape);
   if (n == 0) return dcpl;   // nothing stored: the shape is in the (checksummed) object header
   if (!compress && n * elem_bytes <= kCompactBytes) {

@@ -60,6 +60,8 @@ using AttrValue = std::variant<std::string, int64_t, double>;
 class File {
  public:
   static File open_read(const std::string& path);    // "-": HDF5 image from stdin (once)
+  // An HDF5 file image held in memory, checked as "-" and pipes are; `label` names it in messages.
+  static File open_image(std::vector<char> image, const std::string& label);
   static File create(const std::string& path);       // "-": image to stdout on commit()
   File(File&&) noexcept;
   File& operator=(File&&) noexcept;
