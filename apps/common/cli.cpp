@@ -37,6 +37,30 @@ std::string clipped(const std::string& message) {
   }
   return out;
 }
+
+namespace {
+
+// Boost keeps an error's substitutions protected; a pointer to the member, formed in a derived
+// class, reads them from any error_with_option_name.
+struct Substitutions : boost::program_options::error_with_option_name {
+  static auto member() { return &Substitutions::m_substitutions; }
+};
+
+}  // namespace
+
+std::string usage_message(boost::program_options::error& e) {
+  if (auto* named = dynamic_cast<boost::program_options::error_with_option_name*>(&e)) {
+    const auto values = named->*Substitutions::member();   // a copy: set_substitute changes the map
+    for (const auto& [key, value] : values) {
+      if (value.find('%') == std::string::npos) continue;
+      std::string safe;
+      for (const char c : value) safe += c == '%' ? std::string("\xef\xbc\x85") : std::string(1, c);   // U+FF05
+      named->set_substitute(key, safe);
+    }
+  }
+  return e.what();
+}
+
 namespace {
 
 void print_tool_help(std::ostream& os, const std::string& tool, const std::vector<Verb>& verbs) {
@@ -84,8 +108,8 @@ int run_verb(const std::string& tool, const Verb& verb, int argc, char** argv) {
   const std::string prefix = tool + " " + verb.name + ": ";
   try {
     return verb.run(argc, argv);
-  } catch (const boost::program_options::error& e) {
-    report(prefix, std::string(e.what()) + " (see '" + tool + " " + verb.name + " --help')");
+  } catch (boost::program_options::error& e) {
+    report(prefix, usage_message(e) + " (see '" + tool + " " + verb.name + " --help')");
     return kExitUsage;
   } catch (const ConfigError& e) {
     report(prefix, e.what());

@@ -10,6 +10,8 @@
 //   FormatError, ShapeError, DataError).
 // Verbs therefore never catch to print: they throw the library's typed errors and return 0.
 #pragma once
+#include <boost/program_options/errors.hpp>
+
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -46,6 +48,12 @@ class OutputError : public std::runtime_error {
 // `message` with every run of more than 200 non-space characters (a value the user gave)
 // shortened to its first 60 and its length: what every error message and echo prints.
 std::string clipped(const std::string& message);
+
+// The message of a Boost.ProgramOptions error. Boost 1.74 builds it by replacing placeholders
+// ("%value%") until none is left, so a value that holds its own placeholder (--n '3%value%',
+// found by tests/fuzz/fuzz_config) looped for ever: the values' % signs are shown as the
+// full-width ％ instead, which no placeholder matches.
+std::string usage_message(boost::program_options::error& e);
 
 // The closest verb to a mistyped one (edit distance at most 2), or "" when none is close.
 std::string closest_verb(const std::string& word, const std::vector<Verb>& verbs);

@@ -300,8 +300,8 @@ bool Options::parse(int argc, char** argv) {
     try {
       // Stored after the command line: po keeps the first value stored, so the command wins.
       po::store(po::parse_config_file(in, visible, /*allow_unregistered=*/false), vm_);
-    } catch (const po::error& e) {
-      throw ConfigError("--config " + path + ": " + e.what());
+    } catch (po::error& e) {
+      throw ConfigError("--config " + path + ": " + usage_message(e));
     }
   }
   po::notify(vm_);   // required options and the range checks

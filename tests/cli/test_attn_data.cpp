@@ -78,6 +78,15 @@ TEST_CASE("attn-data usage errors exit 2 and name the flag", "[cli][attn-data]")
   r = attn_data(dir, "priority-sort --out a.h5 --in-n 4 --out-n 5 --quiet");
   CHECK(r.code == 2);
   CHECK_THAT(r.err, Catch::Contains("--out-n must be <= --in-n (4), got 5"));
+  // A value holding Boost's own placeholder made its message loop for ever (tests/fuzz found it),
+  // on the command line and in a --config file alike.
+  r = attn_data(dir, "reverse --out a.h5 --n 3%value%");
+  CHECK(r.code == 2);
+  CHECK_THAT(r.err, Catch::Contains("--n") && Catch::Contains("3\xef\xbc\x85value\xef\xbc\x85"));
+  test::write_text(dir.file("p.ini"), "n = 3%value%\n");
+  r = attn_data(dir, "reverse --out a.h5 --config p.ini");
+  CHECK(r.code == 2);
+  CHECK_THAT(r.err, Catch::Contains("p.ini") && Catch::Contains("3\xef\xbc\x85value"));
   CHECK_FALSE(std::filesystem::exists(dir.file("a.h5")));
 }
 
