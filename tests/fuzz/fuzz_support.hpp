@@ -1,0 +1,29 @@
+// What every harness shares: the input as a file a reader can open by name, and the limits that
+// turn a runaway input into the library's own error instead of libFuzzer's out-of-memory report.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace attn::fuzz {
+
+// Once per process: a memory budget of 512 MiB (an input that asks for more is a MemoryError, as
+// it is for a user: the check under test), a 2 s deadline for the child that reads
+// variable-length strings, and no progress output.
+void init();
+
+// The bytes as a file: an in-memory file (memfd) behind /proc/self/fd/N, rewritten for every
+// input; `slot` keeps several such files apart (a pair of text files).
+std::string as_file(const uint8_t* data, size_t size, int slot = 0);
+
+// The first byte of an input chooses among `n` readers (the rest is the file): the fuzzer then
+// learns which reader a file's bytes reach. 0 when the input is empty.
+inline int choose(const uint8_t*& data, size_t& size, int n) {
+  if (size == 0) return 0;
+  const int k = data[0] % n;
+  ++data;
+  --size;
+  return k;
+}
+
+}  // namespace attn::fuzz

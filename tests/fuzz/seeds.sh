@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# Seed corpora for the harnesses of tests/fuzz, made by the project's own tools (the regular
+# build): small data sets, one-step models of every family, tool outputs, text, bAbI, IDX and
+# --config files. A harness whose first byte picks a reader gets that byte in front of each seed.
+# Usage: tests/fuzz/seeds.sh BUILD_DIR CORPUS_DIR [DATA_DIR]
+set -euo pipefail
+BIN=$(cd "$1" && pwd)/apps
+CORPUS=$2
+DATA=${3:-$(cd "$(dirname "$0")/../.." && pwd)/../shared/data}
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+mkdir -p "$CORPUS"/{hdf5_image,data_sets,model_files,outputs,text_importers,config}
+q=--quiet
+
+# seed HARNESS NAME SELECTOR FILE: FILE as a seed of HARNESS, behind the byte SELECTOR (- : none).
+seed() {
+  if [ "$3" = - ]; then cp "$4" "$CORPUS/$1/$2"; else { printf "\\x$(printf %02x "$3")"; cat "$4"; } >"$CORPUS/$1/$2"; fi
+}
+
+cd "$work"
+# Data sets, a few examples each.
+"$BIN/attn-data" reverse --n 12 --valid-n 4 --test-n 4 --out rev.h5 $q >/dev/null
+"$BIN/attn-data" copy --n 6 --valid-n 2 --test-n 2 --max-len 4 --out copy.h5 $q >/dev/null
+printf '%s\n' 'a man rides a horse .' 'two dogs play .' 'a girl reads a book .' 'people walk in a park .' \
+  'a cat sleeps .' 'the sun is up .' 'a boy eats .' 'the dog runs .' >en.txt
+printf '%s\n' 'ein mann reitet ein pferd .' 'zwei hunde spielen .' 'ein mädchen liest ein buch .' \
+  'leute gehen in einem park .' 'eine katze schläft .' 'die sonne ist auf .' 'ein junge isst .' \
+  'der hund rennt .' >de.txt
+"$BIN/attn-data" pairs --src-file de.txt --tgt-file en.txt --valid-n 2 --test-n 2 --out pairs.h5 $q >/dev/null
+"$BIN/attn-data" text --in en.txt --valid-n 1 --vocab-from pairs.h5 --out text.h5 $q >/dev/null
+"$BIN/attn-data" parallel --src-file de.txt --tgt-file en.txt --valid-n 1 --test-n 1 --out par.h5 $q 2>/dev/null ||
+  cp rev.h5 par.h5
+mkdir -p babi/en
+if [ -d "$DATA/babi/en" ]; then
+  for f in "$DATA"/babi/en/qa1_*; do head -n 40 "$f" >"babi/en/$(basename "$f")"; done
+  "$BIN/attn-data" babi --task 1 --data-dir babi --out qa.h5 $q >/dev/null
+  seed data_sets qa 2 qa.h5
+  seed text_importers babi 2 "babi/en/$(ls babi/en | head -n 1)"
+fi
+if [ -f "$DATA/mnist/t10k-images-idx3-ubyte.gz" ] || [ -f "$DATA/mnist/t10k-images-idx3-ubyte" ]; then
+  "$BIN/attn-data" mnist-strips --data-dir "$DATA/mnist" --n 4 --valid-n 2 --test-n 2 --max-digits 2 --width 64 \
+    --out strips.h5 $q >/dev/null
+  seed data_sets strips 3 strips.h5
+fi
+seed data_sets reverse 0 rev.h5
+seed data_sets text 0 text.h5
+seed data_sets copy 1 copy.h5
+seed data_sets pairs 4 pairs.h5
+
+# One-step models of every family.
+T="--steps 1 $q --threads 1"
+"$BIN/attn-transformer" train --data rev.h5 --model tf.h5 --d-model 8 --heads 2 --d-ff 16 --layers 1 $T
+"$BIN/attn-transformer" train --arch lm --data text.h5 --model lm.h5 --d-model 8 --heads 2 --d-ff 16 --layers 1 $T
+"$BIN/attn-transformer" finetune --init lm.h5 --data pairs.h5 --model cls.h5 $T
+"$BIN/attn-seq2seq" train --data rev.h5 --model s2s.h5 --embed-dim 8 --hidden 8 $T
+"$BIN/attn-ntm" train --data copy.h5 --model ntm.h5 --controller-size 8 --memory 8,4 $T
+seed model_files transformer 0 tf.h5
+seed model_files seq2seq 1 s2s.h5
+seed model_files ntm 2 ntm.h5
+seed model_files classifier 5 cls.h5
+if [ -f qa.h5 ]; then
+  "$BIN/attn-memnet" train --data qa.h5 --model mem.h5 --embedding-size 8 $T
+  seed model_files memnet 3 mem.h5
+fi
+if [ -f strips.h5 ]; then
+  "$BIN/attn-caption" train --data strips.h5 --model cap.h5 --encoder conv4x3,pool2 --hidden 8 --embed-dim 8 \
+    --attention-dim 8 $T
+  seed model_files captioner 4 cap.h5
+fi
+
+# Outputs read back down a pipeline.
+"$BIN/attn-transformer" translate --model tf.h5 --data rev.h5 --out tr.h5 --dump-attention $q --threads 1
+"$BIN/attn-ntm" run --model ntm.h5 --data copy.h5 --out run.h5 $q --threads 1
+seed outputs hypotheses 0 tr.h5
+seed outputs references 1 rev.h5
+seed outputs attention 2 tr.h5
+seed outputs weightings 2 run.h5
+for f in rev tf tr run; do seed hdf5_image "$f" - "$f.h5"; done
+
+# Text, as attn-data imports it.
+seed text_importers lines 0 en.txt
+gzip -c en.txt >en.txt.gz
+seed text_importers gzip 0 en.txt.gz
+cat de.txt en.txt >pair.txt
+seed text_importers pair 1 pair.txt
+# IDX: two 3 x 3 images and two labels, as MNIST's files are laid out.
+printf '\x00\x00\x08\x03\x00\x00\x00\x02\x00\x00\x00\x03\x00\x00\x00\x03\x00\x10\x20\x30\x40\x50\x60\x70\x80\x90\xa0\xb0\xc0\xd0\xe0\xf0\xff\x01' >img.idx
+printf '\x00\x00\x08\x01\x00\x00\x00\x02\x07\x02' >lbl.idx
+seed text_importers idx-images 3 img.idx
+seed text_importers idx-labels 4 lbl.idx
+
+# --config files.
+printf 'epochs = 3\nlr = 0.01\nname = run one\n# a comment\nflag = true\n' >a.ini
+printf '[section]\nseed = 7\nthreads = 1\nbatch-size = 16\nratio = 1e-3\n' >b.ini
+seed config plain - a.ini
+seed config section - b.ini
+echo "seeds: $(find "$CORPUS" -type f | wc -l) files in $CORPUS"
