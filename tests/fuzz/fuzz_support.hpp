@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <string>
 
+namespace attn::io { class File; }
+
 namespace attn::fuzz {
 
 // Once per process: a memory budget of 512 MiB (an input that asks for more is a MemoryError, as
@@ -15,6 +17,15 @@ void init();
 // The bytes as a file: an in-memory file (memfd) behind /proc/self/fd/N, rewritten for every
 // input; `slot` keeps several such files apart (a pair of text files).
 std::string as_file(const uint8_t* data, size_t size, int slot = 0);
+
+// The data-set readers of the train verbs: 0 token sets (vocabularies, splits, fingerprint),
+// 1 NTM sequence sets, 2 bAbI question sets, 3 caption sets, 4 labelled sets.
+inline constexpr int kDataReaders = 5;
+void read_data_set(int reader, const io::File& file);
+// The model loaders: 0 Transformer, 1 seq2seq, 2 NTM, 3 memory network, 4 captioner,
+// 5 fine-tuned classifier.
+inline constexpr int kModelFamilies = 6;
+void load_model(int family, const std::string& path);
 
 // The first byte of an input chooses among `n` readers (the rest is the file): the fuzzer then
 // learns which reader a file's bytes reach. 0 when the input is empty.

@@ -18,12 +18,14 @@ mkdir -p "$OUT"
 rm -rf "$SEEDS"
 "$ROOT/tests/fuzz/seeds.sh" "$BUILD" "$SEEDS" >/dev/null
 found=0
-for harness in hdf5_image data_sets model_files outputs text_importers config; do
+for harness in hdf5_image data_sets model_files outputs text_importers config semantic; do
   mkdir -p "$OUT/$harness"
   rc=0
-  LSAN_OPTIONS=suppressions=$ROOT/tests/support/lsan.supp "$FUZZ_BUILD/tests/fuzz/fuzz_$harness" \
-    "$OUT/$harness" "$SEEDS/$harness" -max_total_time="$SECONDS_EACH" -runs="$RUNS" -timeout=10 \
-    -rss_limit_mb=2048 -max_len=65536 -print_final_stats=1 -artifact_prefix="$OUT/$harness-" \
+  seeds=$SEEDS/$harness
+  [ -d "$seeds" ] || seeds=   # semantic: its originals come from ATTN_FUZZ_SEEDS
+  ATTN_FUZZ_SEEDS=$SEEDS LSAN_OPTIONS=suppressions=$ROOT/tests/support/lsan.supp "$FUZZ_BUILD/tests/fuzz/fuzz_$harness" \
+    "$OUT/$harness" $seeds -max_total_time="$SECONDS_EACH" -runs="$RUNS" -timeout=10 \
+    -rss_limit_mb=2048 -max_len=65536 -len_control=0 -print_final_stats=1 -artifact_prefix="$OUT/$harness-" \
     >"$OUT/$harness.log" 2>&1 || rc=$?
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$OUT/$harness.log")
   rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$OUT/$harness.log")
