@@ -5,6 +5,8 @@
 #include <sstream>
 #include <vector>
 
+#include "attn/core/thread_governor.hpp"
+#include "attn/core/threading.hpp"
 #include "attn/io/hdf5_file.hpp"
 #include "common/cli.hpp"
 #include "common/options.hpp"
@@ -334,4 +336,19 @@ TEST_CASE("store_config writes /config attributes and create_output the root com
   Argv b{"train", "--data", "d.h5", "--out", dir.file("no/such/dir/out.h5"), "--quiet"};
   REQUIRE(bad.parse(b.argc(), b.argv()));
   REQUIRE_THROWS_AS(cli::create_output(bad, "attnlab/output", "demo"), cli::OutputError);
+}
+
+TEST_CASE("options: --threads is a ceiling the governor may lower, --fixed-threads keeps it", "[unit][cli-common]") {
+  const int before = num_parts();
+  for (const bool fixed : {false, true}) {
+    cli::Options opts("attn-demo", "[options]", "");
+    opts.threads();
+    Argv args = fixed ? Argv{"run", "--threads", "2", "--fixed-threads", "--quiet"}
+                      : Argv{"run", "--threads", "2", "--quiet"};
+    REQUIRE(opts.parse(args.argc(), args.argv()));
+    CHECK(num_parts() == 2);                   // work is divided by --threads either way
+    CHECK(thread_adaptation() == !fixed);
+  }
+  set_thread_adaptation(false);
+  set_num_threads(before);
 }
