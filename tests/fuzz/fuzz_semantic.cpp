@@ -9,6 +9,7 @@
 // folder ATTN_FUZZ_SEEDS; the input's first byte picks one, the rest are edits of 4 bytes each.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -138,7 +139,8 @@ void edit(Content& c, const uint8_t* e) {
       Tensor& t = nth(c.tensors, which)->second;
       Tensor out(t.shape(), t.dtype() == DType::f32 ? DType::i32 : DType::f32);
       for (int64_t i = 0; i < t.numel(); ++i) {
-        if (t.dtype() == DType::f32) out.idata()[i] = std::isfinite(t.data()[i]) ? static_cast<int32_t>(t.data()[i]) : 0;
+        if (t.dtype() == DType::f32)   // clamped: converting 1e30 to int32 is undefined
+          out.idata()[i] = std::isfinite(t.data()[i]) ? static_cast<int32_t>(std::clamp(t.data()[i], -2e9f, 2e9f)) : 0;
         else out.data()[i] = static_cast<float>(t.idata()[i]) + (value % 2 ? 0.5f : 0.0f);
       }
       t = out;

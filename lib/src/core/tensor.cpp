@@ -30,15 +30,16 @@ namespace {
 // peak of tensor bytes in use so far (or the cache within kCacheFloor): the memory a step has
 // needed once, and may ask for again. Beyond that the blocks returned longest ago are unmapped,
 // and the memory goes back to the system at once (from malloc, freed blocks of these sizes
-// stayed in its heap). With one class per exact size and a 2 GiB
-// cap, Multi30k training held 2.8 GB resident for 9.6 M parameters (issue 17). Small blocks go
-// to malloc, which caches them itself.
+// stayed in its heap). With one class per exact size and a 2 GiB cap, Multi30k training held
+// 2.8 GB resident for 9.6 M parameters (issue 17). Small blocks go to malloc, which caches them
+// itself.
 constexpr size_t kCacheMin = size_t{1} << 16;
 constexpr size_t kCacheFloor = size_t{64} << 20;
 
 // The size class of a large request: bytes in (top/2, top], top a power of two, rounded up to a
 // multiple of top/16 (8 classes in that range; whole pages).
 size_t class_size(size_t bytes) {
+  if (bytes > (SIZE_MAX >> 2)) return bytes;   // far past any budget: refused right after, unrounded
   const size_t step = std::max<size_t>(std::bit_ceil(bytes) / 16, 4096);
   return (bytes + step - 1) / step * step;
 }
