@@ -155,7 +155,10 @@ void adapt_threads() {
   if (!g.on || Clock::now().time_since_epoch().count() < g.next_due) return;
   const std::lock_guard<std::mutex> lock(g.mutex);
   const std::optional<Sample> now = g.sample();
-  if (!now || !g.last) return;
+  if (!now || !g.last || now->cpus.busy < g.last->cpus.busy) {   // counters restarted (a CPU replugged)
+    g.last = now;
+    return;
+  }
   const double wall = std::chrono::duration<double>(now->when - g.last->when).count();
   const double busy = static_cast<double>(now->cpus.busy - g.last->cpus.busy) * g.tick_seconds;
   const double other = std::max(0.0, busy - (now->own_cpu - g.last->own_cpu)) / wall;
