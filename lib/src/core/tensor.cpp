@@ -77,7 +77,7 @@ class BlockCache {
     return cached_;
   }
 
-  void give(void* p, size_t bytes, size_t peak_in_use) {
+  void give(void* p, size_t bytes) {
     if (bytes < kCacheMin) {
       std::free(p);
       return;
@@ -88,8 +88,8 @@ class BlockCache {
       order_.push_back({p, bytes});
       free_[bytes].push_back(std::prev(order_.end()));
       cached_ += bytes;
-      const size_t in_use = memory_in_use();
-      const size_t cap = std::max(kCacheFloor, peak_in_use > in_use ? peak_in_use - in_use : 0);
+      const size_t in_use = memory_in_use(), peak = memory_peak();
+      const size_t cap = std::max(kCacheFloor, peak > in_use ? peak - in_use : 0);
       while (cached_ > cap) {   // the oldest block is also the oldest of its class: its front
         const Block oldest = order_.front();
         free_[oldest.bytes].pop_front();
@@ -142,7 +142,7 @@ struct Tensor::Storage {
   }
   ~Storage() {
     release_memory(bytes);
-    block_cache().give(ptr, bytes, memory_peak());
+    block_cache().give(ptr, bytes);
   }
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;

@@ -116,7 +116,6 @@ struct Governor {
   std::vector<int> cpus;
   double tick_seconds = 0.01;
   std::optional<Sample> last;
-  int current = 1;
 
   std::optional<Sample> sample() const {
     const auto times = read_cpu_times(cpus);
@@ -142,8 +141,7 @@ void set_thread_adaptation(bool on) {
     g.last = g.sample();
     if (!g.last) on = false;   // no /proc/stat (not Linux): the count stays as set
   }
-  g.current = num_parts();
-  if (!on && num_threads() != g.current) set_running_threads(g.current);
+  if (!on && num_threads() != num_parts()) set_running_threads(num_parts());
   g.next_due = (Clock::now() + kPeriod).time_since_epoch().count();
   g.on = on;
 }
@@ -167,9 +165,8 @@ void adapt_threads() {
   g.next_due = (now->when + kPeriod).time_since_epoch().count();
   // The ceiling may have moved (set_num_threads) since the last sample.
   const int ceiling = num_parts();
-  const int n = governor::next_thread_count(std::min(g.current, ceiling), ceiling, free_cores);
+  const int n = governor::next_thread_count(std::min(num_threads(), ceiling), ceiling, free_cores);
   if (n != num_threads()) set_running_threads(n);
-  g.current = n;
 }
 
 }  // namespace attn

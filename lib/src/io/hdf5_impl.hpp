@@ -181,6 +181,7 @@ struct File::Impl {
   void check_class(hid_t type, DType dtype, const std::string& what) const;
   // Creates `path` and its missing parents as groups.
   void make_groups(const std::string& path);
+  void make_parent_groups(const std::string& path);   // the groups above an object about to be made
   // Checks that a new dataset can be created at `path`; returns the link creation list.
   H5Id prepare_new_dataset(const std::string& path);
   // Appends the paths (relative to `prefix`) of every dataset below `group`.

@@ -139,11 +139,15 @@ void File::Impl::make_groups(const std::string& path) {
   if (kind(path) != H5I_BADID) return;   // a group, or a dataset carrying attributes
   // Each missing group made here, not by HDF5's intermediate-group creation, which would give
   // it the default (dense past 8 links) storage instead of compact_creation's.
-  const size_t slash = path.rfind('/');
-  if (slash != std::string::npos && slash > 0) make_groups(path.substr(0, slash));
+  make_parent_groups(path);
   H5Id gcpl = detail::compact_creation(H5P_GROUP_CREATE);
   H5Id g(H5Gcreate2(fid(), path.c_str(), H5P_DEFAULT, gcpl.get(), H5P_DEFAULT), H5Gclose);
   if (!g.valid()) throw IoError(label + ": cannot create group '" + path + "'" + with_detail());
+}
+
+void File::Impl::make_parent_groups(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  if (slash != std::string::npos && slash > 0) make_groups(path.substr(0, slash));
 }
 
 H5Id File::Impl::prepare_new_dataset(const std::string& path) {
@@ -152,8 +156,7 @@ H5Id File::Impl::prepare_new_dataset(const std::string& path) {
   if (kind(path) != H5I_BADID)
     throw IoError(label + ": dataset '" + path + "' already exists (a file's objects are "
                   "written once)");
-  const size_t slash = path.rfind('/');
-  if (slash != std::string::npos && slash > 0) make_groups(path.substr(0, slash));
+  make_parent_groups(path);
   return H5Id(H5Pcreate(H5P_LINK_CREATE), H5Pclose);
 }
 
