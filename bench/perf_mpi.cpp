@@ -4,11 +4,17 @@
 // of dist::world(): one process, or `mpirun -np N perf_mpi`.
 //
 // Every step is timed in three parts on every rank: the forward and backward of the rank's shard
-// (compute), the exchange of sums and gradients (train::DataParallel::comm_seconds: packing,
-// the ring all-reduce, and waiting for the slower rank), and Adam. After the timed steps the
-// gradient all-reduce is timed once more on its own, the ranks lined up by a barrier first, which
-// is the exchange's cost without the wait for a slower rank. Rank 0 prints one key=value line:
-//   impl=attnlab-mpi ranks=2 threads=1 tokens_per_s=... step_s=... compute_s=... exchange_s=...
+// (compute; with the overlap, the rings it started and advanced inside the backward are part of
+// it: overlapped_s), the exchange left after the backward (train::DataParallel::comm_seconds: the
+// rings still running, the sums' gather, waiting for the slower rank: exchange_s), and Adam.
+// exposed_s is the latest rank's summed gradients minus the latest rank's end of backward: the
+// exchange no backward hid, the wait for the slowest rank excluded (one machine's clock). After
+// the timed steps the gradient all-reduce is timed once more on its own, in the same buckets, the
+// ranks lined up by a barrier first: the exchange's cost without overlap and without waiting.
+// `--overlap 0` starts every bucket after the backward (DataParallel::set_overlap), for the
+// comparison; `--bucket-floats` sets the bucket size. Rank 0 prints one key=value line:
+//   impl=attnlab-mpi ranks=2 threads=1 overlap=1 tokens_per_s=... step_s=... compute_s=...
+//   exchange_s=... exposed_s=... overlapped_s=... buckets=... buckets_overlapped=...
 //   optimizer_s=... allreduce_s=... bytes_per_step=... grad_bytes=... params=... tokens=...
 // (medians over the timed steps; compute_s is the slowest rank's; seconds per step), and
 // cpu_s, the CPU time of a step summed over every rank and thread: on a machine shared with other
@@ -18,6 +24,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "attn/core/threading.hpp"
@@ -64,7 +71,8 @@ int main(int argc, char** argv) {
   dist::Communicator& comm = dist::world();
   const perf::Args args(argc, argv,
                         {{"threads", "1"}, {"steps", "5"}, {"warmup", "2"}, {"batch", "64"}, {"length", "24"},
-                         {"vocab", "8000"}, {"d-model", "256"}, {"heads", "4"}, {"d-ff", "1024"}, {"layers", "3"}});
+                         {"vocab", "8000"}, {"d-model", "256"}, {"heads", "4"}, {"d-ff", "1024"}, {"layers", "3"},
+                         {"overlap", "1"}, {"bucket-floats", std::to_string(train::kBucketFloats)}});
   set_num_threads(static_cast<int>(args.integer("threads")));
   const int64_t B = args.integer("batch"), L = args.integer("length");
   models::TransformerConfig c;
@@ -90,18 +98,20 @@ int main(int argc, char** argv) {
     return train::BatchStats{.loss_sum = s.loss_sum, .count = static_cast<double>(s.tokens), .units = s.tokens,
                              .sums = {s.nll_sum, static_cast<double>(s.correct)}};
   };
-  train::DataParallel dp(comm, task);
+  const int64_t bucket_floats = args.integer("bucket-floats");
+  train::DataParallel dp(comm, task, bucket_floats);
+  dp.set_overlap(args.integer("overlap") != 0);
   int64_t params = 0;
   for (const Param* p : task.params) params += p->value.numel();
 
   optim::Adam adam({.lr = 1e-4f, .beta1 = 0.9f, .beta2 = 0.98f, .eps = 1e-9f});
   Rng dropout(2);
   int64_t t = 0, tokens = 0;
-  std::vector<double> step_s, compute_s, exchange_s, optimizer_s, cpu_s;
+  std::vector<double> step_s, compute_s, exchange_s, exposed_s, overlapped_s, optimizer_s, cpu_s;
   const int64_t warmup = args.integer("warmup"), steps = args.integer("steps");
   for (int64_t i = 0; i < warmup + steps; ++i) {
     zero_grads(task.params);
-    const double comm0 = dp.comm_seconds(), cpu0 = bench::process_cpu_seconds();
+    const double comm0 = dp.comm_seconds(), overlapped0 = dp.overlapped_seconds(), cpu0 = bench::process_cpu_seconds();
     const auto t0 = clock_type::now();
     tokens = dp.train_batch(global, dropout).units;
     const double forward_backward = since(t0);
@@ -112,10 +122,20 @@ int main(int argc, char** argv) {
     // Outside the timed step: the slowest rank's compute, every rank's CPU time.
     const double compute = max_over_ranks(comm, forward_backward - exchange);
     const std::vector<double> cpus = dist::allgather(comm, std::span<const double>(&cpu, 1));
+    // The exchange left after the last rank's backward (a rank waiting for it is not exchanging).
+    const double ends[2] = {dp.backward_end(), dp.summed()};
+    const std::vector<double> all_ends = dist::allgather(comm, std::span<const double>(ends, 2));
+    double last_backward = 0, last_summed = 0;
+    for (size_t q = 0; q < all_ends.size(); q += 2) {
+      last_backward = std::max(last_backward, all_ends[q]);
+      last_summed = std::max(last_summed, all_ends[q + 1]);
+    }
     if (i < warmup) continue;
     step_s.push_back(whole);
     compute_s.push_back(compute);
     exchange_s.push_back(exchange);
+    exposed_s.push_back(comm.size() > 1 ? last_summed - last_backward : 0.0);
+    overlapped_s.push_back(dp.overlapped_seconds() - overlapped0);
     optimizer_s.push_back(opt);
     double cpu_all = 0;
     for (const double c_r : cpus) cpu_all += c_r;
@@ -124,27 +144,31 @@ int main(int argc, char** argv) {
   const int64_t bytes_per_step = steps > 0 ? dp.comm_bytes() / (warmup + steps) : 0;
 
   // The gradient all-reduce alone, ranks lined up first: its cost without waiting for a peer.
-  // A flat copy of the gradients in DataParallel's bucket size, without the packing.
+  // A flat copy of the gradients in buckets of the same size, without the packing, one after the
+  // other.
   std::vector<float> flat;
   for (const Param* p : task.params) flat.insert(flat.end(), p->grad.values().begin(), p->grad.values().end());
+  const auto bucket = static_cast<size_t>(std::max<int64_t>(1, bucket_floats));
   std::vector<double> allreduce_s;
   for (int k = 0; k < 3; ++k) {
     dp.barrier();
     const auto t0 = clock_type::now();
-    for (size_t at = 0; at < flat.size(); at += static_cast<size_t>(train::kBucketFloats))
-      dist::allreduce_sum(comm, std::span<float>(flat).subspan(
-                                    at, std::min(flat.size() - at, static_cast<size_t>(train::kBucketFloats))));
+    for (size_t at = 0; at < flat.size(); at += bucket)
+      dist::allreduce_sum(comm, std::span<float>(flat).subspan(at, std::min(flat.size() - at, bucket)));
     allreduce_s.push_back(max_over_ranks(comm, since(t0)));
   }
-  for (std::vector<double>* v : {&step_s, &compute_s, &exchange_s, &optimizer_s, &allreduce_s, &cpu_s})
+  for (std::vector<double>* v : {&step_s, &compute_s, &exchange_s, &exposed_s, &overlapped_s, &optimizer_s, &allreduce_s, &cpu_s})
     std::sort(v->begin(), v->end());
   if (comm.is_root())
-    std::printf("impl=attnlab-mpi ranks=%d threads=%lld tokens_per_s=%.1f step_s=%.4f min_s=%.4f max_s=%.4f "
-                "compute_s=%.4f exchange_s=%.4f optimizer_s=%.4f allreduce_s=%.4f cpu_s=%.4f cpu_tokens_per_s=%.1f "
+    std::printf("impl=attnlab-mpi ranks=%d threads=%lld overlap=%lld tokens_per_s=%.1f step_s=%.4f min_s=%.4f "
+                "max_s=%.4f compute_s=%.4f exchange_s=%.4f exposed_s=%.4f overlapped_s=%.4f buckets=%zu buckets_overlapped=%.1f "
+                "optimizer_s=%.4f allreduce_s=%.4f cpu_s=%.4f cpu_tokens_per_s=%.1f "
                 "bytes_per_step=%lld grad_bytes=%lld params=%lld tokens=%lld\n",
                 comm.size(), static_cast<long long>(args.integer("threads")),
-                static_cast<double>(tokens) / perf::median(step_s), perf::median(step_s), step_s.front(),
-                step_s.back(), perf::median(compute_s), perf::median(exchange_s), perf::median(optimizer_s),
+                static_cast<long long>(args.integer("overlap")), static_cast<double>(tokens) / perf::median(step_s),
+                perf::median(step_s), step_s.front(), step_s.back(), perf::median(compute_s),
+                perf::median(exchange_s), perf::median(exposed_s), perf::median(overlapped_s), dp.buckets(),
+                static_cast<double>(dp.buckets_overlapped()) / static_cast<double>(warmup + steps), perf::median(optimizer_s),
                 perf::median(allreduce_s), perf::median(cpu_s), static_cast<double>(tokens) / perf::median(cpu_s),
                 static_cast<long long>(bytes_per_step),
                 static_cast<long long>(4 * params), static_cast<long long>(params), static_cast<long long>(tokens));

@@ -1,19 +1,24 @@
 // The collectives of lib/dist and the data-parallel step of train/data_parallel, on N ranks that
 // are threads of this process: ThreadRanks, a Communicator whose exchange passes byte vectors
-// through mailboxes. The algorithms only see Communicator::exchange, so this tests the very code
-// an MPI job runs, without a launcher.
-#include <condition_variable>
+// through mailboxes. The algorithms only see Communicator::start_exchange, so this tests the very
+// code an MPI job runs, without a launcher.
 #include <cstring>
 #include <deque>
 #include <exception>
 #include <functional>
+#include <map>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "attn/dist/communicator.hpp"
+#include "attn/data/batching.hpp"
+#include "attn/nn/grad_ready.hpp"
 #include "attn/ops/cross_entropy.hpp"
 #include "attn/ops/linear.hpp"
 #include "attn/train/data_parallel.hpp"
+#include "attn/train/seq2seq_run.hpp"
+#include "attn/train/transformer_run.hpp"
 #include "test_support.hpp"
 
 using namespace attn;
@@ -25,29 +30,28 @@ class ThreadGroup {
  public:
   explicit ThreadGroup(int n) : n_(n), boxes_(static_cast<size_t>(n * n)) {}
   int size() const { return n_; }
-  void post(int from, int to, std::span<const std::byte> data) {
+  // The oldest message of `tag` from `from` to `to`, if one has arrived.
+  std::optional<std::vector<std::byte>> try_take(int from, int to, int tag) {
     Box& b = box(from, to);
-    {
-      const std::lock_guard lock(b.m);
-      b.q.emplace_back(data.begin(), data.end());
-    }
-    b.cv.notify_one();
+    const std::lock_guard lock(b.m);
+    for (auto it = b.q.begin(); it != b.q.end(); ++it)
+      if (it->first == tag) {
+        std::vector<std::byte> out = std::move(it->second);
+        b.q.erase(it);
+        return out;
+      }
+    return std::nullopt;
   }
-  std::vector<std::byte> take(int from, int to) {
+  void post(int from, int to, int tag, std::span<const std::byte> data) {
     Box& b = box(from, to);
-    std::unique_lock lock(b.m);
-    if (!b.cv.wait_for(lock, std::chrono::seconds(20), [&] { return !b.q.empty(); }))
-      throw Error("ThreadGroup: rank " + std::to_string(to) + " got nothing from rank " + std::to_string(from));
-    std::vector<std::byte> out = std::move(b.q.front());
-    b.q.pop_front();
-    return out;
+    const std::lock_guard lock(b.m);
+    b.q.emplace_back(tag, std::vector<std::byte>(data.begin(), data.end()));
   }
 
  private:
   struct Box {
     std::mutex m;
-    std::condition_variable cv;
-    std::deque<std::vector<std::byte>> q;
+    std::deque<std::pair<int, std::vector<std::byte>>> q;   // (tag, bytes), oldest first
   };
   int n_;
   std::vector<Box> boxes_;
@@ -61,15 +65,32 @@ class ThreadRank final : public dist::Communicator {
   int size() const override { return group_.size(); }
   void set_timeout(double) override {}
   double timeout() const override { return 20; }
-  void exchange(int to, std::span<const std::byte> send, int from, std::span<std::byte> recv) override {
-    group_.post(rank_, to, send);
-    const std::vector<std::byte> got = group_.take(from, rank_);
-    if (got.size() != recv.size()) throw Error("ThreadRank: message of the wrong size");
-    if (!got.empty()) std::memcpy(recv.data(), got.data(), got.size());
+  // The send is posted at once; the receive is done when a message of the tag has arrived.
+  std::unique_ptr<dist::Exchange> start_exchange(int to, std::span<const std::byte> send, int from,
+                                                 std::span<std::byte> recv, int tag) override {
+    group_.post(rank_, to, tag, send);
     traffic_.bytes_sent += static_cast<int64_t>(send.size());
+    return std::make_unique<Receive>(group_, rank_, to, from, recv, tag);
   }
 
  private:
+  struct Receive final : dist::Exchange {
+    Receive(ThreadGroup& g, int self, int to, int from, std::span<std::byte> recv, int tag)
+        : Exchange(to, from), group(g), self(self), recv(recv), tag(tag) {}
+    ThreadGroup& group;
+    int self;
+    std::span<std::byte> recv;
+    int tag;
+    bool done = false;
+    bool test() override {
+      if (done) return true;
+      const std::optional<std::vector<std::byte>> got = group.try_take(from, self, tag);
+      if (!got) return false;
+      if (got->size() != recv.size()) throw Error("ThreadRank: message of the wrong size");
+      if (!got->empty()) std::memcpy(recv.data(), got->data(), got->size());
+      return done = true;
+    }
+  };
   ThreadGroup& group_;
   int rank_;
 };
@@ -168,6 +189,7 @@ struct Linear {
   Tensor X = Tensor({kN, kF}), y = Tensor({kN}, DType::i32);
   Param W{"w", Tensor({kC, kF})}, b{"b", Tensor({kC})};
   train::TrainTask task;
+  bool announces = false;   // its gradients as final (nn/grad_ready.hpp)
 
   Linear() {
     Rng rng(9);
@@ -192,7 +214,14 @@ struct Linear {
     ops::CrossEntropyCache ce;
     const Tensor logits = ops::linear_forward(x, W.value, b.value, backward ? &lin : nullptr);
     const auto loss = ops::cross_entropy_forward(logits, t, {}, &ce);
-    if (backward) ops::linear_backward(ops::cross_entropy_backward(1.0f, ce), W.value, lin, W.grad, b.grad);
+    if (backward) {
+      if (announces) nn::announce_loss_count(static_cast<double>(loss.count));
+      ops::linear_backward(ops::cross_entropy_backward(1.0f, ce), W.value, lin, W.grad, b.grad);
+      if (announces) {
+        nn::announce_final(std::vector<Param*>{&b});
+        nn::announce_final(std::vector<Param*>{&W, &b});   // b again: said twice is said once
+      }
+    }
     return {.loss_sum = loss.sum, .count = static_cast<double>(loss.count), .units = loss.count,
             .sums = {static_cast<double>(loss.correct)}};
   }
@@ -250,4 +279,196 @@ TEST_CASE("DataParallel: a task that cannot be sharded is refused on several ran
   CHECK_NOTHROW(train::DataParallel(one, model.task));
   CHECK_THROWS_WITH(on_ranks(2, [&](dist::Communicator& comm) { train::DataParallel dp(comm, model.task); }),
                     Catch::Contains("trains as one process only, not on 2 ranks: its loss mixes two means"));
+}
+
+TEST_CASE("RingAllreduce: rings of several tags, started in any order and advanced together, give allreduce_sum's bits",
+          "[unit][dist]") {
+  constexpr int N = 3;
+  const std::vector<size_t> sizes{5, 1000, 0, 77};
+  auto input = [](int rank, size_t k, size_t n) { return values_of(10 * rank + static_cast<int>(k), n); };
+  std::vector<std::vector<std::vector<float>>> want(N), got(N);
+  on_ranks(N, [&](dist::Communicator& comm) {
+    for (size_t k = 0; k < sizes.size(); ++k) {
+      std::vector<float> v = input(comm.rank(), k, sizes[k]);
+      dist::allreduce_sum(comm, v);
+      want[static_cast<size_t>(comm.rank())].push_back(std::move(v));
+    }
+  });
+  on_ranks(N, [&](dist::Communicator& comm) {
+    const int r = comm.rank();
+    std::vector<std::vector<float>> v(sizes.size());
+    std::vector<std::unique_ptr<dist::RingAllreduce<float>>> rings(sizes.size());
+    for (size_t i = 0; i < sizes.size(); ++i) {   // rank r starts buffer r first, and so on
+      const size_t k = (i + static_cast<size_t>(r)) % sizes.size();
+      v[k] = input(r, k, sizes[k]);
+      rings[k] = std::make_unique<dist::RingAllreduce<float>>(comm, v[k], 1 + static_cast<int>(k));
+      for (const auto& ring : rings)
+        if (ring) ring->progress();
+    }
+    dist::Waiter waiter(comm);
+    for (bool all = false; !all;) {
+      all = true;
+      for (const auto& ring : rings) all = ring->progress() && all;
+      if (!all) waiter.pause((r + 1) % N, (r + N - 1) % N);
+    }
+    got[static_cast<size_t>(r)] = std::move(v);
+  });
+  for (size_t r = 0; r < N; ++r)
+    for (size_t k = 0; k < sizes.size(); ++k) {
+      INFO("rank " << r << ", buffer " << k);
+      CHECK(same_bits(got[r][k], want[r][k]));
+      CHECK(same_bits(got[r][k], want[0][k]));
+    }
+}
+
+TEST_CASE("DataParallel: a model that announces its gradients has them summed inside its backward, to the same bits",
+          "[unit][dist]") {
+  const std::vector<int64_t> batch{4, 11, 0, 19, 7, 2, 15};
+  for (const int N : {2, 3}) {
+    // (announces, overlap) -> rank 0's gradients, buckets started inside the backward
+    std::map<std::pair<bool, bool>, std::pair<std::vector<Tensor>, int64_t>> result;
+    for (const bool announces : {false, true})
+      for (const bool overlap : {false, true})
+        on_ranks(N, [&](dist::Communicator& comm) {
+          Linear model;
+          model.announces = announces;
+          train::DataParallel dp(comm, model.task, /*bucket_floats=*/Linear::kC);   // W and b apart
+          dp.set_overlap(overlap);
+          zero_grads(model.task.params);
+          Rng stream(5);
+          dp.train_batch(batch, stream);
+          if (comm.rank() == 0) result[{announces, overlap}] = {{model.W.grad.clone(), model.b.grad.clone()}, dp.buckets_overlapped()};
+        });
+    INFO("N " << N);
+    CHECK(result[{true, true}].second == 2);   // both buckets, inside the backward
+    CHECK(result[{true, false}].second == 0);
+    CHECK(result[{false, true}].second == 0);
+    for (const auto& [key, value] : result)
+      for (size_t k = 0; k < 2; ++k) CHECK(same_bits(value.first[k].values(), result[{false, false}].first[k].values()));
+  }
+}
+
+namespace {
+
+constexpr int32_t kWords = 30;
+
+data::Vocab word_vocab() {
+  std::vector<std::string> tokens(data::kReservedTokens, data::kReservedTokens + data::kNumReserved);
+  for (int32_t id = data::kNumReserved; id < kWords; ++id) {
+    std::string token(1, 'w');   // appended, not concatenated: GCC 12's -Wrestrict
+    token += std::to_string(id);
+    tokens.push_back(token);
+  }
+  return data::Vocab::from_tokens(tokens);
+}
+
+// Reversal of random sentences of 3 to 8 words.
+data::TokenSplit reversal(int64_t n) {
+  Rng rng(11);
+  std::vector<std::vector<int32_t>> src, tgt;
+  for (int64_t i = 0; i < n; ++i) {
+    std::vector<int32_t> s;
+    for (int64_t t = 0, len = 3 + rng.uniform_int(6); t < len; ++t)
+      s.push_back(static_cast<int32_t>(data::kNumReserved + rng.uniform_int(kWords - data::kNumReserved)));
+    src.push_back(s);
+    std::vector<int32_t> r(s.rbegin(), s.rend());
+    r.push_back(data::kEos);
+    tgt.push_back(std::move(r));
+  }
+  const data::PaddedBatch a = data::pad_sequences(src), b = data::pad_sequences(tgt);
+  return {.name = "train", .src = a.tokens, .src_len = a.lengths, .tgt = b.tokens, .tgt_len = b.lengths, .segments = {}};
+}
+
+// One data-parallel step of `make_task`'s model on 2 ranks with small buckets: every rank's
+// gradients, and how many buckets were started inside the backward.
+struct OverlapRun {
+  std::vector<std::vector<Tensor>> grads;   // [rank][param]
+  int64_t overlapped = 0;
+  size_t buckets = 0;
+};
+template <class Model, class MakeTask>
+OverlapRun step_on_two_ranks(const std::function<Model()>& make_model, MakeTask make_task, bool overlap) {
+  const data::TokenSplit split = reversal(12);
+  const data::Vocab vocab = word_vocab();
+  const std::vector<int64_t> batch{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11};
+  OverlapRun out;
+  out.grads.resize(2);
+  on_ranks(2, [&](dist::Communicator& comm) {
+    Model model = make_model();
+    const train::TrainTask task = make_task(model, split, nullptr, vocab, vocab);
+    train::DataParallel dp(comm, task, /*bucket_floats=*/2000);
+    dp.set_overlap(overlap);
+    zero_grads(task.params);
+    Rng stream(8);
+    dp.train_batch(batch, stream);
+    for (const Param* p : task.params) out.grads[static_cast<size_t>(comm.rank())].push_back(p->grad.clone());
+    if (comm.rank() == 0) {
+      out.overlapped = dp.buckets_overlapped();
+      out.buckets = dp.buckets();
+    }
+  });
+  return out;
+}
+
+void check_same_gradients(const OverlapRun& on, const OverlapRun& off) {
+  REQUIRE(on.grads[0].size() == off.grads[0].size());
+  for (size_t r = 0; r < 2; ++r)
+    for (size_t k = 0; k < on.grads[0].size(); ++k) {
+      INFO("rank " << r << ", parameter " << k);
+      CHECK(same_bits(on.grads[r][k].values(), off.grads[0][k].values()));
+    }
+}
+
+}  // namespace
+
+TEST_CASE("DataParallel: the Transformer's and seq2seq's announcements are right: the overlap keeps every bit",
+          "[unit][dist]") {
+  // A gradient announced final before its last addition would be sent without it: these models
+  // announce layer by layer, and buckets of 2,000 floats put nearly every layer in its own.
+  for (const auto arch : {models::TransformerArch::encdec, models::TransformerArch::lm, models::TransformerArch::mlm}) {
+    for (const auto tie : {models::TieEmbeddings::none, models::TieEmbeddings::output, models::TieEmbeddings::all}) {
+      std::function<models::Transformer()> make = [&] {
+        models::TransformerConfig c;
+        c.arch = arch;
+        c.src_vocab = c.tgt_vocab = kWords;
+        c.d_model = 16;
+        c.heads = 2;
+        c.d_ff = 32;
+        c.enc_layers = c.dec_layers = 2;
+        c.dropout = 0.1f;
+        c.tie_embeddings = tie;
+        Rng init(3);
+        return models::Transformer(c, init);
+      };
+      const OverlapRun on = step_on_two_ranks(make, train::transformer_task, true);
+      const OverlapRun off = step_on_two_ranks(make, train::transformer_task, false);
+      INFO(models::arch_name(arch) << ", tie " << models::tie_embeddings_name(tie) << ": " << on.overlapped << " of " << on.buckets
+                                   << " buckets inside the backward");
+      CHECK(on.overlapped >= static_cast<int64_t>(on.buckets) / 2);
+      CHECK(off.overlapped == 0);
+      check_same_gradients(on, off);
+    }
+  }
+  for (const bool bidirectional : {false, true}) {
+    std::function<models::Seq2Seq()> make = [&] {
+      models::Seq2SeqConfig c;
+      c.src_vocab = c.tgt_vocab = kWords;
+      c.embed_dim = 8;
+      c.hidden = c.dec_hidden = 12;
+      c.layers = 2;
+      c.bidirectional = bidirectional;
+      c.encoder_self_attention = bidirectional;
+      c.attention = nn::ScoreKind::general;
+      c.attention_dim = 8;
+      c.dropout = 0.1f;
+      Rng init(3);
+      return models::Seq2Seq(c, init);
+    };
+    const OverlapRun on = step_on_two_ranks(make, train::seq2seq_task, true);
+    const OverlapRun off = step_on_two_ranks(make, train::seq2seq_task, false);
+    INFO("seq2seq, bidirectional " << bidirectional << ": " << on.overlapped << " of " << on.buckets << " buckets");
+    CHECK(on.overlapped >= static_cast<int64_t>(on.buckets) / 2);
+    CHECK(off.overlapped == 0);
+    check_same_gradients(on, off);
+  }
 }

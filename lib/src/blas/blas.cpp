@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "attn/core/background.hpp"
 #include "attn/core/flops.hpp"
 #include "attn/core/threading.hpp"
 
@@ -71,6 +72,7 @@ void gemm(Trans ta, Trans tb, int64_t M, int64_t N, int64_t K, float alpha, cons
   if (M == 0 || N == 0) return;
   flops::add(M * N * K);
   const int parts = parts_here();
+  if (!in_parallel_region()) poll_background();   // e.g. gradients on their way to other ranks
   if (parts == 1 || M * N * K < kMinSplit) {
     sgemm_one_thread(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
     return;
@@ -109,6 +111,7 @@ void gemm_strided_batched(Trans ta, Trans tb, int64_t M, int64_t N, int64_t K, f
     return;
   }
   flops::add(batch * item);
+  if (!in_parallel_region()) poll_background();
 #pragma omp parallel for schedule(static) num_threads(threads_for(parts))
   for (int64_t b = 0; b < batch; ++b)
     sgemm(ta, tb, M, N, K, alpha, A + b * strideA, lda, B + b * strideB, ldb, beta, C + b * strideC,

@@ -1,4 +1,5 @@
 list(APPEND ATTN_SOURCES
+  ${CMAKE_CURRENT_LIST_DIR}/background.cpp
   ${CMAKE_CURRENT_LIST_DIR}/tensor.cpp
   ${CMAKE_CURRENT_LIST_DIR}/memory.cpp
   ${CMAKE_CURRENT_LIST_DIR}/rng.cpp

@@ -1,21 +1,20 @@
-// The collectives on top of Communicator::exchange (communicator.hpp): a ring all-reduce whose
-// float sums are in a fixed order, and a ring all-gather.
+// The collectives on top of Communicator::start_exchange (communicator.hpp): a ring all-reduce
+// whose float sums are in a fixed order, and a ring all-gather; how a rank waits for its peers.
 #include "attn/dist/communicator.hpp"
 
-#include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <string>
+#include <thread>
 
 #include "attn/core/error.hpp"
 
 namespace attn::dist {
 namespace {
 
-std::span<const std::byte> bytes_of(std::span<const float> v) { return std::as_bytes(v); }
-std::span<std::byte> bytes_of(std::span<float> v) { return std::as_writable_bytes(v); }
-
 // Chunk c of N over n elements: [n c / N, n (c + 1) / N).
-std::span<float> chunk(std::span<float> data, int c, int N) {
+template <class T>
+std::span<T> chunk(std::span<T> data, int c, int N) {
   const auto n = static_cast<int64_t>(data.size());
   const int64_t begin = n * c / N, end = n * (c + 1) / N;
   return data.subspan(static_cast<size_t>(begin), static_cast<size_t>(end - begin));
@@ -23,35 +22,109 @@ std::span<float> chunk(std::span<float> data, int c, int N) {
 
 int mod(int a, int N) { return ((a % N) + N) % N; }
 
+using clock = std::chrono::steady_clock;
+
+double now_s() { return std::chrono::duration<double>(clock::now().time_since_epoch()).count(); }
+
+// An exchange a single process finished when it was started.
+class Done final : public Exchange {
+ public:
+  Done() : Exchange(0, 0) {}
+  bool test() override { return true; }
+};
+
 }  // namespace
 
-void SingleProcess::exchange(int to, std::span<const std::byte> send, int from, std::span<std::byte> recv) {
+std::unique_ptr<Exchange> SingleProcess::start_exchange(int to, std::span<const std::byte> send, int from,
+                                                        std::span<std::byte> recv, int) {
   if (to != 0 || from != 0 || send.size() != recv.size())
     throw Error("dist: a single process can only exchange with itself, equal sizes");
   if (!send.empty()) std::memmove(recv.data(), send.data(), send.size());
+  return std::make_unique<Done>();
 }
 
-void allreduce_sum(Communicator& comm, std::span<float> data) {
-  const int N = comm.size(), r = comm.rank();
-  if (N == 1) return;
+void Communicator::exchange(int to, std::span<const std::byte> send, int from, std::span<std::byte> recv) {
+  const std::unique_ptr<Exchange> e = start_exchange(to, send, from, recv, 0);
+  wait(*e);
+}
+
+void Communicator::wait(Exchange& e) {
+  Waiter waiter(*this);
+  while (!e.test()) waiter.pause(e.to, e.from);
+}
+
+Waiter::Waiter(Communicator& comm) : comm_(comm), start_(now_s()) {}
+
+Waiter::~Waiter() { comm_.traffic_.seconds += now_s() - start_; }
+
+void Waiter::pause(int to, int from) {
+  const double waited = now_s() - start_;
+  if (waited > comm_.timeout())
+    throw Error("dist: rank " + std::to_string(comm_.rank()) + " of " + std::to_string(comm_.size()) + " waited " +
+                std::to_string(static_cast<int64_t>(waited)) + " s for rank " + std::to_string(from) +
+                (from == to ? "" : " and rank " + std::to_string(to)) +
+                " without an answer: a rank has died or hung; stopping the job");
+  if (waited > 0.01) std::this_thread::sleep_for(std::chrono::microseconds(50));
+}
+
+template <class T>
+RingAllreduce<T>::RingAllreduce(Communicator& comm, std::span<T> data, int tag)
+    : comm_(comm), data_(data), tag_(tag) {
+  if (tag < 0 || tag > kMaxTag) throw Error("dist: tag " + std::to_string(tag) + " outside 0.." + std::to_string(kMaxTag));
+  if (comm_.size() == 1) return;
+  incoming_.resize(data.size() / static_cast<size_t>(comm_.size()) + 1);
+  start_step();
+}
+
+// Reduce-scatter: at step s rank r passes on chunk r - s (its own at s = 0, after that the partial
+// sum it received one step before) and adds its own values to chunk r - s - 1, which arrives from
+// the left holding a_c + ... + a_{r-1}. After N - 1 steps rank r holds the whole sum of chunk
+// r + 1, in the order a_{r+1} + a_{r+2} + ... + a_r. All-gather (steps N-1 .. 2N-3): the finished
+// chunks travel once around the ring, copied, never re-added.
+template <class T>
+void RingAllreduce<T>::start_step() {
+  const int N = comm_.size(), r = comm_.rank();
   const int right = mod(r + 1, N), left = mod(r - 1, N);
-  std::vector<float> incoming(data.size() / static_cast<size_t>(N) + 1);
-  // Reduce-scatter: at step s rank r passes on chunk r - s (its own at s = 0, after that the
-  // partial sum it received one step before) and adds its own values to chunk r - s - 1, which
-  // arrives from the left holding a_{c} + ... + a_{r-1}. After N - 1 steps rank r holds the
-  // whole sum of chunk r + 1, in the order a_{r+1} + a_{r+2} + ... + a_r.
-  for (int s = 0; s < N - 1; ++s) {
-    const std::span<float> out = chunk(data, mod(r - s, N), N), in = chunk(data, mod(r - s - 1, N), N);
-    comm.exchange(right, bytes_of(std::span<const float>(out)), left,
-                  bytes_of(std::span<float>(incoming.data(), in.size())));
-    for (size_t i = 0; i < in.size(); ++i) in[i] = incoming[i] + in[i];
-  }
-  // All-gather: the finished chunks travel once around the ring, copied, never re-added.
-  for (int s = 0; s < N - 1; ++s) {
-    const std::span<float> out = chunk(data, mod(r + 1 - s, N), N), in = chunk(data, mod(r - s, N), N);
-    comm.exchange(right, bytes_of(std::span<const float>(out)), left, bytes_of(in));
+  if (step_ < N - 1) {
+    const std::span<T> out = chunk(data_, mod(r - step_, N), N), in = chunk(data_, mod(r - step_ - 1, N), N);
+    current_ = comm_.start_exchange(right, std::as_bytes(out), left,
+                                    std::as_writable_bytes(std::span<T>(incoming_.data(), in.size())), tag_);
+  } else {
+    const int s = step_ - (N - 1);
+    const std::span<T> out = chunk(data_, mod(r + 1 - s, N), N), in = chunk(data_, mod(r - s, N), N);
+    current_ = comm_.start_exchange(right, std::as_bytes(out), left, std::as_writable_bytes(in), tag_);
   }
 }
+
+template <class T>
+bool RingAllreduce<T>::progress() {
+  const int N = comm_.size(), r = comm_.rank();
+  while (current_ && current_->test()) {
+    if (step_ < N - 1) {
+      const std::span<T> in = chunk(data_, mod(r - step_ - 1, N), N);
+      for (size_t i = 0; i < in.size(); ++i) in[i] = incoming_[i] + in[i];
+    }
+    current_.reset();
+    if (++step_ < 2 * (N - 1)) start_step();
+  }
+  return !current_;
+}
+
+template <class T>
+void RingAllreduce<T>::finish() {
+  Waiter waiter(comm_);
+  while (!progress()) pause(waiter);
+}
+
+template <class T>
+void RingAllreduce<T>::pause(Waiter& waiter) const {
+  if (current_) waiter.pause(current_->to, current_->from);
+}
+
+template class RingAllreduce<float>;
+template class RingAllreduce<double>;
+
+void allreduce_sum(Communicator& comm, std::span<float> data) { RingAllreduce(comm, data, 0).finish(); }
 
 std::vector<std::byte> allgather(Communicator& comm, std::span<const std::byte> mine) {
   const int N = comm.size(), r = comm.rank();

@@ -1,14 +1,13 @@
 // The world of a build with MPI (world.hpp): MPI initialised only when an MPI launcher started the
-// process, and a Communicator whose exchange is a pair of non-blocking point-to-point messages
-// polled against a deadline. The only file that includes mpi.h.
+// process, and a Communicator whose exchanges are non-blocking point-to-point messages, tested by
+// the collectives (communicator.cpp) against a deadline. The only file that includes mpi.h.
 #include <mpi.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdlib>
 #include <memory>
 #include <string>
-#include <thread>
+#include <vector>
 
 #include "attn/core/error.hpp"
 #include "attn/dist/world.hpp"
@@ -17,7 +16,7 @@
 namespace attn::dist {
 namespace {
 
-constexpr int kTag = 0x6174;                    // "at"
+constexpr int kTagBase = 0x6000;                // ours: kTagBase + 0..kMaxTag, below MPI_TAG_UB's least 32767
 constexpr size_t kMaxMessage = size_t{1} << 30; // MPI counts are int: longer exchanges go in pieces
 
 std::string mpi_message(int code) {
@@ -52,24 +51,26 @@ class MpiCommunicator final : public Communicator {
   }
   double timeout() const override { return timeout_; }
 
-  void exchange(int to, std::span<const std::byte> send, int from, std::span<std::byte> recv) override {
-    const auto t0 = std::chrono::steady_clock::now();
-    size_t done_send = 0, done_recv = 0;
-    do {   // in pieces of at most kMaxMessage bytes, both directions advancing together
-      const size_t ns = std::min(kMaxMessage, send.size() - done_send);
-      const size_t nr = std::min(kMaxMessage, recv.size() - done_recv);
-      MPI_Request req[2];
-      check(MPI_Irecv(recv.data() + done_recv, static_cast<int>(nr), MPI_BYTE, from, kTag, comm_, &req[0]),
+  std::unique_ptr<Exchange> start_exchange(int to, std::span<const std::byte> send, int from,
+                                           std::span<std::byte> recv, int tag) override {
+    if (tag < 0 || tag > kMaxTag) throw Error("dist: tag " + std::to_string(tag) + " outside 0.." + std::to_string(kMaxTag));
+    auto e = std::make_unique<MpiExchange>(to, from);
+    // In pieces of at most kMaxMessage bytes (MPI counts are int), all posted at once: messages of
+    // one tag between two ranks match in order. An empty buffer is one empty message.
+    auto pieces = [](size_t bytes) { return std::max<size_t>(1, (bytes + kMaxMessage - 1) / kMaxMessage); };
+    for (size_t k = 0; k < pieces(recv.size()); ++k) {
+      const size_t at = k * kMaxMessage, n = std::min(kMaxMessage, recv.size() - at);
+      check(MPI_Irecv(recv.data() + at, static_cast<int>(n), MPI_BYTE, from, kTagBase + tag, comm_, &e->add()),
             "MPI_Irecv");
-      check(MPI_Isend(send.data() + done_send, static_cast<int>(ns), MPI_BYTE, to, kTag, comm_, &req[1]),
+    }
+    for (size_t k = 0; k < pieces(send.size()); ++k) {
+      const size_t at = k * kMaxMessage, n = std::min(kMaxMessage, send.size() - at);
+      check(MPI_Isend(send.data() + at, static_cast<int>(n), MPI_BYTE, to, kTagBase + tag, comm_, &e->add()),
             "MPI_Isend");
-      wait(req, t0, to, from);
-      done_send += ns;
-      done_recv += nr;
-    } while (done_send < send.size() || done_recv < recv.size());
-    traffic_.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    }
     traffic_.bytes_sent += static_cast<int64_t>(send.size());
     ++traffic_.exchanges;
+    return e;
   }
 
  private:
@@ -77,25 +78,22 @@ class MpiCommunicator final : public Communicator {
   int rank_ = 0, size_ = 1;
   double timeout_ = 600;
 
-  // Polls both requests until they are done. Spins for the first 10 ms (a peer in step with us
-  // answers within microseconds, and MPI progresses a message only while polled), then polls
-  // every 50 us so that a rank waiting for a slow peer (one writing a checkpoint) leaves the core
-  // to others; throws once the exchange has waited timeout_ seconds.
-  void wait(MPI_Request req[2], std::chrono::steady_clock::time_point t0, int to, int from) {
-    using clock = std::chrono::steady_clock;
-    for (;;) {
-      int done = 0;
-      check(MPI_Testall(2, req, &done, MPI_STATUSES_IGNORE), "MPI_Testall");
-      if (done) return;
-      const double waited = std::chrono::duration<double>(clock::now() - t0).count();
-      if (waited > timeout_)
-        throw Error("dist: rank " + std::to_string(rank_) + " of " + std::to_string(size_) + " waited " +
-                    std::to_string(static_cast<int64_t>(waited)) + " s for rank " + std::to_string(from) +
-                    (from == to ? "" : " and rank " + std::to_string(to)) +
-                    " without an answer: a rank has died or hung; stopping the job");
-      if (waited > 0.01) std::this_thread::sleep_for(std::chrono::microseconds(50));
+  // A started exchange's requests. One left unfinished (its wait threw: a peer died or hung) is
+  // abandoned, not cancelled: the job is ending (cli::dispatch aborts it).
+  struct MpiExchange final : Exchange {
+    MpiExchange(int to, int from) : Exchange(to, from) {}
+    std::vector<MPI_Request> requests;
+    bool done = false;
+    MPI_Request& add() { return requests.emplace_back(MPI_REQUEST_NULL); }
+    bool test() override {
+      if (done) return true;
+      int flag = 0;
+      check(MPI_Testall(static_cast<int>(requests.size()), requests.data(), &flag, MPI_STATUSES_IGNORE),
+            "MPI_Testall");
+      done = flag != 0;
+      return done;
     }
-  }
+  };
 };
 
 std::unique_ptr<MpiCommunicator> g_mpi;

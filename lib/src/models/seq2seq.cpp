@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "attn/blas/blas.hpp"
+#include "attn/nn/grad_ready.hpp"
 #include "attn/ops/activation.hpp"
 #include "attn/ops/rows.hpp"
 #include "seq2seq_impl.hpp"
@@ -225,6 +226,7 @@ void Seq2SeqImpl::encode_backward(Seq2Seq& m, const Encoded& enc, Tensor dmemory
   const int64_t dirs = c.bidirectional ? 2 : 1;
   const int32_t* len = enc.src_len.idata();
   const Tensor dfinal = m.bridge_.backward(ops::tanh_backward(ds0, cache.bridge_tanh), cache.bridge);
+  nn::announce_final(m.bridge_.params());
   for (int64_t b = 0; b < B; ++b) {
     float* db = dmemory.data() + b * S * Dv;
     add_into(db + (len[b] - 1) * Dv, dfinal.data() + b * Dv, H);
@@ -239,6 +241,8 @@ void Seq2SeqImpl::encode_backward(Seq2Seq& m, const Encoded& enc, Tensor dmemory
       auto& er = m.encoder_[l * dirs + d];
       const Tensor dy = d == 0 ? dys[0] : reverse_within(dys[1], len);
       Tensor dxin = backward_direction(er.rnn, er.self_attn.get(), dy, lc.dir[d]);
+      nn::announce_final(er.rnn.params());
+      if (er.self_attn) nn::announce_final(er.self_attn->params());
       if (d == 0) dxl = dxin;
       else add_into(dxl.data(), reverse_within(dxin, len).data(), dxl.numel());
     }
@@ -335,12 +339,14 @@ LossStats Seq2Seq::train_step(const TokenBatch& batch, Rng& dropout_rng) {
   // The loss and its gradient in one op; the gradient overwrites the logits.
   const LossStats stats = loss_stats(
       ops::cross_entropy_forward_backward_inplace(run.logits, run.targets, {/*ignore_index=*/-1, c.label_smoothing}, 1.0f));
+  nn::announce_loss_count(static_cast<double>(stats.tokens));
   if (stats.tokens == 0) return stats;
 
   const int64_t B = run.B, S = run.S, T = run.T, E = c.embed_dim, Dd = c.dec_hidden, Dc = c.context_dim();
   const int64_t Do = c.output_input_dim();
   // logits = dropout(O) W_o^T + b_o, one GEMM each way for all T*B rows.
   const Tensor dO = ops::dropout_backward(output_.backward(run.logits, run.out), run.out_drop);
+  nn::announce_final(output_.params());   // data-parallel training sends what is final (nn/grad_ready.hpp)
   run.logits = Tensor();
 
   // The decoder's steps in reverse, then its weight gradients over all T*B rows.
@@ -352,7 +358,9 @@ LossStats Seq2Seq::train_step(const TokenBatch& batch, Rng& dropout_rng) {
     decoder_.step_backward(t, dO.data() + t * B * Do, Do, run.O.data() + t * B * Do, Do, run.dec, run.enc.attn, grad);
   decoder_.end_backward(run.O.data(), Do, run.dec, run.enc.attn, grad);
   decoder_.input_backward(grad, run.emb.data(), E, dEmb.data(), E);
+  nn::announce_final(decoder_.params());
   tgt_embed_.backward(dEmb.reshape({T, B, E}), run.tgt_embed);
+  nn::announce_final(tgt_embed_.params());
 
   const Tensor dmemory = decoder_.attention() ? grad.memory.dkeys : Tensor({B, S, c.memory_dim()});
   Impl::encode_backward(*this, run.enc, dmemory, grad.dstate.h, run.encoder);

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "attn/blas/blas.hpp"
+#include "attn/nn/grad_ready.hpp"
 #include "attn/ops/cross_entropy.hpp"
 #include "attn/ops/elementwise.hpp"
 
@@ -255,18 +256,28 @@ Tensor Transformer::forward_logits(const TokenBatch& batch, bool training, Rng& 
 // ---- training ---------------------------------------------------------------------------------
 
 Tensor Transformer::output_backward(const Tensor& dlogits, const ops::LinearCache& cache) {
-  if (output_) return output_->backward(dlogits, cache);
+  if (output_) {
+    Tensor dh = output_->backward(dlogits, cache);
+    nn::announce_final(output_->params());
+    return dh;
+  }
   const int64_t V = config_.tgt_vocab;
   Tensor dW = tgt_embed_.table.grad.rows(0, V);   // a view: adds into the table's gradient
   Tensor no_bias;
   return ops::linear_backward(dlogits, tgt_embed_.table.value.rows(0, V), cache, dW, no_bias);
 }
 
+// Announces each layer's gradients final as the backward passes below it (nn/grad_ready.hpp), so
+// that data-parallel training can send them while the layers beneath are computed.
 Tensor Transformer::decoder_backward(Tensor dh, StepCache& c) {
-  if (dec_norm_) dh = dec_norm_->backward(dh, c.dec_norm);
+  if (dec_norm_) {
+    dh = dec_norm_->backward(dh, c.dec_norm);
+    nn::announce_final(dec_norm_->params());
+  }
   Tensor dmemory;
   for (size_t l = decoder_.size(); l-- > 0;) {
     DecoderLayer::Grads g = decoder_[l].backward(dh, c.dec[l]);
+    nn::announce_final(decoder_[l].params());
     dh = std::move(g.dx);
     if (!g.dmemory.empty()) {
       if (dmemory.empty())
@@ -276,12 +287,20 @@ Tensor Transformer::decoder_backward(Tensor dh, StepCache& c) {
     }
   }
   embed_backward(dh, tgt_embed_, dec_pos_, c.tgt);
+  if (!shared_embed()) nn::announce_final(tgt_embed_.params());   // else the encoder adds to it too
+  if (dec_pos_) nn::announce_final(dec_pos_->params());
   return dmemory;
 }
 
 void Transformer::encoder_backward(Tensor dx, StepCache& c) {
-  if (enc_norm_) dx = enc_norm_->backward(dx, c.enc_norm);
-  for (size_t l = encoder_.size(); l-- > 0;) dx = encoder_[l].backward(dx, c.enc[l]);
+  if (enc_norm_) {
+    dx = enc_norm_->backward(dx, c.enc_norm);
+    nn::announce_final(enc_norm_->params());
+  }
+  for (size_t l = encoder_.size(); l-- > 0;) {
+    dx = encoder_[l].backward(dx, c.enc[l]);
+    nn::announce_final(encoder_[l].params());
+  }
   embed_backward(dx, shared_embed() ? tgt_embed_ : src_embed_, enc_pos_, c.src);
 }
 
@@ -293,6 +312,7 @@ LossStats Transformer::train_step(const TokenBatch& batch, Rng& dropout_rng) {
   const ops::CrossEntropyOptions ce_options{kPad, config_.label_smoothing};
   // The loss and its gradient in one op; the gradient overwrites the logits.
   const LossStats stats = loss_stats(ops::cross_entropy_forward_backward_inplace(logits, targets, ce_options, 1.0f));
+  nn::announce_loss_count(static_cast<double>(stats.tokens));
 
   // Backward: the forward's steps in reverse.
   const Tensor& dlogits = logits;

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "attn/io/config_fields.hpp"
+#include "attn/nn/grad_ready.hpp"
 #include "attn/ops/cross_entropy.hpp"
 #include "attn/ops/linear.hpp"
 
@@ -182,7 +183,9 @@ ClassifierStats TransformerClassifier::train_step(const ClassifierBatch& batch, 
     stats.loss_sum = ce.sum;
     stats.count = ce.count;
     stats.correct = ce.correct;
+    nn::announce_loss_count(static_cast<double>(ce.count));
     const Tensor dpooled = head_.backward(logits, cache);   // [B, D]
+    nn::announce_final(head_.params());
     Tensor dh({B, L, D});
     for (int64_t b = 0; b < B; ++b)
       std::copy_n(dpooled.data() + b * D, D, dh.data() + (b * L + batch.read_at.idata()[b]) * D);

@@ -1,4 +1,5 @@
 list(APPEND ATTN_SOURCES
+  ${CMAKE_CURRENT_LIST_DIR}/grad_ready.cpp
   ${CMAKE_CURRENT_LIST_DIR}/init.cpp
   ${CMAKE_CURRENT_LIST_DIR}/layers.cpp
   ${CMAKE_CURRENT_LIST_DIR}/rnn.cpp

@@ -6,6 +6,7 @@
 #include <bit>
 #include <chrono>
 #include <cstring>
+#include <optional>
 
 #include "attn/core/error.hpp"
 #include "attn/train/split_run.hpp"
@@ -56,19 +57,33 @@ std::vector<int64_t> shard_of(std::span<const int64_t> batch, int rank, int rank
   return out;
 }
 
-DataParallel::DataParallel(dist::Communicator& comm, const TrainTask& task) : comm_(comm), task_(task) {
+DataParallel::DataParallel(dist::Communicator& comm, const TrainTask& task, int64_t bucket_floats)
+    : comm_(comm), task_(task) {
   if (comm_.size() > 1 && !task.single_process_only.empty())
     throw ConfigError("train: this model trains as one process only, not on " + std::to_string(comm_.size()) +
                       " ranks: " + task.single_process_only);
-  int64_t filled = kBucketFloats;
-  for (Param* p : task.params) {
-    if (filled + p->grad.numel() > kBucketFloats && filled > 0) {
+  // Reverse order, as a backward makes them final; tags 1..kMaxTag - 1 (kMaxTag is the count's).
+  int64_t total = 0;
+  for (const Param* p : task.params) total += p->grad.numel();
+  const int64_t most = dist::kMaxTag - 1;
+  const int64_t cap = std::max({int64_t{1}, bucket_floats, (total + most - 1) / most});
+  int64_t filled = cap;
+  for (auto it = task.params.rbegin(); it != task.params.rend(); ++it) {
+    Param* p = *it;
+    if (filled + p->grad.numel() > cap && filled > 0) {
       buckets_.emplace_back();
       filled = 0;
     }
-    buckets_.back().push_back(p);
+    buckets_.back().params.push_back(p);
     filled += p->grad.numel();
+    slots_[p] = Slot{.bucket = buckets_.size() - 1};
   }
+  for (Bucket& b : buckets_)
+    if (b.params.size() > 1) {
+      size_t n = 0;
+      for (const Param* p : b.params) n += static_cast<size_t>(p->grad.numel());
+      b.staging.resize(n);
+    }
 }
 
 BatchStats DataParallel::train_batch(std::span<const int64_t> batch, Rng& rng) {
@@ -78,18 +93,145 @@ BatchStats DataParallel::train_batch(std::span<const int64_t> batch, Rng& rng) {
   const std::vector<int64_t> shard = shard_of(batch, r, N);
   Rng own(RngState{rng.fork(kRankStreamLabel + static_cast<uint64_t>(r)).state().seed, rng.state().counter});
   Rng& stream = r == 0 ? rng : own;
-  BatchStats mine;
-  if (!shard.empty()) mine = task_.train_batch(shard, stream);
-
-  const auto t0 = clock::now();
   const int64_t bytes0 = comm_.traffic().bytes_sent;
+  BatchStats mine;
+  if (!shard.empty()) {
+    std::optional<nn::ScopedGradListener> listening;
+    std::optional<ScopedBackgroundWork> polled;
+    if (overlap_) {
+      listening.emplace(static_cast<nn::GradListener&>(*this));
+      polled.emplace(static_cast<BackgroundWork&>(*this));
+    }
+    mine = task_.train_batch(shard, stream);
+  }
+  const auto t0 = clock::now();
+  if (!count_ring_) {
+    start_count(mine.count);
+  } else if (weight_ != mine.count) {
+    throw Error("train: the model announced a loss over " + std::to_string(weight_) + " units but its step counted " +
+                std::to_string(mine.count) + " (nn::announce_loss_count in its training step is wrong)");
+  }
+  for (size_t b = 0; b < buckets_.size(); ++b)
+    if (!buckets_[b].ring) start(buckets_[b], b);
+  finish();
   const BatchStats global = reduce_stats(mine, rng, stream);
-  // d(L / C) = sum_r (c_r / C) d(L_r / c_r); nothing counted anywhere: no gradient to weigh.
-  const double weight = global.count > 0 ? mine.count / global.count : 0.0;
-  reduce_gradients(static_cast<float>(weight));
+  if (global.count != count_sum_[0])   // integers, exact in any order
+    throw Error("train: the ranks' counts sum to " + std::to_string(count_sum_[0]) + " in the ring but " +
+                std::to_string(global.count) + " in the gathered sums");
   comm_seconds_ += seconds_since(t0);
   comm_bytes_ += comm_.traffic().bytes_sent - bytes0;
+  backward_end_ = std::chrono::duration<double>(t0.time_since_epoch()).count();
+  summed_ = std::chrono::duration<double>(clock::now().time_since_epoch()).count();
   return global;
+}
+
+void DataParallel::loss_count(double count) {
+  start_count(count);
+  for (size_t b = 0; b < buckets_.size(); ++b)   // final before the count was known
+    if (!buckets_[b].ring && buckets_[b].ready == buckets_[b].params.size()) {
+      start(buckets_[b], b);
+      ++buckets_overlapped_;
+    }
+}
+
+void DataParallel::final(std::span<Param* const> params) {
+  const auto t0 = clock::now();
+  for (Param* p : params) {
+    const auto it = slots_.find(p);
+    if (it == slots_.end() || it->second.ready) continue;   // frozen, or said before
+    it->second.ready = true;
+    Bucket& b = buckets_[it->second.bucket];
+    if (++b.ready == b.params.size() && count_ring_) {
+      start(b, it->second.bucket);
+      ++buckets_overlapped_;
+    }
+  }
+  progress();
+  overlapped_seconds_ += seconds_since(t0);
+}
+
+void DataParallel::poll() {
+  const auto t0 = clock::now();
+  progress();
+  overlapped_seconds_ += seconds_since(t0);
+}
+
+// Starts summing c_r into C (a ring of one double, tag kMaxTag: the buckets have 1..kMaxTag-1).
+void DataParallel::start_count(double count) {
+  weight_ = count_sum_[0] = count;
+  count_ring_ = std::make_unique<dist::RingAllreduce<double>>(comm_, std::span<double>(count_sum_), dist::kMaxTag);
+}
+
+// Scales the bucket's gradients by c_r (into its staging, or in place) and starts its ring.
+void DataParallel::start(Bucket& bucket, size_t index) {
+  const auto w = static_cast<float>(weight_);
+  std::span<float> data;
+  if (bucket.staging.empty()) {
+    data = bucket.params.front()->grad.values();
+    for (float& x : data) x *= w;
+  } else {
+    size_t at = 0;
+    for (const Param* p : bucket.params) {
+      const std::span<const float> g = p->grad.values();
+      for (size_t i = 0; i < g.size(); ++i) bucket.staging[at + i] = w * g[i];
+      at += g.size();
+    }
+    data = bucket.staging;
+  }
+  bucket.ring = std::make_unique<dist::RingAllreduce<float>>(comm_, data, 1 + static_cast<int>(index));
+}
+
+// Advances the count's ring and the buckets'; a bucket whose sum is complete, once C is known,
+// becomes the gradient: d(L / C) = (1 / C) sum_r c_r d(L_r / c_r) (nothing counted anywhere: no
+// gradient). Returns whether every bucket is done.
+bool DataParallel::progress() {
+  if (!count_ring_ || !count_ring_->progress()) return false;
+  const float inverse = count_sum_[0] > 0 ? static_cast<float>(1.0 / count_sum_[0]) : 0.0f;
+  bool all = true;
+  for (Bucket& b : buckets_) {
+    if (b.done) continue;
+    if (!b.ring || !b.ring->progress()) {
+      all = false;
+      continue;
+    }
+    if (b.staging.empty()) {
+      for (float& x : b.params.front()->grad.values()) x *= inverse;
+    } else {
+      size_t at = 0;
+      for (Param* p : b.params) {
+        const std::span<float> g = p->grad.values();
+        for (size_t i = 0; i < g.size(); ++i) g[i] = b.staging[at + i] * inverse;
+        at += g.size();
+      }
+    }
+    b.done = true;
+  }
+  return all;
+}
+
+// Waits until every bucket is done, then readies them for the next step.
+void DataParallel::finish() {
+  {
+    dist::Waiter waiter(comm_);
+    while (!progress()) {
+      if (!count_ring_->progress()) {
+        count_ring_->pause(waiter);
+        continue;
+      }
+      for (const Bucket& b : buckets_)
+        if (!b.done) {
+          b.ring->pause(waiter);
+          break;
+        }
+    }
+  }
+  for (Bucket& b : buckets_) {
+    b.ring.reset();
+    b.ready = 0;
+    b.done = false;
+    for (Param* p : b.params) slots_[p].ready = false;
+  }
+  count_ring_.reset();
 }
 
 BatchStats DataParallel::reduce_stats(const BatchStats& mine, Rng& trainer_rng, const Rng& used) {
@@ -108,37 +250,6 @@ BatchStats DataParallel::reduce_stats(const BatchStats& mine, Rng& trainer_rng, 
   }
   trainer_rng.set_state({trainer_rng.state().seed, counter});
   return global;
-}
-
-void DataParallel::reduce_gradients(float weight) {
-  auto scale = [weight](std::span<float> g) {
-    if (weight != 1.0f)
-      for (float& x : g) x *= weight;
-  };
-  for (const std::vector<Param*>& bucket : buckets_) {
-    if (bucket.size() == 1) {   // one large parameter: in place
-      const std::span<float> g = bucket.front()->grad.values();
-      scale(g);
-      dist::allreduce_sum(comm_, g);
-      continue;
-    }
-    size_t n = 0;
-    for (const Param* p : bucket) n += static_cast<size_t>(p->grad.numel());
-    staging_.resize(std::max(staging_.size(), n));
-    size_t at = 0;
-    for (const Param* p : bucket) {
-      const std::span<const float> g = p->grad.values();
-      for (size_t i = 0; i < g.size(); ++i) staging_[at + i] = weight * g[i];
-      at += g.size();
-    }
-    dist::allreduce_sum(comm_, std::span<float>(staging_.data(), n));
-    at = 0;
-    for (Param* p : bucket) {
-      const std::span<float> g = p->grad.values();
-      std::copy_n(staging_.data() + at, g.size(), g.begin());
-      at += g.size();
-    }
-  }
 }
 
 BatchStats DataParallel::evaluate(const std::function<BatchStats(std::span<const int64_t>)>& run_batch,

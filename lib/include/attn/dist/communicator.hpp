@@ -2,35 +2,53 @@
 // point-to-point primitive so that their order of arithmetic is ours, not the MPI library's.
 //
 // A Communicator is rank r of N processes that can `exchange` bytes with each other: send to one
-// rank and receive from another at once (the step of a ring). Everything else is written once on
-// top of it (communicator.cpp):
-//   allreduce_sum   ring reduce-scatter + all-gather (Patarasuk & Yuan 2009): each rank sends
+// rank and receive from another at once (the step of a ring), either waiting for it (exchange) or
+// started now and tested later (start_exchange), so that other work runs while the bytes travel.
+// Everything else is written once on top of it (communicator.cpp):
+//   RingAllreduce   ring reduce-scatter + all-gather (Patarasuk & Yuan 2009): each rank sends
 //                   2 (N-1)/N of the buffer, the bandwidth optimum. Chunk c is summed in the fixed
 //                   order ((a_c + a_{c+1}) + ...) + a_{c-1} (rank indices mod N) and then copied to
 //                   every rank, so the result is the same bits on every rank and in every run with N
-//                   ranks. MPI_Allreduce with MPI_SUM promises neither: Open MPI picks its algorithm
-//                   (and so the association of the float sums) by message size and rank count.
+//                   ranks, however its steps interleave with other work. MPI_Allreduce with MPI_SUM
+//                   promises neither: Open MPI picks its algorithm (and so the association of the
+//                   float sums) by message size and rank count. allreduce_sum runs one to the end.
 //   allgather       every rank's equal-sized block, in rank order, on every rank (a ring).
 // With one rank both return at once, so a single process pays nothing.
 //
 // The world (world.hpp) is an MPI communicator when the tool was started by an MPI launcher
-// (mpirun, srun), else a single process. An exchange that waits longer than the communicator's
-// timeout for its peers throws attn::Error naming the ranks, so a rank that hung (or died without
-// the launcher noticing) stops the others instead of blocking them forever.
+// (mpirun, srun), else a single process. A wait for peers longer than the communicator's timeout
+// throws attn::Error naming the ranks, so a rank that hung (or died without the launcher
+// noticing) stops the others instead of blocking them forever.
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <span>
+#include <string>
 #include <vector>
 
 namespace attn::dist {
 
-// Communication done so far by this rank: time inside exchanges (waiting for slower peers
-// included) and bytes sent.
+// Communication done so far by this rank: time spent waiting for exchanges to finish (waiting
+// for slower peers included), bytes sent and exchanges started.
 struct Traffic {
   double seconds = 0;
   int64_t bytes_sent = 0;
   int64_t exchanges = 0;
+};
+
+// Tags keep concurrent exchanges between the same two ranks apart: 0 is the blocking
+// collectives', the rest are free for overlapped ones (a ring per gradient bucket).
+inline constexpr int kMaxTag = 4095;
+
+// An exchange in flight (Communicator::start_exchange).
+class Exchange {
+ public:
+  Exchange(int to, int from) : to(to), from(from) {}
+  virtual ~Exchange() = default;
+  // True once both the send and the receive are done (and from then on); never blocks.
+  virtual bool test() = 0;
+  const int to, from;
 };
 
 class Communicator {
@@ -40,12 +58,18 @@ class Communicator {
   virtual int size() const = 0;
   bool is_root() const { return rank() == 0; }
 
-  // Sends `send` to rank `to` and receives exactly recv.size() bytes from rank `from`, both at
-  // once; returns when both are done (either may be empty). Throws attn::Error when they are not
-  // done within the timeout.
-  virtual void exchange(int to, std::span<const std::byte> send, int from, std::span<std::byte> recv) = 0;
+  // Starts sending `send` to rank `to` and receiving exactly recv.size() bytes from rank `from`
+  // (either may be empty); both buffers must stay as they are until test() says done. Exchanges
+  // between two ranks with the same tag (0..kMaxTag) are matched in the order they were started.
+  virtual std::unique_ptr<Exchange> start_exchange(int to, std::span<const std::byte> send, int from,
+                                                   std::span<std::byte> recv, int tag) = 0;
 
-  // Seconds an exchange may wait for its peers before it throws (> 0).
+  // start_exchange with tag 0, then wait: returns when both are done.
+  void exchange(int to, std::span<const std::byte> send, int from, std::span<std::byte> recv);
+  // Returns when `e` is done; throws attn::Error when that takes longer than the timeout.
+  void wait(Exchange& e);
+
+  // Seconds a wait for peers may last before it throws (> 0).
   virtual void set_timeout(double seconds) = 0;
   virtual double timeout() const = 0;
 
@@ -53,7 +77,54 @@ class Communicator {
 
  protected:
   Traffic traffic_;
+  friend class Waiter;
 };
+
+// How a rank waits for its peers: call pause() between polls of what it waits for. It spins for
+// the first 10 ms (a peer in step with us answers within microseconds, and MPI moves a message
+// only while polled), then sleeps 50 us between polls so that a rank waiting for a slow peer (one
+// writing a checkpoint) leaves the core to others; past the communicator's timeout it throws,
+// naming the ranks waited for. Its time is added to the communicator's traffic().seconds.
+class Waiter {
+ public:
+  explicit Waiter(Communicator& comm);
+  ~Waiter();
+  Waiter(const Waiter&) = delete;
+  Waiter& operator=(const Waiter&) = delete;
+  void pause(int to, int from);
+
+ private:
+  Communicator& comm_;
+  double start_;
+};
+
+// A sum over the ranks of `data`, in place, started now and advanced by progress() as messages
+// arrive: the ring described above, step by step, so that a caller can overlap it with other
+// work. `data` must stay alive and untouched (by this rank) until done; every rank passes the
+// same length and tag. The result does not depend on when progress() is called. For float
+// (gradients) and double (counts).
+template <class T>
+class RingAllreduce {
+ public:
+  RingAllreduce(Communicator& comm, std::span<T> data, int tag);
+  // Advances as far as the messages that have arrived allow, without waiting; true once done.
+  bool progress();
+  // Progresses until done (Waiter's policy and timeout).
+  void finish();
+  // waiter.pause() naming the ranks the step in flight waits for (when not done).
+  void pause(Waiter& waiter) const;
+
+ private:
+  Communicator& comm_;
+  std::span<T> data_;
+  int tag_;
+  int step_ = 0;                        // 0 .. N-2 reduce-scatter, N-1 .. 2N-3 all-gather
+  std::vector<T> incoming_;             // a reduce-scatter step's chunk from the left
+  std::unique_ptr<Exchange> current_;   // the step in flight
+  void start_step();
+};
+RingAllreduce(Communicator&, std::span<float>, int) -> RingAllreduce<float>;
+RingAllreduce(Communicator&, std::span<double>, int) -> RingAllreduce<double>;
 
 // Sums `data` over the ranks in place; every rank must pass the same length. Deterministic as
 // said above; every rank gets the same bits.
@@ -71,7 +142,8 @@ class SingleProcess final : public Communicator {
  public:
   int rank() const override { return 0; }
   int size() const override { return 1; }
-  void exchange(int to, std::span<const std::byte> send, int from, std::span<std::byte> recv) override;
+  std::unique_ptr<Exchange> start_exchange(int to, std::span<const std::byte> send, int from,
+                                           std::span<std::byte> recv, int tag) override;
   void set_timeout(double seconds) override { timeout_ = seconds; }
   double timeout() const override { return timeout_; }
 

@@ -10,24 +10,31 @@
 //
 // The step. A task's train_batch adds the gradient of its mean loss over the rows it is given,
 // g_r = d(L_r / c_r) for rank r's loss sum L_r over c_r counted units (tokens, sequences). The
-// global batch's gradient is d(L / C) = sum_r (c_r / C) g_r with C = sum_r c_r. So each rank
+// global batch's gradient is d(L / C) = (1 / C) sum_r c_r g_r with C = sum_r c_r. So each rank
 //   1. runs train_batch on its shard (a rank with an empty shard, in a batch of fewer than N rows,
 //      contributes nothing);
-//   2. gathers every rank's BatchStats (a few doubles, dist::allgather) and sums them in rank
-//      order: every rank gets the global batch's sums, the same bits;
-//   3. scales its gradients by c_r / C and sums them over the ranks with dist::allreduce_sum (a
-//      ring whose float sums have a fixed order), in buckets of kBucketFloats floats so that the
-//      staging buffer stays small.
+//   2. sums c_r over the ranks into C (a ring of one double: counts are integers, exact), and
+//      c_r g_r with dist::RingAllreduce (a ring whose float sums have a fixed order), bucket by
+//      bucket, each bucket's sum times 1 / C becoming the gradient;
+//   3. gathers every rank's BatchStats (a few doubles, dist::allgather) and sums them in rank
+//      order: every rank gets the global batch's sums, the same bits.
 // Clipping, the divergence check and the optimizer step then run on every rank on identical
 // gradients, so the ranks' parameters stay identical without being sent (fit checks it, by a hash
 // of every parameter, at its start and end). One rank (N = 1) skips steps 2 and 3: it is the
 // single-process trainer, bit for bit.
 //
-// Why not overlapped with the backward pass (PyTorch DDP's buckets as they become ready): a task's
-// train_batch runs forward and backward as one call, and the models write each parameter's
-// gradient in several places of their backward (a shared embedding, a recurrent weight summed over
-// steps), so no family can say when a gradient is final without a per-model hook. The exchange
-// runs after the backward; its time is reported (TrainResult::comm_seconds) rather than hidden.
+// Overlap with the backward pass (PyTorch DDP's buckets). Buckets of about kBucketFloats floats
+// are planned over the parameters in reverse order (a backward reaches the last layers first).
+// While the shard's train_batch runs, DataParallel listens to the model's announcements
+// (nn/grad_ready.hpp): c_r once the loss is known (its ring starts), then which gradients are
+// final. A bucket whose gradients are all final is scaled by c_r and its ring started at once;
+// every announcement, and every matrix product of the backward (core/background.hpp), advances the
+// rings in flight and writes back the buckets whose sums are complete, so the exchange proceeds
+// while the backward computes the layers below. When train_batch returns, the buckets nobody
+// announced (those of a model that does not announce; the first layer's, final only at the end)
+// start, and every ring is finished. A ring does the same additions whenever its steps run, so
+// the overlap changes the timing, never the bits (tests/dist: the same gradients with the overlap
+// on and off, for every Transformer architecture and seq2seq).
 //
 // Random streams: rank 0 draws from the trainer's stream itself, rank r > 0 from the stream
 // trainer.fork(kRankStreamLabel + r) positioned at the trainer's counter; after the step, every
@@ -47,34 +54,43 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <span>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
+#include "attn/core/background.hpp"
 #include "attn/core/rng.hpp"
 #include "attn/dist/communicator.hpp"
+#include "attn/nn/grad_ready.hpp"
 #include "attn/nn/param.hpp"
 #include "attn/train/trainer.hpp"
 
 namespace attn::train {
 
-// Floats per bucket of the gradient exchange (16 MiB).
-inline constexpr int64_t kBucketFloats = int64_t{1} << 22;
+// Floats per bucket of the gradient exchange (4 MiB: about one layer of a Transformer with
+// d_model 256, so that a layer's bucket can start as soon as the backward has passed it).
+inline constexpr int64_t kBucketFloats = int64_t{1} << 20;
 // Rank r > 0 draws from trainer_stream.fork(kRankStreamLabel + r).
 inline constexpr uint64_t kRankStreamLabel = 0x72616e6b00000000ull;   // "rank"
 
 // Rows rank, rank + ranks, ... of `batch` (empty when the batch has no more than `rank` rows).
 std::vector<int64_t> shard_of(std::span<const int64_t> batch, int rank, int ranks);
 
-class DataParallel {
+class DataParallel final : private nn::GradListener, private BackgroundWork {
  public:
-  // Plans the buckets over task.params (in their order). ConfigError when the communicator has
-  // several ranks and the task is single_process_only.
-  DataParallel(dist::Communicator& comm, const TrainTask& task);
+  // Plans the buckets over task.params, of about `bucket_floats` floats each. ConfigError when
+  // the communicator has several ranks and the task is single_process_only.
+  DataParallel(dist::Communicator& comm, const TrainTask& task, int64_t bucket_floats = kBucketFloats);
 
   int rank() const { return comm_.rank(); }
   int ranks() const { return comm_.size(); }
   bool is_root() const { return comm_.is_root(); }
+
+  // Whether buckets start as the backward announces them (the default) or all after it: the same
+  // bits either way; off is for measuring what the overlap hides.
+  void set_overlap(bool on) { overlap_ = on; }
 
   // One global batch (steps 1-3 above): ADDS the global batch's gradient into task.params' grads
   // (zeroed by the caller) and returns the global batch's sums; `rng` is the trainer's stream.
@@ -91,21 +107,53 @@ class DataParallel {
   // Returns once every rank has called it (after rank 0 has written the final model).
   void barrier();
 
-  // Wall time this rank spent exchanging sums and gradients in train_batch (packing and waiting
-  // for slower ranks included), and the bytes it sent there.
+  // Communication in train_batch so far. comm_seconds: wall time from the end of this rank's
+  // backward until the batch's gradients were summed, the exchange the backward did not hide (the
+  // sums' gather, the rings still running, waiting for slower ranks). overlapped_seconds: time
+  // spent inside the backward starting and advancing rings. buckets_overlapped: buckets started
+  // inside the backward. comm_bytes: bytes sent.
   double comm_seconds() const { return comm_seconds_; }
+  double overlapped_seconds() const { return overlapped_seconds_; }
+  int64_t buckets_overlapped() const { return buckets_overlapped_; }
   int64_t comm_bytes() const { return comm_bytes_; }
+  size_t buckets() const { return buckets_.size(); }
+  // When this rank's last train_batch ended its backward and when its gradients were summed
+  // (steady_clock seconds: comparable across the ranks of one machine). The latest summed minus
+  // the latest backward end is the exchange no backward hid, waiting for a slower rank excluded.
+  double backward_end() const { return backward_end_; }
+  double summed() const { return summed_; }
 
  private:
+  struct Bucket {
+    std::vector<Param*> params;                         // consecutive, in reverse order
+    size_t ready = 0;                                   // how many are final in this step
+    std::vector<float> staging;                         // several params, packed (one: in place)
+    std::unique_ptr<dist::RingAllreduce<float>> ring;   // started in this step
+    bool done = false;                                  // the sum is in the gradients
+  };
+  struct Slot {
+    size_t bucket = 0;
+    bool ready = false;
+  };
   dist::Communicator& comm_;
   const TrainTask& task_;
-  std::vector<std::vector<Param*>> buckets_;   // consecutive params, each bucket ~kBucketFloats
-  std::vector<float> staging_;                 // a bucket of several params, packed
-  double comm_seconds_ = 0;
-  int64_t comm_bytes_ = 0;
+  std::vector<Bucket> buckets_;
+  std::unordered_map<const Param*, Slot> slots_;
+  bool overlap_ = true;
+  double weight_ = 0;                                         // c_r
+  double count_sum_[1] = {0};                                 // c_r, then C once its ring is done
+  std::unique_ptr<dist::RingAllreduce<double>> count_ring_;   // started once c_r is known
+  double comm_seconds_ = 0, overlapped_seconds_ = 0, backward_end_ = 0, summed_ = 0;
+  int64_t buckets_overlapped_ = 0, comm_bytes_ = 0;
 
+  void loss_count(double count) override;
+  void final(std::span<Param* const> params) override;
+  void poll() override;
+  void start_count(double count);
+  void start(Bucket& bucket, size_t index);
+  bool progress();
+  void finish();
   BatchStats reduce_stats(const BatchStats& mine, Rng& trainer_rng, const Rng& used);
-  void reduce_gradients(float weight);
 };
 
 }  // namespace attn::train
