@@ -279,8 +279,8 @@ std::string metrics_text(const train::TrainTask& task, const train::EpochReport&
   return out;
 }
 
-// "; 2 ranks, exchange 12.3 ms and 45.6 MB per step" on several ranks (rank 0's share of its
-// training time), "" on one.
+// "; 2 ranks, exchange 12.3 ms and 45.6 MB per step" on several ranks (rank 0's wait after its
+// backward, the part of the exchange the backward did not hide), "" on one.
 std::string ranks_text(const train::TrainResult& r) {
   if (r.ranks == 1) return "";
   const double steps = static_cast<double>(std::max<int64_t>(r.run_steps, 1));

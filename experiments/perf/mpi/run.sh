@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Data-parallel training of the Transformer T-small (issue 18): one process of 2 threads against
-# 2 ranks of 1 thread (mpirun) on this machine, the exchange's time and bytes per step, and the
-# estimate at 8, 64 and 512 ranks. See README.md in this folder.
+# 2 ranks of 1 thread (mpirun) on this machine, with the gradient exchange overlapped with the
+# backward and after it, the exchange's time and bytes per step, and the estimate at 8, 64 and
+# 512 ranks. See README.md in this folder.
 # Usage: experiments/perf/mpi/run.sh [BUILD_DIR]
 # Environment: ROUNDS (3), STEPS (5), WAIT_IDLE (0): see ../common.sh; PYTHON for the table.
 # Writes results/perf/mpi/raw.txt (every line) and table.txt.
@@ -36,6 +37,9 @@ for round in $(seq "$ROUNDS"); do
   wait_idle
   echo "config=2x1 $(mpirun "${as_root[@]}" -np 2 --bind-to core -x OMP_WAIT_POLICY "$EXE" --threads 1 --steps "$STEPS")" |
     tee -a "$raw"
+  wait_idle   # every bucket after the backward: what the overlap hides
+  echo "config=2x1-after $(mpirun "${as_root[@]}" -np 2 --bind-to core -x OMP_WAIT_POLICY "$EXE" --threads 1 \
+    --steps "$STEPS" --overlap 0)" | tee -a "$raw"
   wait_idle   # one rank's compute on a whole batch of 64: the per-rank step of the estimate
   echo "config=1x1 $("$EXE" --threads 1 --steps "$STEPS")" | tee -a "$raw"
 done

@@ -209,8 +209,9 @@ struct TrainResult {
   int64_t train_units = 0;        // units trained on, likewise (the rate is the ratio)
   int ranks = 1;                  // processes the run was spread over (data_parallel.hpp)
   int64_t run_steps = 0;          // steps taken by this run (resumed parts excluded)
-  double comm_seconds = 0;        // of this run's training time, this rank's in the exchange of
-                                  // sums and gradients (0 with one rank)
+  double comm_seconds = 0;        // of this run's training time, this rank's waiting after its
+                                  // backward for the exchange of sums and gradients to end (the
+                                  // part the backward did not hide; 0 with one rank)
   int64_t comm_bytes = 0;         // bytes this rank sent in it
 };
 
