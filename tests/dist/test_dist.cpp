@@ -2,6 +2,7 @@
 // are threads of this process: ThreadRanks, a Communicator whose exchange passes byte vectors
 // through mailboxes. The algorithms only see Communicator::start_exchange, so this tests the very
 // code an MPI job runs, without a launcher.
+#include <cmath>
 #include <cstring>
 #include <deque>
 #include <exception>
@@ -470,5 +471,45 @@ TEST_CASE("DataParallel: the Transformer's and seq2seq's announcements are right
     CHECK(on.overlapped >= static_cast<int64_t>(on.buckets) / 2);
     CHECK(off.overlapped == 0);
     check_same_gradients(on, off);
+  }
+}
+
+TEST_CASE("DataParallel: a table with sparse_rows sends the rows some rank uses, and gives one process's gradient",
+          "[unit][dist]") {
+  // Example i adds (i + 1) / 10 to row i mod 7 of a [10, 3] table: rows 7-9 stay zero everywhere.
+  struct Table {
+    Param E{"table", Tensor({10, 3})};
+    train::TrainTask task;
+    Table() {
+      E.sparse_rows = true;
+      E.grad.fill(-0.0f);   // a zero of the other sign must come back as zero, not as a row
+      task.kind = "table";
+      task.params = {&E};
+      task.train_batch = [this](std::span<const int64_t> index, Rng&) {
+        const auto n = static_cast<double>(index.size());
+        for (const int64_t i : index)
+          for (int64_t k = 0; k < 3; ++k) E.grad.data()[(i % 7) * 3 + k] += static_cast<float>((i + 1) / 10.0 / n);
+        return train::BatchStats{.loss_sum = 0, .count = n, .units = static_cast<int64_t>(index.size()), .sums = {}};
+      };
+    }
+  };
+  const std::vector<int64_t> batch{0, 3, 5, 6, 8, 12, 2};
+  Table one;
+  one.E.grad.zero();
+  Rng rng(1);
+  one.task.train_batch(batch, rng);
+  for (const int N : {2, 3}) {
+    std::vector<Tensor> grads(static_cast<size_t>(N));
+    on_ranks(N, [&](dist::Communicator& comm) {
+      Table t;
+      train::DataParallel dp(comm, t.task);
+      Rng stream(1);
+      dp.train_batch(batch, stream);
+      grads[static_cast<size_t>(comm.rank())] = t.E.grad.clone();
+    });
+    INFO("N " << N);
+    CHECK_THAT(grads[0], test::close_to(one.E.grad, 1e-6));
+    for (const Tensor& g : grads) CHECK(same_bits(g.values(), grads[0].values()));
+    for (int64_t k = 7 * 3; k < 10 * 3; ++k) CHECK(std::signbit(grads[0].data()[k]) == false);
   }
 }

@@ -2,7 +2,6 @@
 rounds) and the ring all-reduce estimate at 8, 64 and 512 ranks.
 Usage: scaling.py raw.txt [--step-s S]   (S: a rank's step in seconds for the estimate, e.g. an idle
 machine's, instead of the 1-process 1-thread step measured in raw.txt)"""
-import math
 import statistics
 import sys
 
@@ -10,7 +9,6 @@ import sys
 # the ring); 10 us is a kernel TCP/RoCE-class figure, InfiniBand verbs are nearer 2 us.
 LINKS = (25, 100)
 LATENCY_S = 10e-6
-BUCKET_BYTES = 4 * (1 << 20)   # train::kBucketFloats floats
 
 
 def rows(path):
@@ -56,10 +54,12 @@ def main():
         print(f"2 ranks x 1 thread / 1 process x 2 threads: {ratio:.2f} in tokens/s, {cpu_ratio:.2f} in tokens per CPU-second")
     if "1x1" not in runs:
         return
+    # The dense gradient: at many ranks the union of the rows a batch's tokens touch in the
+    # embeddings (sent sparse, 2 ranks: bytes_per_step) tends to the whole table.
     grad = med(runs["1x1"], "grad_bytes")
     compute = step_override or med(runs["1x1"], "compute_s") + med(runs["1x1"], "optimizer_s")
     tokens = med(runs["1x1"], "tokens")
-    buckets = math.ceil(grad / BUCKET_BYTES)
+    buckets = int(med(runs["1x1"], "buckets"))
     print()
     print(f"Estimate, weak scaling: every rank trains a batch of 64 pairs at a step of "
           f"{compute:.3f} s (forward, backward and Adam on one thread), gradients {grad / 1e6:.1f} MB in {buckets} ring all-reduces; a ring sends 2 (N-1)/N "

@@ -2,6 +2,7 @@
 // multi-head attention and the feed-forward network, forward, backward and the cached step.
 #include "attn/models/transformer_layers.hpp"
 
+#include "attn/nn/grad_ready.hpp"
 #include "attn/ops/elementwise.hpp"
 
 namespace attn::models {
@@ -42,6 +43,15 @@ Tensor sublayer_input_backward(const Tensor& dres, const Tensor& dfin, nn::Layer
 }
 
 // Inference never draws dropout masks; the layers still take an Rng by reference.
+// These sublayers' gradients are final (nn/grad_ready.hpp): data-parallel training sends a
+// layer's feed-forward part while the backward computes its attention.
+template <class... Module>
+void announce_final(Module&... modules) {
+  ParamList list;
+  (nn::append(list, modules.params()), ...);
+  nn::announce_final(list);
+}
+
 Rng& unused_rng() {
   thread_local Rng rng(0);
   return rng;
@@ -82,6 +92,7 @@ Tensor EncoderLayer::backward(const Tensor& dy, const Cache& cache) {
   Tensor dres;
   Tensor df = sublayer_output_backward(dy, norm2, norm, cache.s_ffn, &dres);
   const Tensor dh = sublayer_input_backward(dres, ffn.backward(df, cache.ffn), norm2, norm, cache.s_ffn);
+  announce_final(ffn, norm2);
   const Tensor da = sublayer_output_backward(dh, norm1, norm, cache.s_attn, &dres);
   const nn::MultiHeadAttentionGrads g = self_attn.backward(da, cache.attn);   // dk, dv folded into dquery
   return sublayer_input_backward(dres, g.dquery, norm1, norm, cache.s_attn);
@@ -137,10 +148,12 @@ DecoderLayer::Grads DecoderLayer::backward(const Tensor& dy, const Cache& cache)
   Tensor dres;
   const Tensor df = sublayer_output_backward(dy, norm3, norm, cache.s_ffn, &dres);
   Tensor dh = sublayer_input_backward(dres, ffn.backward(df, cache.ffn), norm3, norm, cache.s_ffn);
+  announce_final(ffn, norm3);
   if (cross_attn) {
     const Tensor dc = sublayer_output_backward(dh, norm2, norm, cache.s_cross, &dres);
     nn::MultiHeadAttentionGrads g = cross_attn->backward(dc, cache.cross);   // dvalue folded into dkey
     dh = sublayer_input_backward(dres, g.dquery, norm2, norm, cache.s_cross);
+    announce_final(*cross_attn, norm2);
     out.dmemory = std::move(g.dkey);
   }
   const Tensor da = sublayer_output_backward(dh, norm1, norm, cache.s_self, &dres);

@@ -20,6 +20,7 @@ Embedding::Embedding(int64_t vocab, int64_t dim, const std::string& name, Rng& r
                      int32_t padding_id)
     : table(name + "/table", normal_init({vocab, dim}, rng, stddev)), padding_id_(padding_id) {
   if (padding_id >= 0 && padding_id < vocab) table.value[padding_id].zero();
+  table.sparse_rows = true;   // a batch's tokens' rows (all of them when it is also an output layer)
 }
 
 LayerNorm::LayerNorm(int64_t dim, const std::string& name, float eps)

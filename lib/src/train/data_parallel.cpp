@@ -47,6 +47,51 @@ uint64_t hash_bits(const Tensor& t, uint64_t h) {
   return h;
 }
 
+// The module a parameter belongs to, by its path (docs/FORMATS.md): its first three components
+// ("encoder/layer1/ffn" of "encoder/layer1/ffn/out/W"), or all but the last when it has fewer
+// ("src_embed" of "src_embed/table").
+std::string module_of(const std::string& name) {
+  size_t cut = std::string::npos;   // the third '/', or the last one before it
+  for (size_t at = 0, k = 0; k < 3; ++k, ++at) {
+    at = name.find('/', at);
+    if (at == std::string::npos) break;
+    cut = at;
+  }
+  return name.substr(0, cut);
+}
+
+// `params` in reverse order, cut where the module changes: a backward finishes a module's
+// gradients together (models announce sublayers and layers, nn/grad_ready.hpp), so a bucket that
+// holds one module only starts as soon as that module is done. A module of fewer than `tiny`
+// floats (a LayerNorm) joins the one after it, which it is announced with, rather than costing a
+// message of its own.
+std::vector<std::vector<Param*>> module_groups(const ParamList& params, int64_t tiny) {
+  std::vector<std::vector<Param*>> groups;
+  std::string last;
+  for (auto it = params.rbegin(); it != params.rend(); ++it) {
+    const std::string module = module_of((*it)->name);
+    if (groups.empty() || module != last) groups.emplace_back();
+    groups.back().push_back(*it);
+    last = module;
+  }
+  std::vector<std::vector<Param*>> merged;
+  std::vector<Param*> carry;   // tiny modules waiting for the next one
+  for (std::vector<Param*>& g : groups) {
+    carry.insert(carry.end(), g.begin(), g.end());
+    int64_t floats = 0;
+    for (const Param* p : carry) floats += p->grad.numel();
+    if (floats >= tiny) {
+      merged.push_back(std::move(carry));
+      carry.clear();
+    }
+  }
+  if (!carry.empty()) {
+    if (merged.empty()) merged.emplace_back();
+    merged.back().insert(merged.back().end(), carry.begin(), carry.end());
+  }
+  return merged;
+}
+
 }  // namespace
 
 std::vector<int64_t> shard_of(std::span<const int64_t> batch, int rank, int ranks) {
@@ -67,23 +112,29 @@ DataParallel::DataParallel(dist::Communicator& comm, const TrainTask& task, int6
   for (const Param* p : task.params) total += p->grad.numel();
   const int64_t most = dist::kMaxTag - 1;
   const int64_t cap = std::max({int64_t{1}, bucket_floats, (total + most - 1) / most});
-  int64_t filled = cap;
-  for (auto it = task.params.rbegin(); it != task.params.rend(); ++it) {
-    Param* p = *it;
-    if (filled + p->grad.numel() > cap && filled > 0) {
-      buckets_.emplace_back();
-      filled = 0;
+  for (const std::vector<Param*>& group : module_groups(task.params, cap / 64)) {
+    int64_t filled = cap;
+    for (Param* p : group) {
+      if (filled + p->grad.numel() > cap && filled > 0) {
+        buckets_.emplace_back();
+        filled = 0;
+      }
+      buckets_.back().params.push_back(p);
+      filled += p->grad.numel();
+      slots_[p] = Slot{.bucket = buckets_.size() - 1};
     }
-    buckets_.back().params.push_back(p);
-    filled += p->grad.numel();
-    slots_[p] = Slot{.bucket = buckets_.size() - 1};
   }
-  for (Bucket& b : buckets_)
-    if (b.params.size() > 1) {
+  for (Bucket& b : buckets_) {
+    const Param& first = *b.params.front();
+    if (b.params.size() == 1 && first.sparse_rows && first.grad.rank() == 2) {
+      b.sparse = true;
+      b.rows.resize(static_cast<size_t>(first.grad.dim(0)));
+    } else if (b.params.size() > 1) {
       size_t n = 0;
       for (const Param* p : b.params) n += static_cast<size_t>(p->grad.numel());
       b.staging.resize(n);
     }
+  }
 }
 
 BatchStats DataParallel::train_batch(std::span<const int64_t> batch, Rng& rng) {
@@ -162,11 +213,26 @@ void DataParallel::start_count(double count) {
   count_ring_ = std::make_unique<dist::RingAllreduce<double>>(comm_, std::span<double>(count_sum_), dist::kMaxTag);
 }
 
-// Scales the bucket's gradients by c_r (into its staging, or in place) and starts its ring.
+// Scales the bucket's gradients by c_r (into its staging, or in place) and starts its ring; a
+// sparse bucket's ring sums the mask of its non-zero rows first (advance does the rest).
 void DataParallel::start(Bucket& bucket, size_t index) {
   const auto w = static_cast<float>(weight_);
+  const int tag = 1 + static_cast<int>(index);
   std::span<float> data;
-  if (bucket.staging.empty()) {
+  if (bucket.sparse) {
+    Tensor& g = bucket.params.front()->grad;
+    const int64_t width = g.dim(1);
+    for (size_t r = 0; r < bucket.rows.size(); ++r) {
+      float* row = g.data() + static_cast<int64_t>(r) * width;
+      uint32_t bits = 0;   // OR of the row's bits: branch-free, so the scan runs at memory speed
+      for (int64_t k = 0; k < width; ++k) bits |= std::bit_cast<uint32_t>(row[k]);
+      const bool used = (bits & 0x7fffffffu) != 0;   // not +-0 (NaN and Inf included)
+      if (!used && bits != 0) std::fill(row, row + width, 0.0f);   // -0: +0 like the other ranks' rows
+      bucket.rows[r] = used ? 1.0f : 0.0f;
+    }
+    bucket.sending_rows = false;
+    data = bucket.rows;
+  } else if (bucket.staging.empty()) {
     data = bucket.params.front()->grad.values();
     for (float& x : data) x *= w;
   } else {
@@ -178,32 +244,68 @@ void DataParallel::start(Bucket& bucket, size_t index) {
     }
     data = bucket.staging;
   }
-  bucket.ring = std::make_unique<dist::RingAllreduce<float>>(comm_, data, 1 + static_cast<int>(index));
+  bucket.ring = std::make_unique<dist::RingAllreduce<float>>(comm_, data, tag);
+}
+
+// Advances the bucket's ring; true once its sum is complete. A sparse bucket whose mask is summed
+// packs the rows some rank has non-zero, times c_r, and sums those under the same tag (the same
+// rows on every rank, in order: deterministic like the rest).
+bool DataParallel::advance(Bucket& bucket) {
+  if (!bucket.ring->progress()) return false;
+  if (!bucket.sparse || bucket.sending_rows) return true;
+  const Tensor& g = bucket.params.front()->grad;
+  const int64_t width = g.dim(1);
+  const auto w = static_cast<float>(weight_);
+  bucket.staging.clear();
+  for (size_t r = 0; r < bucket.rows.size(); ++r)
+    if (bucket.rows[r] != 0.0f) {
+      const float* row = g.data() + static_cast<int64_t>(r) * width;
+      for (int64_t k = 0; k < width; ++k) bucket.staging.push_back(w * row[k]);
+    }
+  bucket.sending_rows = true;
+  bucket.ring = std::make_unique<dist::RingAllreduce<float>>(comm_, std::span<float>(bucket.staging), bucket.ring->tag());
+  return bucket.ring->progress();
+}
+
+// The bucket's sum times `inverse` (1 / C) into its gradients (a sparse bucket's other rows are
+// +0 on every rank already: start() saw to it).
+void DataParallel::write_back(Bucket& bucket, float inverse) {
+  if (bucket.sparse) {
+    Tensor& g = bucket.params.front()->grad;
+    const int64_t width = g.dim(1);
+    const float* from = bucket.staging.data();
+    for (size_t r = 0; r < bucket.rows.size(); ++r) {
+      if (bucket.rows[r] == 0.0f) continue;
+      float* row = g.data() + static_cast<int64_t>(r) * width;
+      for (int64_t k = 0; k < width; ++k) row[k] = from[k] * inverse;
+      from += width;
+    }
+  } else if (bucket.staging.empty()) {
+    for (float& x : bucket.params.front()->grad.values()) x *= inverse;
+  } else {
+    size_t at = 0;
+    for (Param* p : bucket.params) {
+      const std::span<float> g = p->grad.values();
+      for (size_t i = 0; i < g.size(); ++i) g[i] = bucket.staging[at + i] * inverse;
+      at += g.size();
+    }
+  }
 }
 
 // Advances the count's ring and the buckets'; a bucket whose sum is complete, once C is known,
 // becomes the gradient: d(L / C) = (1 / C) sum_r c_r d(L_r / c_r) (nothing counted anywhere: no
 // gradient). Returns whether every bucket is done.
 bool DataParallel::progress() {
-  if (!count_ring_ || !count_ring_->progress()) return false;
-  const float inverse = count_sum_[0] > 0 ? static_cast<float>(1.0 / count_sum_[0]) : 0.0f;
-  bool all = true;
+  const bool counted = count_ring_ && count_ring_->progress();
+  const float inverse = counted && count_sum_[0] > 0 ? static_cast<float>(1.0 / count_sum_[0]) : 0.0f;
+  bool all = counted;
   for (Bucket& b : buckets_) {
     if (b.done) continue;
-    if (!b.ring || !b.ring->progress()) {
+    if (!b.ring || !advance(b) || !counted) {
       all = false;
       continue;
     }
-    if (b.staging.empty()) {
-      for (float& x : b.params.front()->grad.values()) x *= inverse;
-    } else {
-      size_t at = 0;
-      for (Param* p : b.params) {
-        const std::span<float> g = p->grad.values();
-        for (size_t i = 0; i < g.size(); ++i) g[i] = b.staging[at + i] * inverse;
-        at += g.size();
-      }
-    }
+    write_back(b, inverse);
     b.done = true;
   }
   return all;

@@ -113,6 +113,7 @@ class RingAllreduce {
   void finish();
   // waiter.pause() naming the ranks the step in flight waits for (when not done).
   void pause(Waiter& waiter) const;
+  int tag() const { return tag_; }
 
  private:
   Communicator& comm_;

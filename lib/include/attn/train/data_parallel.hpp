@@ -23,8 +23,10 @@
 // of every parameter, at its start and end). One rank (N = 1) skips steps 2 and 3: it is the
 // single-process trainer, bit for bit.
 //
-// Overlap with the backward pass (PyTorch DDP's buckets). Buckets of about kBucketFloats floats
-// are planned over the parameters in reverse order (a backward reaches the last layers first).
+// Overlap with the backward pass (PyTorch DDP's buckets). Buckets of at most kBucketFloats floats
+// are planned over the parameters in reverse order (a backward reaches the last layers first),
+// one module each (a parameter path's first three components: its gradients are final together),
+// and an embedding table (Param::sparse_rows) sends only the rows some rank uses.
 // While the shard's train_batch runs, DataParallel listens to the model's announcements
 // (nn/grad_ready.hpp): c_r once the loss is known (its ring starts), then which gradients are
 // final. A bucket whose gradients are all final is scaled by c_r and its ring started at once;
@@ -130,6 +132,11 @@ class DataParallel final : private nn::GradListener, private BackgroundWork {
     std::vector<float> staging;                         // several params, packed (one: in place)
     std::unique_ptr<dist::RingAllreduce<float>> ring;   // started in this step
     bool done = false;                                  // the sum is in the gradients
+    // One param with sparse_rows: first the ring sums a mask of the rows any rank has non-zero
+    // (`rows`, 1 per row), then those rows, packed into staging.
+    bool sparse = false;
+    std::vector<float> rows;
+    bool sending_rows = false;
   };
   struct Slot {
     size_t bucket = 0;
@@ -151,6 +158,8 @@ class DataParallel final : private nn::GradListener, private BackgroundWork {
   void poll() override;
   void start_count(double count);
   void start(Bucket& bucket, size_t index);
+  bool advance(Bucket& bucket);
+  void write_back(Bucket& bucket, float inverse);
   bool progress();
   void finish();
   BatchStats reduce_stats(const BatchStats& mine, Rng& trainer_rng, const Rng& used);
