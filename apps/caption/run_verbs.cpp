@@ -52,6 +52,7 @@ int cmd_eval(int argc, char** argv) {
                     "/boxes). Generated (greedy, or beam search with --beam): the sequence accuracy (captions equal\n"
                     "to the reference) and BLEU-1..4.");
   add_common(opts);
+  opts.distributed();   // its batches shared out under mpirun (train/split_run.hpp)
   if (!opts.parse(argc, argv)) return 0;
   const train::CaptionerFile m = train::load_captioner(opts.get<std::string>("model"));
   const std::string split = opts.get<std::string>("split");
@@ -83,6 +84,7 @@ int cmd_caption(int argc, char** argv) {
                     "    --word-vocab /vocab/tgt --out looked.png");
   add_common(opts);
   opts.out("captions file, HDF5");
+  opts.distributed();   // its batches shared out under mpirun (train/split_run.hpp)
   if (!opts.parse(argc, argv)) return 0;
   const train::CaptionerFile m = train::load_captioner(opts.get<std::string>("model"));
   const std::string split = opts.get<std::string>("split");

@@ -25,6 +25,7 @@ void add_eval_options(Options& opts) {
   opts.model("trained model, HDF5").data("token data set, HDF5").split("test");
   opts.add()("max-tokens", int_value(4096)->notifier(positive<int64_t>("max-tokens")), "tokens per batch");
   opts.threads();
+  opts.distributed();
 }
 
 void add_translate_options(Options& opts, double default_length_penalty, const std::string& length_penalty_help) {
@@ -39,6 +40,7 @@ void add_translate_options(Options& opts, double default_length_penalty, const s
       ("max-len", int_value(0)->notifier(at_least<int64_t>("max-len", 0)),
        "most tokens generated per sentence (0: the batch's longest source + 50)")
       ("max-tokens", int_value(4096)->notifier(positive<int64_t>("max-tokens")), "source tokens per batch");
+  opts.distributed();
 }
 
 void run_eval(const Options& opts, const ModelReads& reads,

@@ -428,6 +428,7 @@ void commit_output(io::File& file) {
 
 void write_output(const Options& opts, const std::string& format, const std::string& kind,
                   const std::function<void(io::File&)>& fill) {
+  if (!dist::world().is_root()) return;   // on several ranks rank 0 writes for the job
   io::File file = create_output(opts, format, kind);
   try {
     fill(file);
@@ -438,6 +439,7 @@ void write_output(const Options& opts, const std::string& format, const std::str
 }
 
 void print_summary(const Options& opts, const std::string& line) {
+  if (!dist::world().is_root()) return;
   const bool to_stdout = !(opts.has("out") && opts.get<std::string>("out") == "-");
   if (to_stdout) {
     std::cout << line << std::endl;

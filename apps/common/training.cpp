@@ -388,12 +388,14 @@ int train_repeats(const Options& opts, const TrainVerb& verb, int64_t repeats) {
     train_one(opts, verb, r.seed, r.path);
     runs.push_back(r);
   }
-  if (!dist::world().is_root()) return 0;   // fit returned once rank 0 had written every run
+  // Every rank: fit returned once rank 0 had written every run, and the test scores' batches are
+  // shared out over the ranks (train/split_run.hpp); rank 0 alone keeps the best run.
   const io::File d = io::File::open_read(data);
   for (train::RepeatRun& r : runs) {
     train::read_final_scores(r, verb.repeats_metric);
     if (verb.test_scores) r.test = verb.test_scores(r.path, d);
   }
+  if (!dist::world().is_root()) return 0;
   const size_t kept = train::best_run(runs);
   try {
     train::keep_best(runs, kept, verb.repeats_metric, model, opts.tool() + " " + version());

@@ -52,6 +52,7 @@ int cmd_eval(int argc, char** argv) {
                     "the error (1 - accuracy, as the paper's tables give it), and both per task when the split\n"
                     "holds several.");
   add_common(opts);
+  opts.distributed();   // its batches shared out under mpirun (train/split_run.hpp)
   if (!opts.parse(argc, argv)) return 0;
   const train::MemnetFile m = train::load_memnet(opts.get<std::string>("model"));
   const data::QaSplit s = read_split(opts, m);
@@ -72,6 +73,7 @@ int cmd_answer(int argc, char** argv) {
                     "    --row-vocab /vocab/words --col-labels \"support|hop 1|hop 2|hop 3\" --out hops.png");
   add_common(opts);
   opts.out("answers file, HDF5");
+  opts.distributed();   // its batches shared out under mpirun (train/split_run.hpp)
   if (!opts.parse(argc, argv)) return 0;
   const train::MemnetFile m = train::load_memnet(opts.get<std::string>("model"));
   const data::QaSplit s = read_split(opts, m);

@@ -39,6 +39,7 @@ int cmd_eval(int argc, char** argv) {
                     "output bits), bit errors per sequence (outputs thresholded at 0.5), the bit error rate and\n"
                     "the fraction of sequences without an error.");
   add_common(opts);
+  opts.distributed();   // its batches shared out under mpirun (train/split_run.hpp)
   if (!opts.parse(argc, argv)) return 0;
   const train::NtmFile m = train::load_ntm(opts.get<std::string>("model"));
   const data::SequenceSplit s = read_split(opts, m.model.config());
@@ -56,6 +57,7 @@ int cmd_run(int argc, char** argv) {
                     "    --write /write_weights --read /read_weights --out copy.png");
   add_common(opts);
   opts.out("run file, HDF5");
+  opts.distributed();   // its batches shared out under mpirun (train/split_run.hpp)
   if (!opts.parse(argc, argv)) return 0;
   const train::NtmFile m = train::load_ntm(opts.get<std::string>("model"));
   const data::SequenceSplit s = read_split(opts, m.model.config());

@@ -128,6 +128,7 @@ int cmd_classify(int argc, char** argv) {
   add_classify_options(opts);
   opts.out("predictions, HDF5");
   opts.add()("dump-attention", po::bool_switch(), "store the self-attention weights of every layer and head");
+  opts.distributed();   // its batches shared out under mpirun (train/split_run.hpp)
   if (!opts.parse(argc, argv)) return 0;
   const std::string path = opts.get<std::string>("model");
   const train::ClassifierFile m = train::load_classifier(path);

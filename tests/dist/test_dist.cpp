@@ -18,6 +18,7 @@
 #include "attn/ops/cross_entropy.hpp"
 #include "attn/ops/linear.hpp"
 #include "attn/train/data_parallel.hpp"
+#include "attn/train/split_run.hpp"
 #include "attn/train/seq2seq_run.hpp"
 #include "attn/train/transformer_run.hpp"
 #include "test_support.hpp"
@@ -511,5 +512,35 @@ TEST_CASE("DataParallel: a table with sparse_rows sends the rows some rank uses,
     CHECK_THAT(grads[0], test::close_to(one.E.grad, 1e-6));
     for (const Tensor& g : grads) CHECK(same_bits(g.values(), grads[0].values()));
     for (int64_t k = 7 * 3; k < 10 * 3; ++k) CHECK(std::signbit(grads[0].data()[k]) == false);
+  }
+}
+
+TEST_CASE("run_split on N ranks: every rank gets one process's tensors and sums, in split order", "[unit][dist]") {
+  // Batches of different sizes and trailing lengths, float and int outputs, sums that differ per batch.
+  const std::vector<std::vector<int64_t>> batches{{3, 0}, {2}, {1, 4}, {6}, {5, 7}};
+  auto run = [](std::span<const int64_t> index) {
+    const auto B = static_cast<int64_t>(index.size());
+    const int64_t T = 1 + index[0] % 3;
+    Tensor x({B, T}), ids({B}, DType::i32);
+    for (int64_t b = 0; b < B; ++b) {
+      ids.idata()[b] = static_cast<int32_t>(index[static_cast<size_t>(b)]);
+      for (int64_t t = 0; t < T; ++t) x.at(b * T + t) = 0.1f * static_cast<float>(index[static_cast<size_t>(b)]) + 0.01f * t;
+    }
+    return train::BatchOutput{.tensors = {{"x", x}, {"ids", ids}},
+                              .sums = {0.1 * static_cast<double>(index[0]), static_cast<double>(B)}};
+  };
+  dist::SingleProcess one;
+  const train::SplitOutput want = train::run_split(8, batches, run, one);
+  for (const int N : {2, 3, 8}) {   // 8 ranks: some run no batch
+    std::vector<train::SplitOutput> got(static_cast<size_t>(N));
+    on_ranks(N, [&](dist::Communicator& comm) { got[static_cast<size_t>(comm.rank())] = train::run_split(8, batches, run, comm); });
+    INFO("N " << N);
+    for (const train::SplitOutput& g : got) {
+      CHECK(g.sums == want.sums);   // the same additions in the same order: equal doubles
+      REQUIRE(g.tensors.size() == 2);
+      CHECK(same_bits(g.at("x").values(), want.at("x").values()));
+      CHECK(g.at("x").shape() == want.at("x").shape());
+      CHECK(std::memcmp(g.at("ids").idata(), want.at("ids").idata(), 8 * sizeof(int32_t)) == 0);
+    }
   }
 }

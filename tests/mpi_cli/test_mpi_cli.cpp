@@ -17,6 +17,7 @@
 // reported skipped by a build without MPI or on a machine without mpirun.
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <string>
 
@@ -193,14 +194,91 @@ TEST_CASE("mpirun -np 2: the other families train to one process's parameters", 
   }
 }
 
+namespace {
+
+// Whether every dataset of `a` except the root's attributes holds the same bits in `b`.
+bool same_datasets(const std::string& a_path, const std::string& b_path) {
+  const io::File a = io::File::open_read(a_path), b = io::File::open_read(b_path);
+  const std::vector<std::string> names = a.list_datasets("/");
+  if (names != b.list_datasets("/") || names.empty()) return false;
+  for (const std::string& name : names) {
+    const std::string path = "/" + name;
+    if (a.type_name(path) == "string") {
+      if (a.read_strings(path) != b.read_strings(path)) return false;
+      continue;
+    }
+    const Tensor x = a.read(path), y = b.read(path);
+    if (x.shape() != y.shape() || x.dtype() != y.dtype()) return false;
+    for (int64_t i = 0; i < x.numel(); ++i)
+      if (x.dtype() == DType::i32 ? x.idata()[i] != y.idata()[i]
+                                  : std::memcmp(x.data() + i, y.data() + i, sizeof(float)) != 0)
+        return false;
+  }
+  return true;
+}
+
+// `verb` on 2 ranks and on one process: the same summary line, and the same output file.
+void check_verb_on_two_ranks(const test::TempDir& dir, const std::string& tool, const std::string& verb,
+                             const std::string& args, bool writes) {
+  const std::string out2 = writes ? " --out two.h5" : "", out1 = writes ? " --out one.h5" : "";
+  const Result two = run(dir, "{np2} " + tool + " " + verb + " " + args + out2);
+  const Result one = run(dir, tool + " " + verb + " " + args + out1);
+  require_ok(two);
+  require_ok(one);
+  INFO(tool << " " << verb << ": " << one.out);
+  CHECK(!one.out.empty());
+  std::string summary_two = two.out, summary_one = one.out;   // the same but for the file named
+  for (auto* s : {&summary_two, &summary_one})
+    for (const char* file : {"two.h5", "one.h5"})
+      if (const size_t at = s->find(file); at != std::string::npos) s->replace(at, 6, "OUT");
+  CHECK(summary_two == summary_one);
+  if (writes) CHECK(same_datasets(dir.file("two.h5"), dir.file("one.h5")));
+}
+
+}  // namespace
+
+TEST_CASE("mpirun -np 2: eval, translate and the run verbs share out the batches and give one process's results",
+          "[integration][mpi]") {
+  if (!mpi_ready()) return;
+  test::TempDir dir;
+  require_ok(run(dir, kReverse));
+  require_ok(run(dir, "{tf} train --model m.h5 " + kTf + " --steps 4"));
+  // 20 test pairs in batches of at most 32 tokens: several batches, odd ones on rank 1.
+  check_verb_on_two_ranks(dir, "{tf}", "eval", "--model m.h5 --data d.h5 --max-tokens 32 --threads 1", false);
+  check_verb_on_two_ranks(dir, "{tf}", "translate", "--model m.h5 --data d.h5 --max-tokens 32 --threads 1", true);
+  check_verb_on_two_ranks(dir, "{tf}", "translate", "--model m.h5 --data d.h5 --max-tokens 32 --beam 3 --threads 1",
+                          true);
+  require_ok(run(dir, "{s2s} train --model s.h5 --data d.h5 --embed-dim 8 --hidden 8 --max-tokens 128 --steps 2" + kSgd));
+  check_verb_on_two_ranks(dir, "{s2s}", "eval", "--model s.h5 --data d.h5 --max-tokens 32 --threads 1", false);
+  require_ok(run(dir, "{data} copy --width 4 --min-len 1 --max-len 4 --n 100 --valid-n 10 --test-n 15 --seed 3 "
+                      "--out c.h5 --quiet"));
+  require_ok(run(dir, "{ntm} train --model n.h5 --data c.h5 --controller-size 16 --memory 16,6 --epoch-size 40 "
+                      "--batch-size 4 --steps 2" + kSgd));
+  check_verb_on_two_ranks(dir, "{ntm}", "eval", "--model n.h5 --data c.h5 --batch-size 4 --threads 1", false);
+  check_verb_on_two_ranks(dir, "{ntm}", "run", "--model n.h5 --data c.h5 --batch-size 4 --threads 1", true);
+  require_ok(run(dir, "{data} shapes --n 32 --valid-n 8 --test-n 12 --out s.h5 --quiet"));
+  require_ok(run(dir, "{cap} train --model cap.h5 --data s.h5 --encoder conv4x3,pool4 --embed-dim 8 --hidden 8 "
+                      "--attention-dim 8 --batch-size 16 --steps 2" + kSgd));
+  check_verb_on_two_ranks(dir, "{cap}", "eval", "--model cap.h5 --data s.h5 --batch-size 5 --threads 1", false);
+  check_verb_on_two_ranks(dir, "{cap}", "caption", "--model cap.h5 --data s.h5 --batch-size 5 --threads 1", true);
+  // --repeats scores every run on the test split after training: all ranks take part (a rank 0
+  // alone would wait for the others until --rank-timeout).
+  const Result repeats = run(dir, "{np2} {cap} train --model r.h5 --data s.h5 --encoder conv4x3,pool4 --embed-dim 8 "
+                                  "--hidden 8 --attention-dim 8 --batch-size 16 --steps 2 --repeats 2 --rank-timeout 30" +
+                                      kSgd);
+  require_ok(repeats);
+  CHECK(std::filesystem::exists(dir.file("r.repeats.h5")));
+}
+
 TEST_CASE("mpirun -np 2: verbs that run as one process, and --data -, are usage errors", "[integration][mpi]") {
   if (!mpi_ready()) return;
   test::TempDir dir;
   require_ok(run(dir, kReverse));
   require_ok(run(dir, "{tf} train --model m.h5 " + kTf + " --steps 1"));
-  const Result eval = run(dir, "{np2} {tf} eval --model m.h5 --data d.h5 --quiet");
-  CHECK(eval.code == 2);
-  CHECK_THAT(eval.err, Contains("attn-transformer eval runs as one process") && Contains("mpirun -np 2"));
+  const Result average = run(dir, "{np2} {tf} average --inputs m.h5 m.h5 --out a.h5 --quiet");
+  CHECK(average.code == 2);
+  CHECK_THAT(average.err, Contains("attn-transformer average runs as one process") && Contains("mpirun -np 2"));
+  CHECK(!std::filesystem::exists(dir.file("a.h5")));
   const Result piped = run(dir, "cat d.h5 | {np2} {tf} train --model p.h5 --data - " + kTfModel + " --steps 1");
   CHECK(piped.code == 2);
   CHECK_THAT(piped.err, Contains("only rank 0 has standard input"));

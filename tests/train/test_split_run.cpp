@@ -1,4 +1,5 @@
-// run_split: per-batch outputs of any rank go back to split order, padded to the largest batch.
+// run_split: per-batch outputs go back to split order, padded to the largest batch, sums added
+// (on several ranks: tests/dist).
 #include "attn/train/split_run.hpp"
 
 #include "test_support.hpp"
@@ -25,26 +26,34 @@ TEST_CASE("run_split puts every output row back in split order, zero-padded to t
       for (int64_t i = 0; i < T * 2; ++i) mat.at(b * T * 2 + i) = static_cast<float>(index[static_cast<size_t>(b)]);
       for (int64_t i = 0; i < T * B; ++i) block.at(b * T * B + i) = 1.0f + static_cast<float>(index[static_cast<size_t>(b)]);
     }
-    return train::NamedTensors{{"scalar", scalar}, {"mat", mat}, {"block", block}};
+    Tensor ids({B}, DType::i32);
+    for (int64_t b = 0; b < B; ++b) ids.idata()[b] = static_cast<int32_t>(100 + index[static_cast<size_t>(b)]);
+    return train::BatchOutput{.tensors = {{"scalar", scalar}, {"mat", mat}, {"block", block}, {"ids", ids}},
+                              .sums = {static_cast<double>(B), 0.5 * static_cast<double>(index[0])}};
   });
-  REQUIRE(out.size() == 3);
-  CHECK(out[0].first == "scalar");
-  CHECK(out[0].second.shape() == Shape{5});
-  for (int64_t i = 0; i < 5; ++i) CHECK(out[0].second.at(i) == static_cast<float>(i));
-  const Tensor& mat = out[1].second;
+  REQUIRE(out.tensors.size() == 4);
+  CHECK(out.tensors[0].first == "scalar");
+  CHECK(out.tensors[0].second.shape() == Shape{5});
+  for (int64_t i = 0; i < 5; ++i) CHECK(out.tensors[0].second.at(i) == static_cast<float>(i));
+  const Tensor& ids = out.at("ids");   // int32 outputs keep their type
+  REQUIRE(ids.dtype() == DType::i32);
+  for (int64_t i = 0; i < 5; ++i) CHECK(ids.idata()[i] == 100 + i);
+  CHECK(out.sums == std::vector<double>{5.0, 0.5 * (3 + 2 + 1)});   // summed over the batches
+  const Tensor& mat = out.tensors[1].second;
   REQUIRE(mat.shape() == Shape{5, 4, 2});   // the longest batch: T = 4 (batch {3, 0})
   CHECK(mat.at((2 * 4 + 2) * 2) == 2.0f);   // example 2 (batch {2}, T = 3): rows 0..2 hold 2
   CHECK(mat.at((2 * 4 + 3) * 2) == 0.0f);   // ...and row 3 is padding
   CHECK(mat.at((4 * 4 + 1) * 2 + 1) == 4.0f);   // example 4 (batch {1, 4}, T = 2): row 1
   CHECK(mat.at((4 * 4 + 2) * 2) == 0.0f);
-  const Tensor& block = out[2].second;
+  const Tensor& block = out.tensors[2].second;
   REQUIRE(block.shape() == Shape{5, 4, 1, 2});
   CHECK(block.at(((2 * 4 + 0) * 1 + 0) * 2 + 0) == 3.0f);   // example 2: B = 1, column 0 holds 1 + 2
   CHECK(block.at(((2 * 4 + 0) * 1 + 0) * 2 + 1) == 0.0f);   // column 1 is padding
   CHECK(block.at(((0 * 4 + 3) * 1 + 0) * 2 + 1) == 1.0f);   // example 0: T = 4, B = 2
 
   REQUIRE_THROWS_AS(train::run_split(2, {{0, 1}}, [](std::span<const int64_t>) {
-                      return train::NamedTensors{{"bad", Tensor({3, 2})}};
+                      return train::BatchOutput{.tensors = {{"bad", Tensor({3, 2})}}, .sums = {}};
                     }),
                     ShapeError);
+  CHECK_THROWS_AS(out.at("absent"), ConfigError);
 }

@@ -151,27 +151,36 @@ double CaptionScores::attention_correctness() const {
 CaptionScores evaluate_captioner(const models::Captioner& model, const data::CaptionSplit& split, int64_t batch_size) {
   const models::CaptionerConfig::Grid g = model.config().grid();
   const int64_t L = g.locations(), H = model.config().height, W = model.config().width;
-  CaptionScores scores;
-  for (const std::vector<int64_t>& index : split_batches(split.lengths(), 0, batch_size)) {
-    adapt_threads();
+  // Per batch: named words, peaks inside their box, then the BatchStats (split_run.hpp).
+  const SplitOutput all = run_split(split.size(), split_batches(split.lengths(), 0, batch_size), [&](std::span<const int64_t> index) {
     const models::CaptionBatch batch = gather_caption_batch(split, index);
     Tensor alpha;
-    scores.stats += to_stats(model.evaluate(batch, split.has_boxes() ? &alpha : nullptr));
-    if (!split.has_boxes()) continue;
-    const int64_t T = batch.tgt.dim(1), Ts = split.tgt.dim(1);
-    for (size_t b = 0; b < index.size(); ++b)
-      for (int64_t t = 0; t < batch.tgt_len.idata()[b]; ++t) {
-        const int32_t* box = split.boxes.idata() + (index[b] * Ts + t) * 4;
-        if (box[0] < 0) continue;
-        const float* a = alpha.data() + (static_cast<int64_t>(b) * T + t) * L;
-        const int64_t peak = std::max_element(a, a + L) - a;
-        // The centre of the peak's cell, in pixels.
-        const double cy = (static_cast<double>(peak / g.w) + 0.5) * static_cast<double>(H) / static_cast<double>(g.h);
-        const double cx = (static_cast<double>(peak % g.w) + 0.5) * static_cast<double>(W) / static_cast<double>(g.w);
-        ++scores.named_words;
-        scores.peaks_inside += box[0] <= cy && cy < box[2] && box[1] <= cx && cx < box[3];
-      }
-  }
+    const BatchStats stats = to_stats(model.evaluate(batch, split.has_boxes() ? &alpha : nullptr));
+    int64_t named = 0, inside = 0;
+    if (split.has_boxes()) {
+      const int64_t T = batch.tgt.dim(1), Ts = split.tgt.dim(1);
+      for (size_t b = 0; b < index.size(); ++b)
+        for (int64_t t = 0; t < batch.tgt_len.idata()[b]; ++t) {
+          const int32_t* box = split.boxes.idata() + (index[b] * Ts + t) * 4;
+          if (box[0] < 0) continue;
+          const float* a = alpha.data() + (static_cast<int64_t>(b) * T + t) * L;
+          const int64_t peak = std::max_element(a, a + L) - a;
+          // The centre of the peak's cell, in pixels.
+          const double cy = (static_cast<double>(peak / g.w) + 0.5) * static_cast<double>(H) / static_cast<double>(g.h);
+          const double cx = (static_cast<double>(peak % g.w) + 0.5) * static_cast<double>(W) / static_cast<double>(g.w);
+          ++named;
+          inside += box[0] <= cy && cy < box[2] && box[1] <= cx && cx < box[3];
+        }
+    }
+    BatchOutput out{.tensors = {}, .sums = {static_cast<double>(named), static_cast<double>(inside)}};
+    append_doubles(stats, stats.sums.size(), out.sums);
+    return out;
+  });
+  CaptionScores scores;
+  if (all.sums.size() < 2) return scores;
+  scores.named_words = static_cast<int64_t>(all.sums[0]);
+  scores.peaks_inside = static_cast<int64_t>(all.sums[1]);
+  scores.stats = stats_from_doubles(std::span<const double>(all.sums).subspan(2));
   return scores;
 }
 
@@ -183,19 +192,24 @@ Captions caption_split(const models::Captioner& model, const data::CaptionSplit&
                        const decode::CaptionDecodeOptions& options, int64_t batch_size) {
   if (split.size() == 0) throw DataError("captioning: the split '" + split.name + "' has no images");
   const models::CaptionerConfig::Grid g = model.config().grid();
-  Captions out;
-  out.tokens.resize(static_cast<size_t>(split.size()));
-  out.scores.resize(static_cast<size_t>(split.size()));
-  const NamedTensors gathered = run_split(
+  const SplitOutput all = run_split(
       split.size(), split_batches(split.lengths(), 0, batch_size), [&](std::span<const int64_t> index) {
-        const decode::SearchResult r = decode::caption(model, gather_caption_batch(split, index).images, options);
-        for (size_t b = 0; b < index.size(); ++b) {
-          out.tokens[static_cast<size_t>(index[b])] = r.tokens[b];
-          out.scores[static_cast<size_t>(index[b])] = r.scores[b];
-        }
-        return NamedTensors{{"attention", r.attention}};
+        decode::SearchResult r = decode::caption(model, gather_caption_batch(split, index).images, options);
+        const data::PaddedBatch tokens = data::pad_sequences(r.tokens, /*min_len=*/1);
+        return BatchOutput{.tensors = {{"tokens", tokens.tokens},
+                                       {"lengths", tokens.lengths},
+                                       {"scores", Tensor::from({static_cast<int64_t>(index.size())}, r.scores)},
+                                       {"attention", std::move(r.attention)}},
+                           .sums = {}};
       });
-  const Tensor& attention = gathered[0].second;   // [N, Tmax, L]
+  Captions out;
+  const Tensor &tokens = all.at("tokens"), &lengths = all.at("lengths"), &scores = all.at("scores");
+  for (int64_t i = 0; i < split.size(); ++i) {
+    const int32_t* row = tokens.idata() + i * tokens.dim(1);
+    out.tokens.emplace_back(row, row + lengths.idata()[i]);
+    out.scores.push_back(scores.data()[i]);
+  }
+  const Tensor& attention = all.at("attention");   // [N, Tmax, L]
   out.attention = attention.reshape({split.size(), attention.dim(1), g.h, g.w});
   metrics::BleuStats stats;
   for (int64_t i = 0; i < split.size(); ++i) {

@@ -167,39 +167,46 @@ data::LabelledSplit read_classifier_split(const io::File& data, const std::strin
 BatchStats evaluate_classifier(const models::TransformerClassifier& model, const data::LabelledSplit& split,
                                int64_t batch_size) {
   const TransformerArch arch = model.config().body.arch;
-  BatchStats total;
-  for (const auto& index : split_batches(classifier_lengths(arch, split), 0, batch_size)) {
-    adapt_threads();
-    total += to_stats(model.evaluate(batch_of(arch, split, index)), 0.0f);
-  }
-  return total;
+  return evaluate([&](std::span<const int64_t> index) { return to_stats(model.evaluate(batch_of(arch, split, index)), 0.0f); },
+                  classifier_lengths(arch, split), 0, batch_size);
 }
 
 Classification classify(const models::TransformerClassifier& model, const data::LabelledSplit& split,
                         int64_t batch_size, bool want_attention) {
   const TransformerArch arch = model.config().body.arch;
   const int64_t N = split.size(), K = model.config().classes;
-  Classification out;
-  out.predictions = Tensor({N}, DType::i32);
-  out.probabilities = Tensor({N, K});
   const auto batches = split_batches(classifier_lengths(arch, split), 0, batch_size);
-  out.attention = run_split(N, batches, [&](std::span<const int64_t> index) {
+  const std::string attention = "attention/";
+  const SplitOutput all = run_split(N, batches, [&](std::span<const int64_t> index) {
     const models::ClassifierBatch batch = batch_of(arch, split, index);
-    std::vector<Tensor> attention;
-    const Tensor logits = model.logits(batch, want_attention ? &attention : nullptr);   // [B, K]
+    std::vector<Tensor> layers;
+    const Tensor logits = model.logits(batch, want_attention ? &layers : nullptr);   // [B, K]
     const Tensor p = ops::softmax_forward(logits, nullptr);
     const ops::CrossEntropyResult ce = ops::cross_entropy_forward(logits, batch.labels, {}, nullptr);
-    out.stats += {.loss_sum = ce.sum, .count = static_cast<double>(ce.count), .units = ce.count,
-                  .sums = {ce.sum, static_cast<double>(ce.correct)}};
+    Tensor predicted({static_cast<int64_t>(index.size())}, DType::i32);
     for (size_t b = 0; b < index.size(); ++b) {
       const float* row = p.data() + static_cast<int64_t>(b) * K;
-      std::copy_n(row, K, out.probabilities.data() + index[b] * K);
-      out.predictions.idata()[index[b]] = static_cast<int32_t>(std::max_element(row, row + K) - row);
+      predicted.idata()[b] = static_cast<int32_t>(std::max_element(row, row + K) - row);
     }
-    NamedTensors named;
-    for (size_t l = 0; l < attention.size(); ++l) named.emplace_back("layer" + std::to_string(l), std::move(attention[l]));
-    return named;
+    BatchOutput out{.tensors = {{"predictions", predicted}, {"probabilities", p}}, .sums = {}};
+    for (size_t l = 0; l < layers.size(); ++l)
+      out.tensors.emplace_back(attention + "layer" + std::to_string(l), std::move(layers[l]));
+    append_doubles({.loss_sum = ce.sum, .count = static_cast<double>(ce.count), .units = ce.count,
+                    .sums = {ce.sum, static_cast<double>(ce.correct)}},
+                   2, out.sums);
+    return out;
   });
+  Classification out;
+  out.stats = stats_from_doubles(all.sums);
+  if (N == 0) {
+    out.predictions = Tensor({0}, DType::i32);
+    out.probabilities = Tensor({0, K});
+    return out;
+  }
+  out.predictions = all.at("predictions");
+  out.probabilities = all.at("probabilities");
+  for (const auto& [name, t] : all.tensors)
+    if (name.starts_with(attention)) out.attention.emplace_back(name.substr(attention.size()), t);
   return out;
 }
 

@@ -9,7 +9,6 @@
 #include <optional>
 
 #include "attn/core/error.hpp"
-#include "attn/train/split_run.hpp"
 
 namespace attn::train {
 namespace {
@@ -17,20 +16,6 @@ namespace {
 using clock = std::chrono::steady_clock;
 
 double seconds_since(clock::time_point t0) { return std::chrono::duration<double>(clock::now() - t0).count(); }
-
-// A BatchStats as doubles: loss_sum, count, units, then `sums` entries (units are exact below
-// 2^53).
-void encode(const BatchStats& s, size_t sums, std::vector<double>& out) {
-  out.push_back(s.loss_sum);
-  out.push_back(s.count);
-  out.push_back(static_cast<double>(s.units));
-  for (size_t k = 0; k < sums; ++k) out.push_back(s.sum(k));
-}
-BatchStats decode(const double* v, size_t sums) {
-  BatchStats s{.loss_sum = v[0], .count = v[1], .units = static_cast<int64_t>(v[2]), .sums = {}};
-  s.sums.assign(v + 3, v + 3 + sums);
-  return s;
-}
 
 // 64-bit hash of a tensor's bits, word by word.
 uint64_t hash_bits(const Tensor& t, uint64_t h) {
@@ -339,7 +324,7 @@ void DataParallel::finish() {
 BatchStats DataParallel::reduce_stats(const BatchStats& mine, Rng& trainer_rng, const Rng& used) {
   const size_t k = task_.sums.size();
   std::vector<double> packed;
-  encode(mine, k, packed);
+  append_doubles(mine, k, packed);
   packed.push_back(std::bit_cast<double>(used.state().counter));
   const size_t width = packed.size();
   const std::vector<double> all = dist::allgather(comm_, packed);
@@ -347,7 +332,7 @@ BatchStats DataParallel::reduce_stats(const BatchStats& mine, Rng& trainer_rng, 
   uint64_t counter = trainer_rng.state().counter;
   for (int q = 0; q < comm_.size(); ++q) {   // rank order: the same additions on every rank
     const double* v = all.data() + static_cast<size_t>(q) * width;
-    global += decode(v, k);
+    global += stats_from_doubles(std::span<const double>(v, 3 + k));
     counter = std::max(counter, std::bit_cast<uint64_t>(v[width - 1]));
   }
   trainer_rng.set_state({trainer_rng.state().seed, counter});
@@ -356,23 +341,7 @@ BatchStats DataParallel::reduce_stats(const BatchStats& mine, Rng& trainer_rng, 
 
 BatchStats DataParallel::evaluate(const std::function<BatchStats(std::span<const int64_t>)>& run_batch,
                                   std::span<const int32_t> lengths, int64_t max_tokens, int64_t batch_size) {
-  const int N = comm_.size(), r = comm_.rank();
-  if (N == 1) return train::evaluate(run_batch, lengths, max_tokens, batch_size);
-  const std::vector<std::vector<int64_t>> batches = split_batches(lengths, max_tokens, batch_size);
-  const size_t k = task_.sums.size(), width = 3 + k;
-  std::vector<double> mine;
-  mine.reserve(batches.size() * width);
-  for (size_t b = 0; b < batches.size(); ++b) {
-    const BatchStats s = static_cast<int>(b % static_cast<size_t>(N)) == r ? run_batch(batches[b]) : BatchStats{};
-    encode(s, k, mine);
-  }
-  const std::vector<double> all = dist::allgather(comm_, mine);
-  BatchStats total;   // batch order, each batch's sums from the rank that ran it: evaluate()'s additions
-  for (size_t b = 0; b < batches.size(); ++b) {
-    const size_t owner = b % static_cast<size_t>(N);
-    total += decode(all.data() + owner * mine.size() + b * width, k);
-  }
-  return total;
+  return train::evaluate(run_batch, lengths, max_tokens, batch_size, comm_);
 }
 
 void DataParallel::check_same_params(const std::string& when) {

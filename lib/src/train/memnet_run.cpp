@@ -44,6 +44,27 @@ void count_tasks(MemnetScores& scores, const data::QaSplit& split, std::span<con
   }
 }
 
+// A batch's scores as sums, and back (split_run.hpp): questions and correct answers per task,
+// then the BatchStats.
+void append_scores(const MemnetScores& s, std::vector<double>& out) {
+  for (size_t t = 0; t < s.task_questions.size(); ++t) {
+    out.push_back(static_cast<double>(s.task_questions[t]));
+    out.push_back(static_cast<double>(s.task_correct[t]));
+  }
+  append_doubles(s.stats, s.stats.sums.size(), out);
+}
+MemnetScores scores_from(std::span<const double> v) {
+  MemnetScores s;
+  const size_t tasks = s.task_questions.size();
+  if (v.size() < 2 * tasks) return s;
+  for (size_t t = 0; t < tasks; ++t) {
+    s.task_questions[t] = static_cast<int64_t>(v[2 * t]);
+    s.task_correct[t] = static_cast<int64_t>(v[2 * t + 1]);
+  }
+  s.stats = stats_from_doubles(v.subspan(2 * tasks));
+  return s;
+}
+
 }  // namespace
 
 BatchStats to_stats(const models::MemN2NStats& s) {
@@ -159,34 +180,42 @@ double MemnetScores::task_accuracy(int task) const {
 }
 
 MemnetScores evaluate_memnet(const models::MemN2N& model, const data::QaSplit& split, int64_t batch_size) {
-  MemnetScores scores;
-  for (const auto& index : split_batches(story_lengths(split), 0, batch_size)) {
-    adapt_threads();
-    const models::MemN2NResult r = model.evaluate(split.gather(index));
-    scores.stats += to_stats(r.stats);
-    count_tasks(scores, split, index, r.predictions);
-  }
-  return scores;
+  const SplitOutput all = run_split(split.size(), split_batches(story_lengths(split), 0, batch_size),
+                                    [&](std::span<const int64_t> index) {
+                                      const models::MemN2NResult r = model.evaluate(split.gather(index));
+                                      MemnetScores scores;
+                                      scores.stats = to_stats(r.stats);
+                                      count_tasks(scores, split, index, r.predictions);
+                                      BatchOutput b;
+                                      append_scores(scores, b.sums);
+                                      return b;
+                                    });
+  return scores_from(all.sums);
 }
 
 MemnetAnswers answer_memnet(const models::MemN2N& model, const data::QaSplit& split, int64_t batch_size) {
   MemnetAnswers out;
   const int64_t N = split.size(), Ms = split.memory_size(), H = model.config().hops;
   out.predictions = Tensor({N}, DType::i32);
-  NamedTensors t = run_split(N, split_batches(story_lengths(split), 0, batch_size),
-                             [&](std::span<const int64_t> index) {
-                               models::MemN2NResult r = model.answer(split.gather(index));
-                               out.scores.stats += to_stats(r.stats);
-                               count_tasks(out.scores, split, index, r.predictions);
-                               for (size_t k = 0; k < index.size(); ++k)
-                                 out.predictions.idata()[index[k]] = r.predictions.idata()[k];
-                               return NamedTensors{{"attention", std::move(r.attention)}};
-                             });
+  const SplitOutput all = run_split(N, split_batches(story_lengths(split), 0, batch_size),
+                                    [&](std::span<const int64_t> index) {
+                                      models::MemN2NResult r = model.answer(split.gather(index));
+                                      MemnetScores scores;
+                                      scores.stats = to_stats(r.stats);
+                                      count_tasks(scores, split, index, r.predictions);
+                                      BatchOutput b{.tensors = {{"predictions", r.predictions},
+                                                                {"attention", std::move(r.attention)}},
+                                                    .sums = {}};
+                                      append_scores(scores, b.sums);
+                                      return b;
+                                    });
+  out.scores = scores_from(all.sums);
+  if (N > 0) out.predictions = all.at("predictions");
   // Every question's attention over the split's Ms slots (a batch's memory is cut to its
   // longest story), so that row labels from /story always fit.
   out.attention = Tensor({N, H, Ms});
   if (N > 0) {
-    const Tensor& a = t.at(0).second;
+    const Tensor& a = all.at("attention");
     const int64_t S = a.dim(2);
     for (int64_t n = 0; n < N; ++n)
       for (int64_t h = 0; h < H; ++h)

@@ -136,26 +136,23 @@ data::SequenceSplit read_ntm_split(const io::File& data, const std::string& spli
 NtmFile load_ntm(const std::string& path) { return load_model<models::Ntm>(io::File::open_read(path), kKind); }
 
 BatchStats evaluate_ntm(const models::Ntm& model, const data::SequenceSplit& split, int64_t batch_size) {
-  BatchStats total;
-  for (const auto& index : split_batches(input_lengths(split), 0, batch_size)) {
-    adapt_threads();
-    total += to_stats(model.evaluate(split.gather(index)));
-  }
-  return total;
+  return evaluate([&](std::span<const int64_t> index) { return to_stats(model.evaluate(split.gather(index))); },
+                  input_lengths(split), 0, batch_size);
 }
 
 NtmRunResult run_ntm(const models::Ntm& model, const data::SequenceSplit& split, int64_t batch_size) {
-  NtmRunResult out;
-  out.tensors = run_split(split.size(), split_batches(input_lengths(split), 0, batch_size),
-                          [&](std::span<const int64_t> index) {
-                            models::NtmRun r = model.run(split.gather(index));
-                            out.stats += to_stats(r.stats);
-                            NamedTensors t{{"outputs", std::move(r.outputs)}};
-                            if (model.config().read_heads > 0) t.emplace_back("read_weights", std::move(r.read_weights));
-                            if (model.config().write_heads > 0) t.emplace_back("write_weights", std::move(r.write_weights));
-                            return t;
-                          });
-  return out;
+  SplitOutput all = run_split(split.size(), split_batches(input_lengths(split), 0, batch_size),
+                              [&](std::span<const int64_t> index) {
+                                models::NtmRun r = model.run(split.gather(index));
+                                BatchOutput b{.tensors = {{"outputs", std::move(r.outputs)}}, .sums = {}};
+                                if (model.config().read_heads > 0) b.tensors.emplace_back("read_weights", std::move(r.read_weights));
+                                if (model.config().write_heads > 0)
+                                  b.tensors.emplace_back("write_weights", std::move(r.write_weights));
+                                const BatchStats s = to_stats(r.stats);
+                                append_doubles(s, s.sums.size(), b.sums);
+                                return b;
+                              });
+  return {.tensors = std::move(all.tensors), .stats = stats_from_doubles(all.sums)};
 }
 
 void write_ntm_run(io::File& file, const data::SequenceSplit& split, const NtmRunResult& run) {

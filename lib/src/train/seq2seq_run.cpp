@@ -54,14 +54,12 @@ Seq2SeqFile load_seq2seq(const std::string& path) {
 }
 
 EvalResult evaluate_seq2seq(const models::Seq2Seq& model, const data::TokenSplit& split, int64_t max_tokens) {
-  EvalResult out;
-  for (const auto& index : split_batches(data::pair_lengths(split.src_len, split.tgt_len), max_tokens)) {
-    adapt_threads();
-    const models::TokenBatch batch = gather_token_batch(split, index);
-    out.stats += to_stats(model.evaluate(batch));
-    out.accuracy += argmax_accuracy(model.logits(batch), batch);
-  }
-  return out;
+  return evaluate_split(split.size(), split_batches(data::pair_lengths(split.src_len, split.tgt_len), max_tokens),
+                        [&](std::span<const int64_t> index) {
+                          const models::TokenBatch batch = gather_token_batch(split, index);
+                          return EvalResult{.stats = to_stats(model.evaluate(batch)),
+                                            .accuracy = argmax_accuracy(model.logits(batch), batch)};
+                        });
 }
 
 Translation translate(const models::Seq2Seq& model, const data::TokenSplit& split, const Seq2SeqTranslateOptions& options) {

@@ -148,21 +148,49 @@ int64_t generation_limit(int64_t max_len, const data::PaddedBatch& src) {
   return max_len > 0 ? max_len : src.tokens.dim(1) + 50;
 }
 
+EvalResult evaluate_split(int64_t n, const std::vector<std::vector<int64_t>>& batches,
+                          const std::function<EvalResult(std::span<const int64_t>)>& run) {
+  const SplitOutput all = run_split(n, batches, [&](std::span<const int64_t> index) {
+    const EvalResult r = run(index);
+    BatchOutput out;
+    const metrics::AccuracyCounts& a = r.accuracy;
+    for (const int64_t c : {a.correct_tokens, a.tokens, a.correct_sequences, a.sequences})
+      out.sums.push_back(static_cast<double>(c));
+    append_doubles(r.stats, r.stats.sums.size(), out.sums);
+    return out;
+  });
+  EvalResult out;
+  if (all.sums.size() < 4) return out;
+  const std::span<const double> v(all.sums);
+  out.accuracy = {.correct_tokens = static_cast<int64_t>(v[0]), .tokens = static_cast<int64_t>(v[1]),
+                  .correct_sequences = static_cast<int64_t>(v[2]), .sequences = static_cast<int64_t>(v[3])};
+  out.stats = stats_from_doubles(v.subspan(4));
+  return out;
+}
+
 Translation translate_split(const data::TokenSplit& split, int64_t max_tokens, const BatchDecoder& decode) {
   if (!split.has_src()) throw ConfigError("translate: the split '" + split.name + "' has no sources");
   const int64_t n = split.size();
-  Translation out;
-  out.tokens.resize(static_cast<size_t>(n));
-  out.scores.resize(static_cast<size_t>(n));
-  out.attention = run_split(n, split_batches(ints(split.src_len), max_tokens), [&](std::span<const int64_t> index) {
-    const data::PaddedBatch src = data::gather_batch(split.src, split.src_len, index);
-    DecodedBatch r = decode(src);
-    for (size_t b = 0; b < index.size(); ++b) {
-      out.tokens[static_cast<size_t>(index[b])] = std::move(r.tokens[b]);
-      out.scores[static_cast<size_t>(index[b])] = r.scores[b];
-    }
-    return std::move(r.attention);
+  if (n == 0) return {};
+  const std::string attention = "attention/";
+  const SplitOutput all = run_split(n, split_batches(ints(split.src_len), max_tokens), [&](std::span<const int64_t> index) {
+    DecodedBatch r = decode(data::gather_batch(split.src, split.src_len, index));
+    const data::PaddedBatch tokens = data::pad_sequences(r.tokens, /*min_len=*/1);
+    BatchOutput out{.tensors = {{"tokens", tokens.tokens}, {"lengths", tokens.lengths},
+                                {"scores", Tensor::from({static_cast<int64_t>(index.size())}, r.scores)}},
+                    .sums = {}};
+    for (auto& [name, t] : r.attention) out.tensors.emplace_back(attention + name, std::move(t));
+    return out;
   });
+  Translation out;
+  const Tensor &tokens = all.at("tokens"), &lengths = all.at("lengths"), &scores = all.at("scores");
+  for (int64_t i = 0; i < n; ++i) {
+    const int32_t* row = tokens.idata() + i * tokens.dim(1);
+    out.tokens.emplace_back(row, row + lengths.idata()[i]);
+    out.scores.push_back(scores.data()[i]);
+  }
+  for (const auto& [name, t] : all.tensors)
+    if (name.starts_with(attention)) out.attention.emplace_back(name.substr(attention.size()), t);
   if (split.has_tgt()) out.accuracy = reference_accuracy(out.tokens, split);
   return out;
 }

@@ -247,12 +247,34 @@ int64_t batches_per_epoch(const TrainTask& task, const TrainConfig& config) {
 
 BatchStats evaluate(const std::function<BatchStats(std::span<const int64_t>)>& run_batch,
                     std::span<const int32_t> lengths, int64_t max_tokens, int64_t batch_size) {
-  BatchStats total;
-  for (const auto& batch : split_batches(lengths, max_tokens, batch_size)) {
-    adapt_threads();
-    total += run_batch(batch);
-  }
-  return total;
+  return evaluate(run_batch, lengths, max_tokens, batch_size, dist::world());
+}
+
+BatchStats evaluate(const std::function<BatchStats(std::span<const int64_t>)>& run_batch,
+                    std::span<const int32_t> lengths, int64_t max_tokens, int64_t batch_size,
+                    dist::Communicator& comm) {
+  const SplitOutput out = run_split(
+      static_cast<int64_t>(lengths.size()), split_batches(lengths, max_tokens, batch_size),
+      [&](std::span<const int64_t> index) {
+        BatchOutput b;
+        const BatchStats s = run_batch(index);
+        append_doubles(s, s.sums.size(), b.sums);
+        return b;
+      },
+      comm);
+  return stats_from_doubles(out.sums);
+}
+
+void append_doubles(const BatchStats& s, size_t sums, std::vector<double>& out) {
+  out.push_back(s.loss_sum);
+  out.push_back(s.count);
+  out.push_back(static_cast<double>(s.units));
+  for (size_t k = 0; k < sums; ++k) out.push_back(s.sum(k));
+}
+
+BatchStats stats_from_doubles(std::span<const double> v) {
+  if (v.size() < 3) return {};   // nothing was run
+  return {.loss_sum = v[0], .count = v[1], .units = static_cast<int64_t>(v[2]), .sums = {v.begin() + 3, v.end()}};
 }
 
 TrainResult fit(const TrainTask& task, const TrainConfig& config, const TrainCallbacks& callbacks) {

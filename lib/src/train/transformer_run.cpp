@@ -111,19 +111,20 @@ TransformerFile load_transformer(const std::string& path) {
 
 EvalResult evaluate_transformer(const models::Transformer& model, const data::TokenSplit& split, int64_t max_tokens) {
   const TransformerArch arch = model.config().arch;
-  EvalResult out;
-  for (const auto& index : split_batches(transformer_lengths(arch, split), max_tokens)) {
-    adapt_threads();
-    if (arch == TransformerArch::mlm) {   // the masked tokens only: no sequence accuracy
-      out.stats += to_stats(model.evaluate(models::mask_examples(mlm_batch(split, index), kValidMaskSeed, index,
-                                                                 model.mask_token_id(), model.config().tgt_vocab)));
-      continue;
-    }
-    const models::TokenBatch batch = gather_token_batch(split, index);
-    out.stats += to_stats(model.evaluate(batch));
-    out.accuracy += argmax_accuracy(model.logits(batch), batch);
-  }
-  return out;
+  return evaluate_split(split.size(), split_batches(transformer_lengths(arch, split), max_tokens),
+                        [&](std::span<const int64_t> index) {
+                          EvalResult r;
+                          if (arch == TransformerArch::mlm) {   // the masked tokens only: no sequence accuracy
+                            r.stats = to_stats(model.evaluate(models::mask_examples(
+                                mlm_batch(split, index), kValidMaskSeed, index, model.mask_token_id(),
+                                model.config().tgt_vocab)));
+                            return r;
+                          }
+                          const models::TokenBatch batch = gather_token_batch(split, index);
+                          r.stats = to_stats(model.evaluate(batch));
+                          r.accuracy = argmax_accuracy(model.logits(batch), batch);
+                          return r;
+                        });
 }
 
 Translation translate(const models::Transformer& model, const data::TokenSplit& split, const TranslateOptions& options) {

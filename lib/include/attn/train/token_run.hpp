@@ -80,6 +80,11 @@ struct EvalResult {
   metrics::AccuracyCounts accuracy;    // argmax_accuracy over the split (encoder-decoders, lm)
 };
 
+// The eval verbs' loop: run(batch) for every batch, the results summed over the split (on
+// several ranks each batch runs on one and the sums come back in batch order: split_run.hpp).
+EvalResult evaluate_split(int64_t n, const std::vector<std::vector<int64_t>>& batches,
+                          const std::function<EvalResult(std::span<const int64_t>)>& run);
+
 struct Vocabs {
   data::Vocab src, tgt;
 };

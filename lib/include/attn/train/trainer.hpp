@@ -57,6 +57,7 @@
 #include <vector>
 
 #include "attn/core/rng.hpp"
+#include "attn/dist/communicator.hpp"
 #include "attn/io/hdf5_file.hpp"
 #include "attn/nn/param.hpp"
 #include "attn/optim/config.hpp"
@@ -229,8 +230,18 @@ std::vector<std::vector<int64_t>> epoch_batches(std::span<const int32_t> lengths
 int64_t batches_per_epoch(const TrainTask& task, const TrainConfig& config);
 
 // The sums of `run_batch` over every example of `lengths`, in batches of about max_tokens in
-// length order (batch_size > 0: runs of batch_size consecutive examples); no shuffling.
+// length order (batch_size > 0: runs of batch_size consecutive examples); no shuffling. On several
+// ranks the batches are shared out and the sums added in batch order (split_run.hpp): one
+// process's numbers, bit for bit.
 BatchStats evaluate(const std::function<BatchStats(std::span<const int64_t>)>& run_batch,
                     std::span<const int32_t> lengths, int64_t max_tokens, int64_t batch_size = 0);
+BatchStats evaluate(const std::function<BatchStats(std::span<const int64_t>)>& run_batch,
+                    std::span<const int32_t> lengths, int64_t max_tokens, int64_t batch_size,
+                    dist::Communicator& comm);
+
+// A BatchStats as doubles, loss_sum, count, units, then `sums` entries of its sums (0 beyond
+// them; units are exact below 2^53), and back: how sums travel between ranks and batches.
+void append_doubles(const BatchStats& s, size_t sums, std::vector<double>& out);
+BatchStats stats_from_doubles(std::span<const double> v);
 
 }  // namespace attn::train
