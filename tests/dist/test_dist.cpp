@@ -13,7 +13,6 @@
 #include <thread>
 
 #include "attn/dist/communicator.hpp"
-#include "attn/data/batching.hpp"
 #include "attn/nn/grad_ready.hpp"
 #include "attn/ops/cross_entropy.hpp"
 #include "attn/ops/linear.hpp"
@@ -21,6 +20,7 @@
 #include "attn/train/split_run.hpp"
 #include "attn/train/seq2seq_run.hpp"
 #include "attn/train/transformer_run.hpp"
+#include "reversal_fixture.hpp"
 #include "test_support.hpp"
 
 using namespace attn;
@@ -354,33 +354,6 @@ namespace {
 
 constexpr int32_t kWords = 30;
 
-data::Vocab word_vocab() {
-  std::vector<std::string> tokens(data::kReservedTokens, data::kReservedTokens + data::kNumReserved);
-  for (int32_t id = data::kNumReserved; id < kWords; ++id) {
-    std::string token(1, 'w');   // appended, not concatenated: GCC 12's -Wrestrict
-    token += std::to_string(id);
-    tokens.push_back(token);
-  }
-  return data::Vocab::from_tokens(tokens);
-}
-
-// Reversal of random sentences of 3 to 8 words.
-data::TokenSplit reversal(int64_t n) {
-  Rng rng(11);
-  std::vector<std::vector<int32_t>> src, tgt;
-  for (int64_t i = 0; i < n; ++i) {
-    std::vector<int32_t> s;
-    for (int64_t t = 0, len = 3 + rng.uniform_int(6); t < len; ++t)
-      s.push_back(static_cast<int32_t>(data::kNumReserved + rng.uniform_int(kWords - data::kNumReserved)));
-    src.push_back(s);
-    std::vector<int32_t> r(s.rbegin(), s.rend());
-    r.push_back(data::kEos);
-    tgt.push_back(std::move(r));
-  }
-  const data::PaddedBatch a = data::pad_sequences(src), b = data::pad_sequences(tgt);
-  return {.name = "train", .src = a.tokens, .src_len = a.lengths, .tgt = b.tokens, .tgt_len = b.lengths, .segments = {}};
-}
-
 // One data-parallel step of `make_task`'s model on 2 ranks with small buckets: every rank's
 // gradients, and how many buckets were started inside the backward.
 struct OverlapRun {
@@ -390,8 +363,8 @@ struct OverlapRun {
 };
 template <class Model, class MakeTask>
 OverlapRun step_on_two_ranks(const std::function<Model()>& make_model, MakeTask make_task, bool overlap) {
-  const data::TokenSplit split = reversal(12);
-  const data::Vocab vocab = word_vocab();
+  const data::TokenSplit split = test::reversal_split(12, kWords, 3, 8);
+  const data::Vocab vocab = test::word_vocab(kWords);
   const std::vector<int64_t> batch{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11};
   OverlapRun out;
   out.grads.resize(2);
@@ -543,4 +516,50 @@ TEST_CASE("run_split on N ranks: every rank gets one process's tensors and sums,
       CHECK(std::memcmp(g.at("ids").idata(), want.at("ids").idata(), 8 * sizeof(int32_t)) == 0);
     }
   }
+}
+
+TEST_CASE("DataParallel: a model of more modules than message tags is planned by size, and still sums right",
+          "[unit][dist]") {
+  // 5,000 one-float parameters in modules of their own, buckets of 1 float asked for: a bucket per
+  // module would need 5,000 tags.
+  struct Many {
+    std::vector<Param> params;
+    train::TrainTask task;
+    Many() {
+      params.reserve(5000);
+      for (int k = 0; k < 5000; ++k) {
+        std::string name(1, 'm');   // appended, not concatenated: GCC 12's -Wrestrict
+        name += std::to_string(k);
+        name += "/w";
+        params.emplace_back(name, Tensor({1}));
+      }
+      for (Param& p : params) task.params.push_back(&p);
+      task.kind = "many";
+      task.train_batch = [this](std::span<const int64_t> index, Rng&) {
+        for (const int64_t i : index)
+          for (size_t k = 0; k < params.size(); ++k) params[k].grad.data()[0] += static_cast<float>((i + 1) * (k % 7));
+        const auto n = static_cast<double>(index.size());
+        for (Param& p : params) p.grad.data()[0] /= static_cast<float>(n);
+        return train::BatchStats{.loss_sum = 0, .count = n, .units = static_cast<int64_t>(index.size()), .sums = {}};
+      };
+    }
+  };
+  const std::vector<int64_t> batch{0, 1, 2, 3};   // mean of (i + 1) over the batch: 2.5
+  std::vector<float> got;
+  size_t buckets = 0;
+  on_ranks(2, [&](dist::Communicator& comm) {
+    Many m;
+    train::DataParallel dp(comm, m.task, /*bucket_floats=*/1);
+    zero_grads(m.task.params);
+    Rng stream(1);
+    dp.train_batch(batch, stream);
+    if (comm.rank() == 0) {
+      buckets = dp.buckets();
+      for (const Param& p : m.params) got.push_back(p.grad.data()[0]);
+    }
+  });
+  CHECK(buckets <= static_cast<size_t>(dist::kMaxTag - 1));
+  CHECK(buckets >= 1250);   // buckets of a few floats, not one
+  REQUIRE(got.size() == 5000);
+  for (size_t k = 0; k < got.size(); ++k) CHECK(got[k] == Approx(2.5 * static_cast<double>(k % 7)));
 }

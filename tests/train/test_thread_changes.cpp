@@ -4,9 +4,9 @@
 #include <cstring>
 
 #include "attn/core/threading.hpp"
-#include "attn/data/batching.hpp"
 #include "attn/optim/config.hpp"
 #include "attn/train/transformer_run.hpp"
+#include "reversal_fixture.hpp"
 #include "test_support.hpp"
 
 using namespace attn;
@@ -14,33 +14,6 @@ using namespace attn;
 namespace {
 
 constexpr int32_t kVocab = 40;
-
-data::Vocab numbers_vocab() {
-  std::vector<std::string> tokens(data::kReservedTokens, data::kReservedTokens + data::kNumReserved);
-  for (int32_t id = data::kNumReserved; id < kVocab; ++id) {
-    std::string token(1, 'w');   // appended, not concatenated: GCC 12's -Wrestrict
-    token += std::to_string(id);
-    tokens.push_back(token);
-  }
-  return data::Vocab::from_tokens(tokens);
-}
-
-// Reversal of random sentences of 6 to 16 words.
-data::TokenSplit reverse_split(int64_t n) {
-  Rng rng(11);
-  std::vector<std::vector<int32_t>> src, tgt;
-  for (int64_t i = 0; i < n; ++i) {
-    std::vector<int32_t> s;
-    for (int64_t t = 0, len = 6 + rng.uniform_int(11); t < len; ++t)
-      s.push_back(static_cast<int32_t>(data::kNumReserved + rng.uniform_int(kVocab - data::kNumReserved)));
-    src.push_back(s);
-    std::vector<int32_t> r(s.rbegin(), s.rend());
-    r.push_back(data::kEos);
-    tgt.push_back(std::move(r));
-  }
-  const data::PaddedBatch a = data::pad_sequences(src), b = data::pad_sequences(tgt);
-  return {.name = "train", .src = a.tokens, .src_len = a.lengths, .tgt = b.tokens, .tgt_len = b.lengths, .segments = {}};
-}
 
 // Big enough that the seam splits its products over two threads (2^19 multiply-adds and up).
 std::vector<Tensor> train_params(const train::TrainCallbacks& callbacks) {
@@ -53,8 +26,8 @@ std::vector<Tensor> train_params(const train::TrainCallbacks& callbacks) {
   c.dropout = 0.1f;
   Rng init(3);
   models::Transformer model(c, init);
-  const data::TokenSplit split = reverse_split(192);
-  const data::Vocab vocab = numbers_vocab();
+  const data::TokenSplit split = test::reversal_split(192, kVocab, 6, 16);
+  const data::Vocab vocab = test::word_vocab(kVocab);
   train::TrainConfig tc;
   tc.epochs = 1;
   tc.max_tokens = 512;

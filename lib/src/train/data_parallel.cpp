@@ -93,21 +93,15 @@ DataParallel::DataParallel(dist::Communicator& comm, const TrainTask& task, int6
     throw ConfigError("train: this model trains as one process only, not on " + std::to_string(comm_.size()) +
                       " ranks: " + task.single_process_only);
   // Reverse order, as a backward makes them final; tags 1..kMaxTag - 1 (kMaxTag is the count's).
+  // A model of more modules than tags is planned by size alone, in buckets large enough that
+  // two neighbours hold more than one (so at most kMaxTag - 1 of them).
   int64_t total = 0;
   for (const Param* p : task.params) total += p->grad.numel();
-  const int64_t most = dist::kMaxTag - 1;
-  const int64_t cap = std::max({int64_t{1}, bucket_floats, (total + most - 1) / most});
-  for (const std::vector<Param*>& group : module_groups(task.params, cap / 64)) {
-    int64_t filled = cap;
-    for (Param* p : group) {
-      if (filled + p->grad.numel() > cap && filled > 0) {
-        buckets_.emplace_back();
-        filled = 0;
-      }
-      buckets_.back().params.push_back(p);
-      filled += p->grad.numel();
-      slots_[p] = Slot{.bucket = buckets_.size() - 1};
-    }
+  const int64_t cap = std::max<int64_t>(1, bucket_floats), most = dist::kMaxTag - 1;
+  plan_buckets(module_groups(task.params, cap / 64), cap);
+  if (static_cast<int64_t>(buckets_.size()) > most) {
+    ParamList reversed(task.params.rbegin(), task.params.rend());
+    plan_buckets({reversed}, std::max(cap, 2 * ((total + most - 2) / (most - 1))));
   }
   for (Bucket& b : buckets_) {
     const Param& first = *b.params.front();
@@ -118,6 +112,24 @@ DataParallel::DataParallel(dist::Communicator& comm, const TrainTask& task, int6
       size_t n = 0;
       for (const Param* p : b.params) n += static_cast<size_t>(p->grad.numel());
       b.staging.resize(n);
+    }
+  }
+}
+
+// Buckets of at most `cap` floats (a larger parameter alone) over each group in turn.
+void DataParallel::plan_buckets(const std::vector<std::vector<Param*>>& groups, int64_t cap) {
+  buckets_.clear();
+  slots_.clear();
+  for (const std::vector<Param*>& group : groups) {
+    int64_t filled = cap;
+    for (Param* p : group) {
+      if (filled + p->grad.numel() > cap && filled > 0) {
+        buckets_.emplace_back();
+        filled = 0;
+      }
+      buckets_.back().params.push_back(p);
+      filled += p->grad.numel();
+      slots_[p] = Slot{.bucket = buckets_.size() - 1};
     }
   }
 }

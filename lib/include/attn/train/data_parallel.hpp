@@ -153,6 +153,7 @@ class DataParallel final : private nn::GradListener, private BackgroundWork {
   double comm_seconds_ = 0, overlapped_seconds_ = 0, backward_end_ = 0, summed_ = 0;
   int64_t buckets_overlapped_ = 0, comm_bytes_ = 0;
 
+  void plan_buckets(const std::vector<std::vector<Param*>>& groups, int64_t cap);
   void loss_count(double count) override;
   void final(std::span<Param* const> params) override;
   void poll() override;
