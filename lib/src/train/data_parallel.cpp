@@ -174,6 +174,8 @@ BatchStats DataParallel::train_batch(std::span<const int64_t> batch, Rng& rng) {
 }
 
 void DataParallel::loss_count(double count) {
+  if (count_ring_)   // its ring is in flight over count_sum_: a second count would overwrite it
+    throw Error("train: the model announced its loss count twice in one step (nn::announce_loss_count)");
   start_count(count);
   for (size_t b = 0; b < buckets_.size(); ++b)   // final before the count was known
     if (!buckets_[b].ring && buckets_[b].ready == buckets_[b].params.size()) {
