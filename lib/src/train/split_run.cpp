@@ -74,6 +74,7 @@ namespace {
 // ---- a rank's batches as bytes, for dist::allgather ------------------------------------------
 
 void put(std::vector<std::byte>& out, const void* p, size_t n) {
+  if (n == 0) return;
   const auto* b = static_cast<const std::byte*>(p);
   out.insert(out.end(), b, b + n);
 }
@@ -87,6 +88,7 @@ struct Reader {
   size_t at = 0;
   void get(void* p, size_t n) {
     if (at + n > bytes.size()) throw Error("run_split: a rank's batches arrived cut short");
+    if (n == 0) return;   // p may be null then (an empty vector's data)
     std::memcpy(p, bytes.data() + at, n);
     at += n;
   }
