@@ -195,20 +195,12 @@ Captions caption_split(const models::Captioner& model, const data::CaptionSplit&
   const SplitOutput all = run_split(
       split.size(), split_batches(split.lengths(), 0, batch_size), [&](std::span<const int64_t> index) {
         decode::SearchResult r = decode::caption(model, gather_caption_batch(split, index).images, options);
-        const data::PaddedBatch tokens = data::pad_sequences(r.tokens, /*min_len=*/1);
-        return BatchOutput{.tensors = {{"tokens", tokens.tokens},
-                                       {"lengths", tokens.lengths},
-                                       {"scores", Tensor::from({static_cast<int64_t>(index.size())}, r.scores)},
-                                       {"attention", std::move(r.attention)}},
-                           .sums = {}};
+        BatchOutput out{.tensors = {{"attention", std::move(r.attention)}}, .sums = {}};
+        add_token_lists(out, r.tokens, r.scores);
+        return out;
       });
   Captions out;
-  const Tensor &tokens = all.at("tokens"), &lengths = all.at("lengths"), &scores = all.at("scores");
-  for (int64_t i = 0; i < split.size(); ++i) {
-    const int32_t* row = tokens.idata() + i * tokens.dim(1);
-    out.tokens.emplace_back(row, row + lengths.idata()[i]);
-    out.scores.push_back(scores.data()[i]);
-  }
+  read_token_lists(all, split.size(), out.tokens, out.scores);
   const Tensor& attention = all.at("attention");   // [N, Tmax, L]
   out.attention = attention.reshape({split.size(), attention.dim(1), g.h, g.w});
   metrics::BleuStats stats;

@@ -164,6 +164,23 @@ const Tensor& SplitOutput::at(const std::string& name) const {
   throw ConfigError("run_split: no batch gave an output named '" + name + "'");
 }
 
+void add_token_lists(BatchOutput& out, const std::vector<std::vector<int32_t>>& tokens, const std::vector<float>& scores) {
+  const data::PaddedBatch padded = data::pad_sequences(tokens, /*min_len=*/1);
+  out.tensors.emplace_back("tokens", padded.tokens);
+  out.tensors.emplace_back("lengths", padded.lengths);
+  out.tensors.emplace_back("scores", Tensor::from({static_cast<int64_t>(scores.size())}, scores));
+}
+
+void read_token_lists(const SplitOutput& all, int64_t n, std::vector<std::vector<int32_t>>& tokens,
+                      std::vector<float>& scores) {
+  const Tensor &padded = all.at("tokens"), &lengths = all.at("lengths"), &s = all.at("scores");
+  for (int64_t i = 0; i < n; ++i) {
+    const int32_t* row = padded.idata() + i * padded.dim(1);
+    tokens.emplace_back(row, row + lengths.idata()[i]);
+    scores.push_back(s.data()[i]);
+  }
+}
+
 SplitOutput run_split(int64_t n, const std::vector<std::vector<int64_t>>& batches,
                       const std::function<BatchOutput(std::span<const int64_t> index)>& run) {
   return run_split(n, batches, run, dist::world());

@@ -175,20 +175,13 @@ Translation translate_split(const data::TokenSplit& split, int64_t max_tokens, c
   const std::string attention = "attention/";
   const SplitOutput all = run_split(n, split_batches(ints(split.src_len), max_tokens), [&](std::span<const int64_t> index) {
     DecodedBatch r = decode(data::gather_batch(split.src, split.src_len, index));
-    const data::PaddedBatch tokens = data::pad_sequences(r.tokens, /*min_len=*/1);
-    BatchOutput out{.tensors = {{"tokens", tokens.tokens}, {"lengths", tokens.lengths},
-                                {"scores", Tensor::from({static_cast<int64_t>(index.size())}, r.scores)}},
-                    .sums = {}};
+    BatchOutput out;
+    add_token_lists(out, r.tokens, r.scores);
     for (auto& [name, t] : r.attention) out.tensors.emplace_back(attention + name, std::move(t));
     return out;
   });
   Translation out;
-  const Tensor &tokens = all.at("tokens"), &lengths = all.at("lengths"), &scores = all.at("scores");
-  for (int64_t i = 0; i < n; ++i) {
-    const int32_t* row = tokens.idata() + i * tokens.dim(1);
-    out.tokens.emplace_back(row, row + lengths.idata()[i]);
-    out.scores.push_back(scores.data()[i]);
-  }
+  read_token_lists(all, n, out.tokens, out.scores);
   for (const auto& [name, t] : all.tensors)
     if (name.starts_with(attention)) out.attention.emplace_back(name.substr(attention.size()), t);
   if (split.has_tgt()) out.accuracy = reference_accuracy(out.tokens, split);

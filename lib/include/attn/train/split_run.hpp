@@ -52,6 +52,12 @@ struct SplitOutput {
   const Tensor& at(const std::string& name) const;   // ConfigError when no batch gave it
 };
 
+// Per-example token lists (generated sentences, captions) and their scores as a batch's tensors
+// "tokens" [B, Lmax] (int32, padded), "lengths" [B] and "scores" [B], and back from the split's.
+void add_token_lists(BatchOutput& out, const std::vector<std::vector<int32_t>>& tokens, const std::vector<float>& scores);
+void read_token_lists(const SplitOutput& all, int64_t n, std::vector<std::vector<int32_t>>& tokens,
+                      std::vector<float>& scores);
+
 // Calls run(batch) for every batch (on `comm`'s ranks: see above) and gathers what it returns.
 // Every batch must return tensors of the same rank and type under a name, each with the batch's
 // size as its leading axis (ShapeError).
