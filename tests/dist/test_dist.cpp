@@ -399,7 +399,8 @@ void check_same_gradients(const OverlapRun& on, const OverlapRun& off) {
 TEST_CASE("DataParallel: the Transformer's and seq2seq's announcements are right: the overlap keeps every bit",
           "[unit][dist]") {
   // A gradient announced final before its last addition would be sent without it: these models
-  // announce layer by layer, and buckets of 2,000 floats put nearly every layer in its own.
+  // announce sublayer by sublayer (seq2seq: layer by layer), buckets hold one module each, and
+  // the embeddings go as rows.
   for (const auto arch : {models::TransformerArch::encdec, models::TransformerArch::lm, models::TransformerArch::mlm}) {
     for (const auto tie : {models::TieEmbeddings::none, models::TieEmbeddings::output, models::TieEmbeddings::all}) {
       std::function<models::Transformer()> make = [&] {
