@@ -9,8 +9,9 @@
 // rings still running, the sums' gather, waiting for the slower rank: exchange_s), and Adam.
 // exposed_s is the latest rank's summed gradients minus the latest rank's end of backward: the
 // exchange no backward hid, the wait for the slowest rank excluded (one machine's clock). After
-// the timed steps the gradient all-reduce is timed once more on its own, in the same buckets, the
-// ranks lined up by a barrier first: the exchange's cost without overlap and without waiting.
+// the timed steps the whole dense gradient is all-reduced once more on its own, in buckets of
+// --bucket-floats (not cut at modules, embeddings not as rows), the ranks lined up by a barrier
+// first: the exchange's cost without overlap and without waiting.
 // `--overlap 0` starts every bucket after the backward (DataParallel::set_overlap), for the
 // comparison; `--bucket-floats` sets the bucket size. Rank 0 prints one key=value line:
 //   impl=attnlab-mpi ranks=2 threads=1 overlap=1 tokens_per_s=... step_s=... compute_s=...
@@ -144,8 +145,8 @@ int main(int argc, char** argv) {
   const int64_t bytes_per_step = steps > 0 ? dp.comm_bytes() / (warmup + steps) : 0;
 
   // The gradient all-reduce alone, ranks lined up first: its cost without waiting for a peer.
-  // A flat copy of the gradients in buckets of the same size, without the packing, one after the
-  // other.
+  // A flat copy of the gradients in buckets of --bucket-floats, without the packing, one after
+  // the other.
   std::vector<float> flat;
   for (const Param* p : task.params) flat.insert(flat.end(), p->grad.values().begin(), p->grad.values().end());
   const auto bucket = static_cast<size_t>(std::max<int64_t>(1, bucket_floats));

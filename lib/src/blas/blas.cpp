@@ -51,10 +51,16 @@ void sgemm_one_thread(Trans ta, Trans tb, int64_t M, int64_t N, int64_t K, float
   if (threads > 1) omp_set_num_threads(threads);
 }
 
-// Parts a call made here divides its work into: one inside a parallel region, where OpenBLAS
-// also runs on the calling thread only. The parts, not the threads running them, fix the shapes
-// of the sgemm calls and so the bits (threading.hpp: num_parts).
-int parts_here() { return in_parallel_region() ? 1 : num_parts(); }
+// Parts a product starting here divides its work into: one inside a parallel region, where
+// OpenBLAS also runs on the calling thread only. The parts, not the threads running them, fix the
+// shapes of the sgemm calls and so the bits (threading.hpp: num_parts). Outside a region the
+// thread's background work is polled first (core/background.hpp: gradients on their way to other
+// ranks move between products).
+int begin_product() {
+  if (in_parallel_region()) return 1;
+  poll_background();
+  return num_parts();
+}
 
 // Threads for a loop over `parts` parts.
 int threads_for(int parts) { return std::min(parts, num_threads()); }
@@ -71,8 +77,7 @@ void gemm(Trans ta, Trans tb, int64_t M, int64_t N, int64_t K, float alpha, cons
           int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
   if (M == 0 || N == 0) return;
   flops::add(M * N * K);
-  const int parts = parts_here();
-  if (!in_parallel_region()) poll_background();   // e.g. gradients on their way to other ranks
+  const int parts = begin_product();
   if (parts == 1 || M * N * K < kMinSplit) {
     sgemm_one_thread(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
     return;
@@ -101,7 +106,7 @@ void gemm_strided_batched(Trans ta, Trans tb, int64_t M, int64_t N, int64_t K, f
                           int64_t strideC, int64_t batch) {
   if (M == 0 || N == 0 || batch == 0) return;
   const int64_t item = M * N * K;
-  const int parts = parts_here();
+  const int parts = begin_product();
   const bool spread = parts > 1 && batch > 1 && batch * item >= kMinSpread &&
                       (item < kSpreadAny || tasks_balance(batch, parts));
   if (!spread) {   // each product on its own, split over the threads when it is large enough
@@ -111,7 +116,6 @@ void gemm_strided_batched(Trans ta, Trans tb, int64_t M, int64_t N, int64_t K, f
     return;
   }
   flops::add(batch * item);
-  if (!in_parallel_region()) poll_background();
 #pragma omp parallel for schedule(static) num_threads(threads_for(parts))
   for (int64_t b = 0; b < batch; ++b)
     sgemm(ta, tb, M, N, K, alpha, A + b * strideA, lda, B + b * strideB, ldb, beta, C + b * strideC,

@@ -314,24 +314,18 @@ bool DataParallel::progress() {
 void DataParallel::finish() {
   {
     dist::Waiter waiter(comm_);
-    while (!progress()) {
-      if (!count_ring_->progress()) {
-        count_ring_->pause(waiter);
-        continue;
-      }
-      for (const Bucket& b : buckets_)
-        if (!b.done) {
-          b.ring->pause(waiter);
-          break;
-        }
+    while (!progress()) {   // name the count's ring while it runs, else the first bucket not done
+      const auto open = std::find_if(buckets_.begin(), buckets_.end(), [](const Bucket& b) { return !b.done; });
+      if (!count_ring_->progress() || open == buckets_.end()) count_ring_->pause(waiter);
+      else open->ring->pause(waiter);
     }
   }
   for (Bucket& b : buckets_) {
     b.ring.reset();
     b.ready = 0;
     b.done = false;
-    for (Param* p : b.params) slots_[p].ready = false;
   }
+  for (auto& slot : slots_) slot.second.ready = false;
   count_ring_.reset();
 }
 
