@@ -101,12 +101,11 @@ data::CaptionSplit make_pool(int64_t P, int64_t H, int64_t W, Rng& rng) {
   const std::vector<std::vector<float>> glyphs = make_glyphs(rng);
   data::CaptionSplit s;
   s.name = "train";
-  s.images = Tensor({P, 1, H, W});
-  s.tgt = Tensor({P, kMaxDigits + 1}, DType::i32);
+  Tensor images({P, 1, H, W}), tgt({P, kMaxDigits + 1}, DType::i32);
   s.tgt_len = Tensor({P}, DType::i32);
   for (int64_t n = 0; n < P; ++n) {
     const int64_t k = 1 + rng.uniform_int(kMaxDigits);
-    float* img = s.images.data() + n * H * W;
+    float* img = images.data() + n * H * W;
     int64_t x = rng.uniform_int(W - k * (kDigitSide + kMaxGap) + 1);
     for (int64_t d = 0; d < k; ++d) {
       const int64_t digit = rng.uniform_int(10), y = rng.uniform_int(H - kDigitSide + 1);
@@ -117,12 +116,14 @@ data::CaptionSplit make_pool(int64_t P, int64_t H, int64_t W, Rng& rng) {
           const float ink = g[(r + jy) * kDigitSide + c + jx];   // graded, as MNIST's anti-aliased strokes
           if (ink > 0.0f) img[(y + r) * W + x + c] = ink * rng.uniform(0.75f, 1.0f);
         }
-      s.tgt.idata()[n * (kMaxDigits + 1) + d] = static_cast<int32_t>(4 + digit);
+      tgt.idata()[n * (kMaxDigits + 1) + d] = static_cast<int32_t>(4 + digit);
       x += kDigitSide + rng.uniform_int(kMaxGap + 1);
     }
-    s.tgt.idata()[n * (kMaxDigits + 1) + k] = models::kEos;
+    tgt.idata()[n * (kMaxDigits + 1) + k] = models::kEos;
     s.tgt_len.idata()[n] = static_cast<int32_t>(k + 1);
   }
+  s.images = images;
+  s.tgt = tgt;
   return s;
 }
 
@@ -235,8 +236,8 @@ void train_one(models::Captioner& model, const ParamList& params, const models::
 void write_export(const std::string& path, const data::CaptionSplit& pool, const std::vector<models::CaptionBatch>& batches,
                   models::Captioner& model, int64_t steps, uint64_t seed) {
   io::File file = io::File::create(path);
-  file.write("pool/images", pool.images);
-  file.write("pool/tgt", pool.tgt);
+  file.write("pool/images", pool.images.all());
+  file.write("pool/tgt", pool.tgt.all());
   file.write("pool/tgt_len", pool.tgt_len);
   const ParamList params = model.params();
   for (const Param* p : params) file.write("params/" + p->name, p->value);

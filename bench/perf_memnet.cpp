@@ -64,22 +64,22 @@ std::vector<int64_t> pool_index(int64_t N, int64_t Q, Rng& rng) {
 }
 
 // The pool's consecutive batches, each gathered from the split as the trainer gathers them.
-std::vector<data::QaSplit> make_batches(const data::QaSplit& train, const std::vector<int64_t>& index, int64_t B) {
-  std::vector<data::QaSplit> batches;
+std::vector<data::QaBatch> make_batches(const data::QaSplit& train, const std::vector<int64_t>& index, int64_t B) {
+  std::vector<data::QaBatch> batches;
   for (size_t b = 0; b < index.size(); b += static_cast<size_t>(B))
     batches.push_back(train.gather(std::span<const int64_t>(index).subspan(b, static_cast<size_t>(B))));
   return batches;
 }
 
 // One full training step: zero grads, forward and backward (no noise), clip, SGD.
-void train(models::MemN2N& model, const ParamList& params, const data::QaSplit& batch, optim::Sgd& sgd, int64_t t) {
+void train(models::MemN2N& model, const ParamList& params, const data::QaBatch& batch, optim::Sgd& sgd, int64_t t) {
   zero_grads(params);
   model.train_step(batch);
   optim::clip_grad_norm(params, kClip);
   sgd.step(params, t);
 }
 
-void write_export(const std::string& path, const std::vector<int64_t>& index, const std::vector<data::QaSplit>& batches,
+void write_export(const std::string& path, const std::vector<int64_t>& index, const std::vector<data::QaBatch>& batches,
                   models::MemN2N& model, int64_t steps, uint64_t seed) {
   io::File file = io::File::create(path);
   file.write("pool/index", Tensor::from_ints({static_cast<int64_t>(index.size())},
@@ -129,7 +129,7 @@ int main(int argc, char** argv) {
   const data::QaSplit train_split = data::read_qa_split(data, "train", V);
   Rng shuffle(seed);
   const std::vector<int64_t> index = pool_index(train_split.size(), Q, shuffle);
-  const std::vector<data::QaSplit> batches = make_batches(train_split, index, B);
+  const std::vector<data::QaBatch> batches = make_batches(train_split, index, B);
 
   models::MemN2NConfig c;   // the defaults are attn-memnet's: PE, temporal, adjacent, 3 hops, Mm 50
   c.vocab_size = V;
@@ -147,7 +147,7 @@ int main(int argc, char** argv) {
   optim::Sgd sgd({.lr = kLr});
   int64_t t = 0;
   auto repetition = [&] {
-    for (const data::QaSplit& batch : batches) train(model, plist, batch, sgd, ++t);
+    for (const data::QaBatch& batch : batches) train(model, plist, batch, sgd, ++t);
   };
   const perf::Times times = perf::time_reps(args.integer("warmup"), args.integer("steps"), repetition);
   const double med = perf::median(times.wall), q = static_cast<double>(Q);

@@ -61,14 +61,14 @@ models::NtmConfig copy_config() {
 }
 
 // Sequences [begin, end) of the pool, cut to the longest of them.
-data::SequenceSplit slice(const data::SequenceSplit& pool, int64_t begin, int64_t end) {
+data::SequenceBatch slice(const data::SequenceSplit& pool, int64_t begin, int64_t end) {
   std::vector<int64_t> index(static_cast<size_t>(end - begin));
   std::iota(index.begin(), index.end(), begin);
   return pool.gather(index);
 }
 
 // One full training step: zero grads, forward and backward, clip by value at 10, RMSProp.
-void train(models::Ntm& model, const ParamList& params, const data::SequenceSplit& batch, optim::RmsProp& rmsprop,
+void train(models::Ntm& model, const ParamList& params, const data::SequenceBatch& batch, optim::RmsProp& rmsprop,
            int64_t t) {
   zero_grads(params);
   Rng memory(0);   // unused with constant memory
@@ -130,12 +130,12 @@ int main(int argc, char** argv) {
     return 0;
   }
 
-  std::vector<data::SequenceSplit> batches;
+  std::vector<data::SequenceBatch> batches;
   for (int64_t b = 0; b < n; b += B) batches.push_back(slice(pool, b, b + B));
   optim::RmsProp rmsprop(optim::RmsPropConfig::graves2013());
   int64_t t = 0;
   auto repetition = [&] {
-    for (const data::SequenceSplit& batch : batches) train(model, plist, batch, rmsprop, ++t);
+    for (const data::SequenceBatch& batch : batches) train(model, plist, batch, rmsprop, ++t);
   };
   const perf::Times times = perf::time_reps(args.integer("warmup"), args.integer("steps"), repetition);
   const double med = perf::median(times.wall), seqs = static_cast<double>(n);

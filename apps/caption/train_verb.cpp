@@ -75,9 +75,9 @@ struct CaptionRun : cli::TrainRun {
 std::unique_ptr<cli::TrainRun> prepare(const cli::Options& opts, cli::TrainInputs& in) {
   auto run = std::make_unique<CaptionRun>();
   run->vocab = data::read_caption_vocab(in.data);
-  run->train = data::read_caption_split(in.data, "train", run->vocab.size());
+  run->train = data::open_caption_split(in.data, "train", run->vocab.size(), in.keep_data);
   run->has_valid = in.data.is_group("/valid");
-  if (run->has_valid) run->valid = data::read_caption_split(in.data, "valid", run->vocab.size());
+  if (run->has_valid) run->valid = data::open_caption_split(in.data, "valid", run->vocab.size(), in.keep_data);
   const models::CaptionerConfig config =
       in.resume.empty() ? config_from_options(opts, run->vocab, run->train)
                         : models::CaptionerConfig::from_attrs(in.resumed_config("captioner"), in.resume);

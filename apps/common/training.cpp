@@ -213,6 +213,11 @@ void add_training_options(Options& opts, const TrainVerb& verb) {
       ("reset-optimizer", po::bool_switch(),
        "with --resume: start the optimizer's state (moments) afresh; needed to resume from a model "
        "without /optimizer (an averaged one), which is refused otherwise")
+      ("keep-data", choice("keep-data", "auto", {"auto", "memory", "file"}),
+       "where the training data's rows are kept: memory (read whole at the start: the fastest steps), "
+       "file (left in --data and read a batch at a time: memory does not grow with the data set, and under "
+       "mpirun each rank reads only its shard of every batch), auto (memory while they take at most a "
+       "16th of the machine's memory, else file)")
       ("rank-timeout", po::value<double>()->value_name("S")->default_value(600.0, "600")
                            ->notifier(greater_than<double>("rank-timeout", 0.0)),
        "under mpirun: seconds a rank waits for the others before it stops the job (a rank died or hung)");
@@ -344,7 +349,9 @@ void run_training(const Options& opts, const train::TrainTask& task, const train
 
 // One training run with this seed into this model file, the rest as the options say.
 void train_one(const Options& opts, const TrainVerb& verb, int64_t seed, const std::string& model) {
-  TrainInputs in{io::File::open_read(opts.get<std::string>("data")), "", Rng(static_cast<uint64_t>(seed)).fork(/*label=*/1)};
+  TrainInputs in{io::File::open_read(opts.get<std::string>("data")),
+                 data::parse_keep_data(opts.get<std::string>("keep-data")), "",
+                 Rng(static_cast<uint64_t>(seed)).fork(/*label=*/1)};
   if (opts.has("resume")) {
     const std::string resume = opts.get<std::string>("resume");
     in.resume = resume.empty() ? train::latest_checkpoint(model) : resume;

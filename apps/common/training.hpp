@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "attn/core/rng.hpp"
+#include "attn/data/rows.hpp"
 #include "attn/io/hdf5_file.hpp"
 #include "attn/optim/config.hpp"
 #include "attn/train/trainer.hpp"
@@ -44,6 +45,7 @@ namespace attn::cli {
 // What a train verb has read before it builds its model.
 struct TrainInputs {
   io::File data;        // --data, open
+  data::KeepData keep_data = data::KeepData::automatic;   // --keep-data: where its rows are kept
   std::string resume;   // the checkpoint to continue from: --resume FILE, or --resume alone the
                         // newest checkpoint of --model; "" for a fresh run
   Rng init_rng;         // initialises a fresh model: Rng(--seed).fork(1)

@@ -79,9 +79,9 @@ struct MemnetRun : cli::TrainRun {
 std::unique_ptr<cli::TrainRun> prepare(const cli::Options& opts, cli::TrainInputs& in) {
   auto run = std::make_unique<MemnetRun>();
   run->vocab = data::read_qa_vocab(in.data);
-  run->train = data::read_qa_split(in.data, "train", run->vocab.size());
+  run->train = data::open_qa_split(in.data, "train", run->vocab.size(), in.keep_data);
   run->has_valid = in.data.is_group("/valid");
-  if (run->has_valid) run->valid = data::read_qa_split(in.data, "valid", run->vocab.size());
+  if (run->has_valid) run->valid = data::open_qa_split(in.data, "valid", run->vocab.size(), in.keep_data);
   const models::MemN2NConfig config =
       in.resume.empty() ? config_from_options(opts, run->vocab, run->train)
                         : models::MemN2NConfig::from_attrs(in.resumed_config("memnet"), in.resume);

@@ -85,9 +85,9 @@ struct NtmRun : cli::TrainRun {
 
 std::unique_ptr<cli::TrainRun> prepare(const cli::Options& opts, cli::TrainInputs& in) {
   auto run = std::make_unique<NtmRun>();
-  run->train = data::read_sequence_split(in.data, "train");
+  run->train = data::open_sequence_split(in.data, "train", in.keep_data);
   run->has_valid = in.data.is_group("/valid");
-  if (run->has_valid) run->valid = data::read_sequence_split(in.data, "valid");
+  if (run->has_valid) run->valid = data::open_sequence_split(in.data, "valid", in.keep_data);
   const models::NtmConfig config = in.resume.empty()
                                        ? config_from_options(opts, run->train)
                                        : models::NtmConfig::from_attrs(in.resumed_config("ntm"), in.resume);

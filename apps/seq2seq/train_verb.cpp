@@ -91,7 +91,7 @@ std::unique_ptr<cli::TrainRun> prepare(const cli::Options& opts, cli::TrainInput
       in.resume.empty()
           ? config_from_options(opts, run->vocabs)
           : models::Seq2SeqConfig::from_attrs(train::resumed_config(in.resume, "seq2seq", in.data, run->vocabs), in.resume);
-  run->splits = train::read_training_data(in.data, train::seq2seq_request(config));
+  run->splits = train::read_training_data(in.data, train::seq2seq_request(config), in.keep_data);
   if (in.resume.empty()) {
     const int64_t max_src = opts.get<int64_t>("max-src-len");
     config.max_src_len = max_src > 0 ? max_src : std::max<int64_t>(256, train::longest_source(run->splits));

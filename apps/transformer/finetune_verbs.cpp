@@ -43,7 +43,7 @@ struct FineTuneRun : cli::TrainRun {
 
 std::unique_ptr<cli::TrainRun> prepare(const cli::Options& opts, cli::TrainInputs& in) {
   auto run = std::make_unique<FineTuneRun>();
-  run->data = train::read_labelled_data(in.data);
+  run->data = train::read_labelled_data(in.data, in.keep_data);
   const auto classes = static_cast<int64_t>(run->data.labels.size());
   const auto aux_lm = static_cast<float>(opts.get<double>("aux-lm"));
   if (in.resume.empty()) {

@@ -80,7 +80,7 @@ std::unique_ptr<cli::TrainRun> prepare(const cli::Options& opts, cli::TrainInput
     run->vocabs = train::transformer_vocabs(config.arch, data_vocabs);
     train::check_resumed_vocabs(stored, in.resume, in.data, run->vocabs);
   }
-  run->splits = train::read_training_data(in.data, train::transformer_request(config));
+  run->splits = train::read_training_data(in.data, train::transformer_request(config), in.keep_data);
   if (in.resume.empty()) config.max_len = train::transformer_max_len(run->splits);
   run->model.emplace(config, in.init_rng);
   run->task = train::transformer_task(*run->model, run->splits.train, run->splits.valid_or_null(), run->vocabs.src,

@@ -107,9 +107,8 @@ data::QaSplit encode_rows(const std::vector<Row>& rows) {
   const auto ms = static_cast<int64_t>(Ms), ws = static_cast<int64_t>(Ws), wq = static_cast<int64_t>(Wq),
              ks = static_cast<int64_t>(Ks);
   data::QaSplit s;
-  s.story = Tensor({n, ms, ws}, DType::i32);
+  Tensor story({n, ms, ws}, DType::i32), question({n, wq}, DType::i32);
   s.story_len = Tensor({n}, DType::i32);
-  s.question = Tensor({n, wq}, DType::i32);
   s.answer = Tensor({n}, DType::i32);
   s.support = Tensor({n, ks}, DType::i32);
   s.task = Tensor({n}, DType::i32);
@@ -119,15 +118,17 @@ data::QaSplit encode_rows(const std::vector<Row>& rows) {
     const BabiQuestion& q = r.file->file->questions[r.question];
     for (int64_t m = q.memory_begin; m < q.memory_end; ++m) {
       const auto& ids = r.file->statements[static_cast<size_t>(m)];
-      std::copy(ids.begin(), ids.end(), s.story.idata() + (i * ms + (m - q.memory_begin)) * ws);
+      std::copy(ids.begin(), ids.end(), story.idata() + (i * ms + (m - q.memory_begin)) * ws);
     }
     s.story_len.idata()[i] = static_cast<int32_t>(q.memory_end - q.memory_begin);
     const auto& words = r.file->questions[r.question];
-    std::copy(words.begin(), words.end(), s.question.idata() + i * wq);
+    std::copy(words.begin(), words.end(), question.idata() + i * wq);
     s.answer.idata()[i] = r.file->answers[r.question];
     std::copy(q.support.begin(), q.support.end(), s.support.idata() + i * ks);
     s.task.idata()[i] = r.file->task;
   }
+  s.story = story;
+  s.question = question;
   return s;
 }
 

@@ -45,19 +45,20 @@ BabiClsData babi_classification(const BabiData& qa, const data::Vocab* vocab) {
     std::vector<int32_t> labels, tasks;
     const int64_t Ms = s.size() ? s.memory_size() : 0, Ws = s.size() ? s.sentence_width() : 0;
     const int64_t Wq = s.size() ? s.question_width() : 0;
+    const Tensor story = s.story.all(), question = s.question.all();
     for (int64_t i = 0; i < s.size(); ++i) {
       const int32_t task = s.task.idata()[i];
       if (is_babi_list_task(task)) continue;
       std::vector<int32_t> row, seg;
       for (int64_t m = 0; m < s.story_len.idata()[i]; ++m)
         for (int64_t w = 0; w < Ws; ++w) {
-          const int32_t id = s.story.idata()[(i * Ms + m) * Ws + w];
+          const int32_t id = story.idata()[(i * Ms + m) * Ws + w];
           if (id == data::kPad) break;
           row.push_back(encode(id));
           seg.push_back(0);
         }
       for (int64_t w = 0; w < Wq; ++w) {
-        const int32_t id = s.question.idata()[i * Wq + w];
+        const int32_t id = question.idata()[i * Wq + w];
         if (id == data::kPad) break;
         row.push_back(encode(id));
         seg.push_back(1);

@@ -24,12 +24,12 @@ struct Lengths {
 template <class Draw>
 SequenceSplit draw_sequences(const std::string& task, const char* split, int64_t n, const Dims& d,
                              Rng& rng, const KeySet& earlier, KeySet& drawn, Draw&& draw) {
-  SequenceSplit s{Tensor({n, d.tin, d.win}), Tensor({n}, DType::i32), Tensor({n, d.tout, d.wout}),
-                  Tensor({n}, DType::i32)};
+  Tensor inputs({n, d.tin, d.win}), targets({n, d.tout, d.wout});
+  SequenceSplit s{{}, Tensor({n}, DType::i32), {}, Tensor({n}, DType::i32)};
   const int64_t in_size = d.tin * d.win, out_size = d.tout * d.wout;
   draw_disjoint(task, split, n, rng, earlier, drawn, [&](Rng& r, int64_t i) {
-    float* in = s.inputs.data() + i * in_size;
-    float* out = s.targets.data() + i * out_size;
+    float* in = inputs.data() + i * in_size;
+    float* out = targets.data() + i * out_size;
     std::fill(in, in + in_size, 0.0f);
     std::fill(out, out + out_size, 0.0f);
     const Lengths len = draw(r, in, out);
@@ -37,6 +37,8 @@ SequenceSplit draw_sequences(const std::string& task, const char* split, int64_t
     s.target_len.idata()[i] = static_cast<int32_t>(len.out);
     return hash_bytes(in, static_cast<size_t>(len.in * d.win) * sizeof(float), static_cast<uint64_t>(len.in));
   });
+  s.inputs = inputs;
+  s.targets = targets;
   return s;
 }
 

@@ -37,10 +37,11 @@ PairsData sentence_pairs(const ParallelData& parallel, uint64_t seed) {
     out.lines[k] = parallel.splits[k].lines;
     out.dropped[k] = parallel.splits[k].dropped;
     const int64_t n = s.src.dim(0);
+    const Tensor src_rows = s.src.all(), tgt_rows = s.tgt.all();
     std::vector<std::vector<int32_t>> a(static_cast<size_t>(n)), b(static_cast<size_t>(n));
     for (int64_t i = 0; i < n; ++i) {
-      a[static_cast<size_t>(i)] = row(s.src, i, s.src_len.idata()[i]);
-      b[static_cast<size_t>(i)] = row(s.tgt, i, s.tgt_len.idata()[i] - 1);   // without EOS
+      a[static_cast<size_t>(i)] = row(src_rows, i, s.src_len.idata()[i]);
+      b[static_cast<size_t>(i)] = row(tgt_rows, i, s.tgt_len.idata()[i] - 1);   // without EOS
     }
     if (n > 0 && std::all_of(b.begin(), b.end(), [&](const auto& x) { return x == b[0]; }))
       throw DataError(std::string("pairs: split ") + kSplitNames[k] + " has " + std::to_string(n) +

@@ -37,13 +37,12 @@ Splits<TokenSplit> make_toy_translation(const ToyConfig& cfg, const SplitSizes& 
                                                   const char* split) {
     TokenSplit s;
     s.name = split;
-    s.src = Tensor({n, S}, DType::i32);
+    Tensor src_rows({n, S}, DType::i32), tgt_rows({n, T}, DType::i32);
     s.src_len = Tensor({n}, DType::i32);
-    s.tgt = Tensor({n, T}, DType::i32);
     s.tgt_len = Tensor({n}, DType::i32);
     draw_disjoint(task, split, n, rng, earlier, drawn, [&](Rng& r, int64_t i) {
-      int32_t* src = s.src.idata() + i * S;
-      int32_t* tgt = s.tgt.idata() + i * T;
+      int32_t* src = src_rows.idata() + i * S;
+      int32_t* tgt = tgt_rows.idata() + i * T;
       std::fill(src, src + S, kPad);
       std::fill(tgt, tgt + T, kPad);
       const int64_t L = cfg.min_len + r.uniform_int(cfg.max_len - cfg.min_len + 1);
@@ -59,6 +58,8 @@ Splits<TokenSplit> make_toy_translation(const ToyConfig& cfg, const SplitSizes& 
       s.tgt_len.idata()[i] = static_cast<int32_t>(L + 1);
       return hash_bytes(src, static_cast<size_t>(L) * sizeof(int32_t), static_cast<uint64_t>(L));
     });
+    s.src = src_rows;
+    s.tgt = tgt_rows;
     return s;
   });
 }

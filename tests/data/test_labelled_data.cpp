@@ -45,7 +45,7 @@ TEST_CASE("labelled split: round trip, pairs and gathered rows", "[io][labelled]
   CHECK(f.type_name("/train/segments") == "uint8");
   CHECK(s.size() == 2);
   CHECK(s.has_pairs());
-  CHECK(s.segments.idata()[5] == 1);
+  CHECK(s.segments.all().idata()[5] == 1);
   CHECK(s.label.idata()[0] == 2);
   const std::vector<int64_t> index{0};
   const data::LabelledSplit g = data::gather_labelled(s, index);
@@ -63,12 +63,12 @@ TEST_CASE("labelled split: bad input names the file, the dataset and the row", "
   };
   refuses([](data::LabelledSplit& s) { s.label.idata()[1] = 3; },
           "dataset '/train/label' row 1 is 3, outside the classes [0, 3)");
-  refuses([](data::LabelledSplit& s) { s.src.idata()[1] = 8; },
+  refuses([](data::LabelledSplit& s) { s.src.all().idata()[1] = 8; },
           "dataset '/train/src' row 0 position 1 holds id 8, outside the vocabulary [0, 8)");
   refuses([](data::LabelledSplit& s) { s.src_len.idata()[0] = 5; }, "dataset '/train/src_len' row 0 is 5");
-  refuses([](data::LabelledSplit& s) { s.segments.idata()[6] = 0; }, "dataset '/train/segments' row 1 position 2");
-  refuses([](data::LabelledSplit& s) { s.segments.idata()[3] = 1; }, "dataset '/train/segments' row 0 position 3");
-  refuses([](data::LabelledSplit& s) { s.segments.idata()[1] = 2; }, "dataset '/train/segments' row 0 position 1 holds 2");
+  refuses([](data::LabelledSplit& s) { s.segments.all().idata()[6] = 0; }, "dataset '/train/segments' row 1 position 2");
+  refuses([](data::LabelledSplit& s) { s.segments.all().idata()[3] = 1; }, "dataset '/train/segments' row 0 position 3");
+  refuses([](data::LabelledSplit& s) { s.segments.all().idata()[1] = 2; }, "dataset '/train/segments' row 0 position 1 holds 2");
   refuses([](data::LabelledSplit& s) { s.label = Tensor::from_ints({3}, {0, 0, 0}); }, "/train/label");
 
   const io::File f = io::File::open_read(write_set(dir));
@@ -95,10 +95,10 @@ TEST_CASE("a labelled split read as language-model text: A [SEP] B EOS, segments
   const data::TokenSplit lm = data::read_token_split(f, "train", {.src = false, .tgt = true, .src_vocab = 0,
                                                                   .tgt_vocab = 8, .segments = false});
   CHECK(lm.tgt.shape() == Shape{2, 5});
-  CHECK(std::vector<int32_t>(lm.tgt.idata(), lm.tgt.idata() + 10) == std::vector<int32_t>{4, 5, 6, 2, 0, 7, 2, 4, 5, 2});
+  CHECK(std::vector<int32_t>(lm.tgt.all().idata(), lm.tgt.all().idata() + 10) == std::vector<int32_t>{4, 5, 6, 2, 0, 7, 2, 4, 5, 2});
   CHECK(std::vector<int32_t>(lm.tgt_len.idata(), lm.tgt_len.idata() + 2) == std::vector<int32_t>{4, 5});
   const data::TokenSplit mlm = data::read_token_split(f, "train", {.src = true, .tgt = false, .src_vocab = 8,
                                                                    .tgt_vocab = 0, .segments = true});
   CHECK(mlm.segments.shape() == Shape{2, 4});
-  CHECK(mlm.segments.idata()[5] == 1);
+  CHECK(mlm.segments.all().idata()[5] == 1);
 }

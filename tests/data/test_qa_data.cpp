@@ -52,9 +52,9 @@ TEST_CASE("qa data: write, read back, gather", "[io][qa_data]") {
   CHECK(s.sentence_width() == 3);
   CHECK(s.question_width() == 2);
   const data::QaSplit want = two_questions();
-  CHECK(ints(s.story) == ints(want.story));
+  CHECK(ints(s.story.all()) == ints(want.story.all()));
   CHECK(ints(s.story_len) == Ints{2, 3});
-  CHECK(ints(s.question) == ints(want.question));
+  CHECK(ints(s.question.all()) == ints(want.question.all()));
   CHECK(ints(s.answer) == Ints{5, 6});
   CHECK(ints(s.support) == Ints{1, -1, 0, 2});
   CHECK(ints(s.task) == Ints{1, 20});
@@ -62,7 +62,7 @@ TEST_CASE("qa data: write, read back, gather", "[io][qa_data]") {
 
   // Row 0 alone: 2 sentences of at most 2 words, a question of 2 words; Ks stays 2.
   const int64_t first[] = {0};
-  const data::QaSplit a = s.gather(first);
+  const data::QaBatch a = s.gather(first);
   CHECK(a.story.shape() == Shape{1, 2, 2});
   CHECK(ints(a.story) == Ints{5, 6, 7, 0});
   CHECK(ints(a.question) == Ints{8, 9});
@@ -72,7 +72,7 @@ TEST_CASE("qa data: write, read back, gather", "[io][qa_data]") {
   CHECK(ints(a.task) == Ints{1});
   // Row 1 then row 0: the widest of both, in that order.
   const int64_t both[] = {1, 0};
-  const data::QaSplit b = s.gather(both);
+  const data::QaBatch b = s.gather(both);
   CHECK(b.story.shape() == Shape{2, 3, 3});
   CHECK(ints(b.story) == Ints{5, 0, 0, 6, 7, 8, 9, 0, 0,  5, 6, 0, 7, 0, 0, 0, 0, 0});
   CHECK(ints(b.question) == Ints{9, 0, 8, 9});
@@ -82,14 +82,15 @@ TEST_CASE("qa data: write, read back, gather", "[io][qa_data]") {
   data::QaSplit t = two_questions();
   t.story_len.idata()[1] = 1;
   const int64_t second[] = {1};
-  const data::QaSplit c = t.gather(second);
+  const data::QaBatch c = t.gather(second);
   CHECK(c.story.shape() == Shape{1, 1, 1});
   CHECK(c.question.shape() == Shape{1, 1});
   // No rows: an empty split of widths 1 that writes and reads back.
-  const data::QaSplit none = s.gather({});
+  const data::QaBatch none = s.gather({});
   CHECK(none.size() == 0);
   CHECK(none.story.shape() == Shape{0, 1, 1});
-  const data::QaSplit back = data::read_qa_split(written(dir, none, "empty.h5"), "train", kVocab);
+  const data::QaSplit none_split{none.story, none.story_len, none.question, none.answer, none.support, none.task};
+  const data::QaSplit back = data::read_qa_split(written(dir, none_split, "empty.h5"), "train", kVocab);
   CHECK(back.size() == 0);
   CHECK(back.support.shape() == Shape{0, 2});
 }
@@ -118,14 +119,14 @@ TEST_CASE("qa data: lengths, ids, answers, slots and tasks out of range are refu
   s.story_len.idata()[1] = 4;
   REQUIRE_THROWS_WITH(refused(s), Contains("'/train/story_len' row 1 is 4, expected a number of sentences in [1, 3]"));
   s = two_questions();
-  s.story.idata()[13] = 10;   // row 1, slot 1, word 1
+  s.story.all().idata()[13] = 10;   // row 1, slot 1, word 1
   REQUIRE_THROWS_AS(refused(s), DataError);
   REQUIRE_THROWS_WITH(refused(s), Contains("qa.h5: dataset '/train/story' row 1 holds 10, expected word ids in [0, 10)"));
   s = two_questions();
-  s.story.idata()[2] = -1;
+  s.story.all().idata()[2] = -1;
   REQUIRE_THROWS_WITH(refused(s), Contains("'/train/story' row 0 holds -1, expected word ids in [0, 10)"));
   s = two_questions();
-  s.question.idata()[3] = 12;
+  s.question.all().idata()[3] = 12;
   REQUIRE_THROWS_WITH(refused(s), Contains("qa.h5: dataset '/train/question' row 1 holds 12, expected word ids in [0, 10)"));
   s = two_questions();
   s.answer.idata()[0] = data::kUnk;   // an answer must be a word of the vocabulary
@@ -177,7 +178,7 @@ TEST_CASE("qa data: wrong dtypes, ranks, row counts and missing datasets are ref
   {
     io::File f = io::File::create(dir.file("part.h5"));
     const data::QaSplit q = two_questions();
-    f.write_all("/train/", {{"story", q.story}, {"story_len", q.story_len}, {"question", q.question},
+    f.write_all("/train/", {{"story", q.story.all()}, {"story_len", q.story_len}, {"question", q.question.all()},
                             {"answer", q.answer}, {"support", q.support}});
     f.commit();
   }

@@ -36,10 +36,10 @@ TEST_CASE("sequence data: write, read back, gather", "[io][sequence_data]") {
   CHECK(s.size() == 2);
   CHECK(s.input_width() == 3);
   CHECK(s.output_width() == 1);
-  CHECK(s.inputs.at(3) == 4.0f);
+  CHECK(s.inputs.all().at(3) == 4.0f);
   // Example 1 alone: one input row, three target rows.
   const int64_t one[] = {1};
-  const data::SequenceSplit g = s.gather(one);
+  const data::SequenceBatch g = s.gather(one);
   CHECK(g.inputs.shape() == Shape{1, 1, 3});
   CHECK(g.inputs.at(0) == 7.0f);
   CHECK(g.targets.shape() == Shape{1, 3, 1});
@@ -56,7 +56,7 @@ TEST_CASE("sequence data: bad lengths, NaN values and mismatched rows are refuse
     return io::File::open_read(dir.file("bad.h5"));
   };
   data::SequenceSplit s = two_examples();
-  s.inputs.at(4) = NAN;
+  s.inputs.all().at(4) = NAN;
   REQUIRE_THROWS_WITH(data::read_sequence_split(write(s), "train"),
                       Contains("bad.h5: dataset '/train/inputs' row 0 holds nan; every value must be finite"));
   s = two_examples();

@@ -6,4 +6,5 @@ attn_add_test(test_data SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/test_sequence_data.cpp
   ${CMAKE_CURRENT_LIST_DIR}/test_qa_data.cpp
   ${CMAKE_CURRENT_LIST_DIR}/test_caption_data.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/test_labelled_data.cpp)
+  ${CMAKE_CURRENT_LIST_DIR}/test_labelled_data.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/test_rows.cpp)

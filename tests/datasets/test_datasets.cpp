@@ -22,8 +22,8 @@ bool same_bits(const Tensor& a, const Tensor& b) {
 }
 
 bool same_split(const SequenceSplit& a, const SequenceSplit& b) {
-  return same_bits(a.inputs, b.inputs) && same_bits(a.input_len, b.input_len) &&
-         same_bits(a.targets, b.targets) && same_bits(a.target_len, b.target_len);
+  return same_bits(a.inputs.all(), b.inputs.all()) && same_bits(a.input_len, b.input_len) &&
+         same_bits(a.targets.all(), b.targets.all()) && same_bits(a.target_len, b.target_len);
 }
 
 // Element (i, t, c) of a [N, Tin, I] (or [N, Tout, O]) float tensor.
@@ -45,7 +45,7 @@ std::set<std::vector<float>> input_set(const SequenceSplit& s) {
   std::set<std::vector<float>> out;
   const int64_t row = s.inputs.dim(1) * s.inputs.dim(2);
   for (int64_t i = 0; i < s.inputs.dim(0); ++i) {
-    const float* p = s.inputs.data() + i * row;
+    const float* p = s.inputs.all().data() + i * row;
     out.insert(std::vector<float>(p, p + s.input_len.idata()[i] * s.inputs.dim(2)));
   }
   return out;
@@ -79,16 +79,16 @@ TEST_CASE("copy: shapes, lengths in range, delimiter, and the target is the inpu
     REQUIRE(L <= 7);
     REQUIRE(s.input_len.idata()[i] == L + 1);
     for (int64_t t = 0; t < L; ++t) {
-      CHECK(at3(s.inputs, i, t, 5) == 0.0f);   // no delimiter on data rows
+      CHECK(at3(s.inputs.all(), i, t, 5) == 0.0f);   // no delimiter on data rows
       for (int64_t c = 0; c < 5; ++c) {
-        REQUIRE(is_bit(at3(s.inputs, i, t, c)));
-        REQUIRE(at3(s.targets, i, t, c) == at3(s.inputs, i, t, c));
+        REQUIRE(is_bit(at3(s.inputs.all(), i, t, c)));
+        REQUIRE(at3(s.targets.all(), i, t, c) == at3(s.inputs.all(), i, t, c));
       }
     }
-    CHECK(at3(s.inputs, i, L, 5) == 1.0f);   // the delimiter row
-    for (int64_t c = 0; c < 5; ++c) CHECK(at3(s.inputs, i, L, c) == 0.0f);
-    CHECK(all_zero_from(s.inputs, i, L + 1));
-    CHECK(all_zero_from(s.targets, i, L));
+    CHECK(at3(s.inputs.all(), i, L, 5) == 1.0f);   // the delimiter row
+    for (int64_t c = 0; c < 5; ++c) CHECK(at3(s.inputs.all(), i, L, c) == 0.0f);
+    CHECK(all_zero_from(s.inputs.all(), i, L + 1));
+    CHECK(all_zero_from(s.targets.all(), i, L));
   }
   CHECK(lengths.size() >= 4);   // the lengths do vary
 
@@ -96,7 +96,7 @@ TEST_CASE("copy: shapes, lengths in range, delimiter, and the target is the inpu
   double ones = 0, bits = 0;
   for (int64_t i = 0; i < 40; ++i)
     for (int64_t t = 0; t < s.target_len.idata()[i]; ++t)
-      for (int64_t c = 0; c < 5; ++c) { ones += at3(s.targets, i, t, c); bits += 1; }
+      for (int64_t c = 0; c < 5; ++c) { ones += at3(s.targets.all(), i, t, c); bits += 1; }
   CHECK(ones / bits > 0.4);
   CHECK(ones / bits < 0.6);
 }
@@ -106,21 +106,21 @@ TEST_CASE("generators are deterministic given the seed, and the seed matters", "
   const auto a = make_copy(cfg, {20, 5, 5}, 11), b = make_copy(cfg, {20, 5, 5}, 11);
   const auto c = make_copy(cfg, {20, 5, 5}, 12);
   for (int k = 0; k < 3; ++k) CHECK(same_split(a[k], b[k]));
-  CHECK_FALSE(same_bits(a.train.inputs, c.train.inputs));
+  CHECK_FALSE(same_bits(a.train.inputs.all(), c.train.inputs.all()));
 
   // Each split has its own stream: a larger training set leaves valid and test unchanged
   // (with 20-bit-wide inputs no rejection happens to shift them).
   const auto d = make_copy(cfg, {35, 5, 5}, 11);
   CHECK(same_split(a.valid, d.valid));
   CHECK(same_split(a.test, d.test));
-  CHECK(same_bits(a.train.inputs, d.train.inputs.rows(0, 20)));
+  CHECK(same_bits(a.train.inputs.all(), d.train.inputs.all().rows(0, 20)));
 
   ToyConfig toy;
   toy.task = ToyTask::sort;
   const auto t1 = make_toy_translation(toy, {30, 5, 5}, 4), t2 = make_toy_translation(toy, {30, 5, 5}, 4);
   for (int k = 0; k < 3; ++k) {
-    CHECK(same_bits(t1[k].src, t2[k].src));
-    CHECK(same_bits(t1[k].tgt, t2[k].tgt));
+    CHECK(same_bits(t1[k].src.all(), t2[k].src.all()));
+    CHECK(same_bits(t1[k].tgt.all(), t2[k].tgt.all()));
   }
 }
 
@@ -152,8 +152,8 @@ TEST_CASE("repeat-copy: the target is the sequence repeated count times, then th
     const int64_t L = s.input_len.idata()[i] - 1;
     REQUIRE(L >= 1);
     REQUIRE(L <= 3);
-    CHECK(at3(s.inputs, i, L, 4) == 1.0f);   // delimiter
-    const float code = at3(s.inputs, i, L, 5);
+    CHECK(at3(s.inputs.all(), i, L, 4) == 1.0f);   // delimiter
+    const float code = at3(s.inputs.all(), i, L, 5);
     int64_t c = 0;
     for (int64_t k = 1; k <= 4; ++k)
       if (code == repeat_count_code(k, 10)) c = k;
@@ -162,13 +162,13 @@ TEST_CASE("repeat-copy: the target is the sequence repeated count times, then th
     REQUIRE(s.target_len.idata()[i] == c * L + 1);
     for (int64_t k = 0; k < c; ++k)
       for (int64_t t = 0; t < L; ++t) {
-        REQUIRE(at3(s.targets, i, k * L + t, 4) == 0.0f);
-        for (int64_t ch = 0; ch < 4; ++ch) REQUIRE(at3(s.targets, i, k * L + t, ch) == at3(s.inputs, i, t, ch));
+        REQUIRE(at3(s.targets.all(), i, k * L + t, 4) == 0.0f);
+        for (int64_t ch = 0; ch < 4; ++ch) REQUIRE(at3(s.targets.all(), i, k * L + t, ch) == at3(s.inputs.all(), i, t, ch));
       }
-    CHECK(at3(s.targets, i, c * L, 4) == 1.0f);   // end marker
-    for (int64_t ch = 0; ch < 4; ++ch) CHECK(at3(s.targets, i, c * L, ch) == 0.0f);
-    CHECK(all_zero_from(s.targets, i, c * L + 1));
-    for (int64_t t = 0; t < L; ++t) CHECK(at3(s.inputs, i, t, 5) == 0.0f);
+    CHECK(at3(s.targets.all(), i, c * L, 4) == 1.0f);   // end marker
+    for (int64_t ch = 0; ch < 4; ++ch) CHECK(at3(s.targets.all(), i, c * L, ch) == 0.0f);
+    CHECK(all_zero_from(s.targets.all(), i, c * L + 1));
+    for (int64_t t = 0; t < L; ++t) CHECK(at3(s.inputs.all(), i, t, 5) == 0.0f);
   }
   CHECK(counts.size() == 4);
 }
@@ -192,29 +192,29 @@ TEST_CASE("assoc-recall: items between delimiters, a query, and the item after i
     std::vector<std::vector<float>> items(static_cast<size_t>(k));
     for (int64_t a = 0; a < k; ++a) {
       const int64_t r0 = a * (IL + 1);
-      REQUIRE(at3(s.inputs, i, r0, W) == 1.0f);
+      REQUIRE(at3(s.inputs.all(), i, r0, W) == 1.0f);
       for (int64_t t = 1; t <= IL; ++t) {
-        REQUIRE(at3(s.inputs, i, r0 + t, W) == 0.0f);
-        REQUIRE(at3(s.inputs, i, r0 + t, W + 1) == 0.0f);
-        for (int64_t c = 0; c < W; ++c) items[a].push_back(at3(s.inputs, i, r0 + t, c));
+        REQUIRE(at3(s.inputs.all(), i, r0 + t, W) == 0.0f);
+        REQUIRE(at3(s.inputs.all(), i, r0 + t, W + 1) == 0.0f);
+        for (int64_t c = 0; c < W; ++c) items[a].push_back(at3(s.inputs.all(), i, r0 + t, c));
       }
     }
     for (int64_t a = 0; a < k; ++a)
       for (int64_t b = 0; b < a; ++b) REQUIRE(items[a] != items[b]);   // distinct items
     // The query between two query delimiters; the target is the next item.
     const int64_t q0 = k * (IL + 1);
-    REQUIRE(at3(s.inputs, i, q0, W + 1) == 1.0f);
-    REQUIRE(at3(s.inputs, i, q0 + IL + 1, W + 1) == 1.0f);
+    REQUIRE(at3(s.inputs.all(), i, q0, W + 1) == 1.0f);
+    REQUIRE(at3(s.inputs.all(), i, q0 + IL + 1, W + 1) == 1.0f);
     std::vector<float> query, target;
     for (int64_t t = 1; t <= IL; ++t)
-      for (int64_t c = 0; c < W; ++c) query.push_back(at3(s.inputs, i, q0 + t, c));
+      for (int64_t c = 0; c < W; ++c) query.push_back(at3(s.inputs.all(), i, q0 + t, c));
     for (int64_t t = 0; t < IL; ++t)
-      for (int64_t c = 0; c < W; ++c) target.push_back(at3(s.targets, i, t, c));
+      for (int64_t c = 0; c < W; ++c) target.push_back(at3(s.targets.all(), i, t, c));
     const auto hit = std::find(items.begin(), items.end(), query);
     REQUIRE(hit != items.end());
     REQUIRE(hit + 1 != items.end());   // never the last item
     CHECK(*(hit + 1) == target);
-    CHECK(all_zero_from(s.inputs, i, len));
+    CHECK(all_zero_from(s.inputs.all(), i, len));
   }
 }
 
@@ -232,20 +232,20 @@ TEST_CASE("priority-sort: the target is the highest-priority vectors, highest fi
   for (int64_t i = 0; i < 25; ++i) {
     REQUIRE(s.input_len.idata()[i] == 10);
     REQUIRE(s.target_len.idata()[i] == 6);
-    CHECK(at3(s.inputs, i, 9, W + 1) == 1.0f);   // delimiter
+    CHECK(at3(s.inputs.all(), i, 9, W + 1) == 1.0f);   // delimiter
     std::vector<std::pair<float, std::vector<float>>> rows;
     for (int64_t t = 0; t < 9; ++t) {
-      const float p = at3(s.inputs, i, t, W);
+      const float p = at3(s.inputs.all(), i, t, W);
       REQUIRE(p >= -1.0f);
       REQUIRE(p < 1.0f);
       std::vector<float> bits;
-      for (int64_t c = 0; c < W; ++c) bits.push_back(at3(s.inputs, i, t, c));
+      for (int64_t c = 0; c < W; ++c) bits.push_back(at3(s.inputs.all(), i, t, c));
       rows.emplace_back(p, bits);
     }
     std::stable_sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
     for (int64_t t = 0; t < 6; ++t) {
       std::vector<float> got;
-      for (int64_t c = 0; c < W; ++c) got.push_back(at3(s.targets, i, t, c));
+      for (int64_t c = 0; c < W; ++c) got.push_back(at3(s.targets.all(), i, t, c));
       REQUIRE(got == rows[t].second);
     }
   }
@@ -269,7 +269,7 @@ TEST_CASE("reverse and sort: targets are the reversed or sorted source, then EOS
       REQUIRE(L >= 2);
       REQUIRE(L <= 6);
       REQUIRE(s.tgt_len.idata()[i] == L + 1);
-      std::vector<int32_t> src = row_ints(s.src, i, 6), tgt = row_ints(s.tgt, i, 7);
+      std::vector<int32_t> src = row_ints(s.src.all(), i, 6), tgt = row_ints(s.tgt.all(), i, 7);
       for (int64_t t = 0; t < L; ++t) {
         REQUIRE(src[t] >= kFirstToken);
         REQUIRE(src[t] < 9);
@@ -297,7 +297,7 @@ TEST_CASE("splits never share an input, even when the task has few distinct inpu
   std::set<std::vector<int32_t>> seen[3];
   for (int k = 0; k < 3; ++k)
     for (int64_t i = 0; i < t[k].src.dim(0); ++i)
-      seen[k].insert(row_ints(t[k].src, i, t[k].src_len.idata()[i]));
+      seen[k].insert(row_ints(t[k].src.all(), i, t[k].src_len.idata()[i]));
   for (int a = 0; a < 3; ++a)
     for (int b = 0; b < a; ++b)
       for (const auto& x : seen[a]) CHECK(seen[b].count(x) == 0);

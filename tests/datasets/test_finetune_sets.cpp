@@ -14,13 +14,13 @@ namespace {
 
 // Row i of a labelled split: its words, and its segments.
 Strings words(const data::LabelledSplit& s, const data::Vocab& vocab, int64_t i) {
-  const int32_t* p = s.src.idata() + i * s.src.dim(1);
+  const int32_t* p = s.src.all().idata() + i * s.src.dim(1);
   Strings out;
   for (int32_t t = 0; t < s.src_len.idata()[i]; ++t) out.push_back(vocab.token(p[t]));
   return out;
 }
 std::vector<int32_t> segments(const data::LabelledSplit& s, int64_t i) {
-  const int32_t* p = s.segments.idata() + i * s.segments.dim(1);
+  const int32_t* p = s.segments.all().idata() + i * s.segments.dim(1);
   return {p, p + s.src_len.idata()[i]};
 }
 
@@ -94,7 +94,7 @@ TEST_CASE("pairs: each line with its translation, then with another line's, one 
     CHECK(seg.back() == 1);
   }
   const datasets::PairsData again = datasets::sentence_pairs(datasets::build_parallel(text, cfg), 3);
-  CHECK(std::equal(tr.src.idata(), tr.src.idata() + tr.src.numel(), again.splits.train.src.idata()));
+  CHECK(std::equal(tr.src.all().idata(), tr.src.all().idata() + tr.src.all().numel(), again.splits.train.src.all().idata()));
 
   text.test = {{"a", "c"}, {"x", "x"}};
   REQUIRE_THROWS_WITH(datasets::sentence_pairs(datasets::build_parallel(text, cfg), 3),

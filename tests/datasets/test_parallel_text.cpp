@@ -73,11 +73,11 @@ TEST_CASE("build_parallel tokenises, builds vocabularies from train and encodes 
   CHECK(train.lines == 4);
   CHECK(train.dropped == 1);
   CHECK(train.tokens.src.shape() == Shape{3, 4});
-  CHECK(row(train.tokens.src, 1) == std::vector<int32_t>{5, 3, 7, 4});      // ein <unk> läuft .
-  CHECK(row(train.tokens.tgt, 2) == std::vector<int32_t>{5, 6, 4, 2, 0});   // a dog . </s> <pad>
+  CHECK(row(train.tokens.src.all(), 1) == std::vector<int32_t>{5, 3, 7, 4});      // ein <unk> läuft .
+  CHECK(row(train.tokens.tgt.all(), 2) == std::vector<int32_t>{5, 6, 4, 2, 0});   // a dog . </s> <pad>
   CHECK(train.tokens.tgt_len.idata()[2] == 4);
   // Valid and test: vocabulary of train, raw (trimmed) lines kept for scoring.
-  CHECK(row(d.splits.test.tokens.src, 0) == std::vector<int32_t>{5, 6, 3, 4});
+  CHECK(row(d.splits.test.tokens.src.all(), 0) == std::vector<int32_t>{5, 6, 3, 4});
   CHECK(d.splits.test.tgt_text == Strings{"A dog sleeps."});
   CHECK(d.splits.valid.src_text == Strings{"Ein Kind läuft."});
 
@@ -143,6 +143,6 @@ TEST_CASE("multi30k: the real corpus imports with the published split sizes", "[
   CHECK(d.src_vocab.size() < 9000);
   CHECK(d.tgt_vocab.size() > 5000);
   CHECK(d.tgt_vocab.size() < 7000);
-  CHECK(row(d.splits.train.tokens.tgt, 0)[0] == d.tgt_vocab.id("two"));
+  CHECK(row(d.splits.train.tokens.tgt.all(), 0)[0] == d.tgt_vocab.id("two"));
   CHECK(d.splits.test.tgt_text.size() == 1000);
 }

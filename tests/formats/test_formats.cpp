@@ -173,8 +173,8 @@ void write_qa_data(const test::TempDir& dir) {
     for (int i = 0; i < n; ++i) {
       s.story_len.idata()[i] = draw(1, 7);
       for (int k = 0; k < s.story_len.idata()[i]; ++k)
-        for (int w = draw(1, 5) - 1; w >= 0; --w) s.story.idata()[(i * 7 + k) * 5 + w] = draw(4, V - 1);
-      for (int w = draw(1, 3) - 1; w >= 0; --w) s.question.idata()[i * 3 + w] = draw(4, V - 1);
+        for (int w = draw(1, 5) - 1; w >= 0; --w) s.story.all().idata()[(i * 7 + k) * 5 + w] = draw(4, V - 1);
+      for (int w = draw(1, 3) - 1; w >= 0; --w) s.question.all().idata()[i * 3 + w] = draw(4, V - 1);
       s.answer.idata()[i] = draw(4, V - 1);
     }
     data::write_qa_split(f, split, s);
@@ -200,8 +200,8 @@ void memnet_case(const test::TempDir& dir, const std::string& name, const std::s
   const data::QaSplit test = data::read_qa_split(data, "test", m.vocab.size());
   std::vector<int64_t> index(static_cast<size_t>(test.size()));
   std::iota(index.begin(), index.end(), int64_t{0});
-  const data::QaSplit batch = test.gather(index);
-  REQUIRE(batch.memory_size() > 5);   // some memories are longer than the window
+  const data::QaBatch batch = test.gather(index);
+  REQUIRE(batch.story.dim(1) > 5);   // some memories are longer than the window
   const models::MemN2NResult a = m.model.answer(batch);
   io::File f = io::File::create(dir.file(batch_file(name)));
   f.write_all("/", {{"story", batch.story}, {"story_len", batch.story_len}, {"question", batch.question},

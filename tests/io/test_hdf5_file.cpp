@@ -167,6 +167,55 @@ TEST_CASE("hdf5: large tensors are chunked and compressed, row ranges read by hy
                       Contains("dataset '/small' holds int32 values, expected floats (float32)"));
 }
 
+TEST_CASE("hdf5: a list of rows in any order, repeats included, is read in one pass", "[io][hdf5]") {
+  test::TempDir dir;
+  const std::string path = dir.file("rows.h5");
+  Tensor x({300, 5, 3});   // compressed chunks of 7 rows, and a copy in the object header
+  for (int64_t i = 0; i < x.numel(); ++i) x.at(i) = static_cast<float>(i) * 0.5f;
+  Tensor ids({12, 2}, DType::i32);
+  for (int64_t i = 0; i < ids.numel(); ++i) ids.idata()[i] = static_cast<int32_t>(100 + i);
+  {
+    io::File f = io::File::create(path);
+    f.write("/x", x, {.compress = true, .chunk_rows = 7});
+    f.write("/ids", ids);
+    f.commit();
+  }
+  const io::File f = io::File::open_read(path);
+  // Rows gathered in memory: what every read below must give.
+  auto rows_of = [](const Tensor& t, const std::vector<int64_t>& index) {
+    Shape shape = t.shape();
+    shape[0] = static_cast<int64_t>(index.size());
+    Tensor out(shape, t.dtype());
+    for (size_t i = 0; i < index.size(); ++i) {
+      const Tensor row = t.rows(index[i], index[i] + 1);
+      for (int64_t k = 0; k < row.numel(); ++k) {
+        if (t.dtype() == DType::f32) out.at(static_cast<int64_t>(i) * row.numel() + k) = row.at(k);
+        else out.idata()[static_cast<int64_t>(i) * row.numel() + k] = row.idata()[k];
+      }
+    }
+    return out;
+  };
+  for (const std::vector<int64_t>& index : std::vector<std::vector<int64_t>>{
+           {299, 0, 150, 151, 152, 7, 6, 150}, {3, 4, 5, 6}, {42}, {}, {13, 13, 13}}) {
+    CAPTURE(index);
+    CHECK(same_bits(f.read("/x", DType::f32, {kAny, 5, 3}, io::RowSet::of(index)), rows_of(x, index)));
+  }
+  const std::vector<int64_t> few = {11, 0, 5};
+  CHECK(same_bits(f.read("/ids", DType::i32, {}, io::RowSet::of(few)), rows_of(ids, few)));
+  CHECK(same_bits(f.read("/x", DType::f32, {}, io::RowSet::range(10, 20)), x.rows(10, 20)));
+  CHECK(same_bits(f.read("/x", DType::f32, {}, io::RowSet::all()), x));
+  const std::vector<int64_t> outside = {1, 300};
+  REQUIRE_THROWS_WITH(f.read("/x", DType::f32, {}, io::RowSet::of(outside)),
+                      Equals(path + ": row 300 of dataset '/x' is out of range for shape [300, 5, 3]"));
+  REQUIRE_THROWS_WITH(f.read("/x", DType::f32, {kAny, 4, 3}, io::RowSet::of(few)),
+                      Equals(path + ": dataset '/x' has shape [300, 5, 3], expected [*, 4, 3]"));
+  const io::RowSet r = io::RowSet::of(few);
+  CHECK(r.count(12) == 3);
+  CHECK(r.file_row(2) == 5);
+  CHECK(io::RowSet::range(4, 9).file_row(1) == 5);
+  CHECK(io::RowSet::all().count(12) == 12);
+}
+
 TEST_CASE("hdf5: UTF-8 string arrays round-trip and invalid UTF-8 is refused", "[io][hdf5]") {
   test::TempDir dir;
   const std::string path = dir.file("s.h5");

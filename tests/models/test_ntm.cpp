@@ -552,8 +552,8 @@ TEST_CASE("ntm: learns copy (lengths 1-5, 8 bits) to 0 bit errors on held-out se
   const datasets::CopyConfig task{/*width=*/8, /*min_len=*/1, /*max_len=*/5};
   const auto data = datasets::make_copy(task, {steps * B, 0, 200}, /*seed=*/1);
   auto rows = [](const datasets::SequenceSplit& s, int64_t from, int64_t n) {
-    return models::SequenceBatch{s.inputs.rows(from, from + n), s.input_len.rows(from, from + n),
-                                 s.targets.rows(from, from + n), s.target_len.rows(from, from + n)};
+    return models::SequenceBatch{s.inputs.all().rows(from, from + n), s.input_len.rows(from, from + n),
+                                 s.targets.all().rows(from, from + n), s.target_len.rows(from, from + n)};
   };
   models::NtmConfig c;
   c.input_size = 9;

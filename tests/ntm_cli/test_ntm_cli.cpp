@@ -173,7 +173,7 @@ TEST_CASE("attn-ntm exit codes: bad data is refused naming the file and dataset"
     io::File f = io::File::create(dir.file("nan.h5"));
     data::SequenceSplit s;
     s.inputs = Tensor({2, 3, 5});
-    s.inputs.at(7) = NAN;
+    s.inputs.all().at(7) = NAN;
     s.input_len = Tensor::from_ints({2}, {3, 2});
     s.targets = Tensor({2, 2, 4});
     s.target_len = Tensor::from_ints({2}, {2, 1});

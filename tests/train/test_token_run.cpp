@@ -85,8 +85,8 @@ TEST_CASE("translate_split puts every batch back in split order and pads attenti
       for (int64_t t = 0; t < 4; ++t)
         for (int64_t s = 0; s < 4; ++s) {
           const float v = a.at(((n * 2 + h) * 4 + t) * 4 + s);
-          if (t < len && s < len) CHECK(v == static_cast<float>(10 * split.src.idata()[n * 4] + h + 1));
-          else CHECK((v == 0.0f || v == static_cast<float>(10 * split.src.idata()[n * 4] + h + 1)));
+          if (t < len && s < len) CHECK(v == static_cast<float>(10 * split.src.all().idata()[n * 4] + h + 1));
+          else CHECK((v == 0.0f || v == static_cast<float>(10 * split.src.all().idata()[n * 4] + h + 1)));
         }
   }
   // Sentences 1 and 3 (lengths 1 and 2) make the first batch, [2, 2, 2, 2]: the rest is padding.
@@ -136,7 +136,7 @@ TEST_CASE("valid_bleu scores translations of the validation split against its ta
   auto targets_without_eos = [&](const data::TokenSplit& s) {
     train::Translation t;
     for (int64_t i = 0; i < s.size(); ++i) {
-      const int32_t* row = s.tgt.idata() + i * s.tgt.dim(1);
+      const int32_t* row = s.tgt.all().idata() + i * s.tgt.dim(1);
       t.tokens.emplace_back(row, row + s.tgt_len.idata()[i] - 1);
     }
     return t;

@@ -61,11 +61,11 @@ void write_labelled(const test::TempDir& dir, const std::string& name, const std
     s.label = Tensor({n}, DType::i32);
     for (int i = 0; i < n; ++i) {
       const std::vector<int32_t> ids = vocab.encode(sentence(first + i));
-      std::copy(ids.begin(), ids.end(), s.src.idata() + i * 6);
+      std::copy(ids.begin(), ids.end(), s.src.all().idata() + i * 6);
       s.src_len.idata()[i] = static_cast<int32_t>(ids.size());
       s.label.idata()[i] = (first + i) % 2;
       if (std::string(split) == "valid")
-        for (size_t t = 3; t < ids.size(); ++t) s.segments.idata()[i * 6 + static_cast<int64_t>(t)] = 1;
+        for (size_t t = 3; t < ids.size(); ++t) s.segments.all().idata()[i * 6 + static_cast<int64_t>(t)] = 1;
     }
     data::write_labelled_split(f, split, s);
   }
@@ -256,8 +256,8 @@ TEST_CASE("pairs of a parallel text -> an mlm pre-trained on them with segments 
     for (int64_t i = 0; i < 4; ++i) {
       CHECK(s.label.idata()[i] == (i % 2 == 0 ? 1 : 0));   // each line: its translation, then another line's
       const int32_t len = s.src_len.idata()[i];
-      CHECK(s.segments.idata()[i * L] == 0);
-      CHECK(s.segments.idata()[i * L + len - 1] == 1);
+      CHECK(s.segments.all().idata()[i * L] == 0);
+      CHECK(s.segments.all().idata()[i * L + len - 1] == 1);
     }
     CHECK(s.has_pairs());
   }

@@ -67,9 +67,10 @@ std::vector<int32_t> pair_lengths(const Tensor& src_len, const Tensor& tgt_len) 
   return out;
 }
 
-PaddedBatch gather_batch(const Tensor& seqs, const Tensor& lengths, std::span<const int64_t> index) {
-  check_tensor(seqs, {kAny, kAny}, "gather_batch: seqs [N, L]", DType::i32);
-  const int64_t n = seqs.dim(0), width = seqs.dim(1);
+PaddedBatch gather_batch(const Rows& seqs, const Tensor& lengths, std::span<const int64_t> index) {
+  if (seqs.shape().size() != 2 || seqs.dtype() != DType::i32)
+    throw ShapeError("gather_batch: seqs [N, L] int32 has shape " + to_string(seqs.shape()));
+  const int64_t n = seqs.size(), width = seqs.dim(1);
   check_tensor(lengths, {n}, "gather_batch: lengths [N]", DType::i32);
   const int32_t* len = lengths.idata();
   int64_t lmax = 0;
@@ -82,11 +83,12 @@ PaddedBatch gather_batch(const Tensor& seqs, const Tensor& lengths, std::span<co
     lmax = std::max<int64_t>(lmax, len[i]);
   }
   const int64_t b = static_cast<int64_t>(index.size());
+  const Tensor rows = seqs.gather(index);   // [B, width]
   PaddedBatch out{Tensor({b, lmax}, DType::i32), Tensor({b}, DType::i32)};
   for (int64_t r = 0; r < b; ++r) {
-    const int64_t i = index[static_cast<size_t>(r)];
-    std::copy_n(seqs.idata() + i * width, len[i], out.tokens.idata() + r * lmax);
-    out.lengths.idata()[r] = len[i];
+    const int32_t l = len[index[static_cast<size_t>(r)]];
+    std::copy_n(rows.idata() + r * width, l, out.tokens.idata() + r * lmax);
+    out.lengths.idata()[r] = l;
   }
   return out;
 }

@@ -6,6 +6,7 @@
 
 #include "attn/core/error.hpp"
 #include "attn/data/splits.hpp"
+#include "attn/data/token_data.hpp"
 
 namespace attn::data {
 namespace {
@@ -15,28 +16,32 @@ std::string row_text(int64_t i) { return " row " + std::to_string(i); }
 }  // namespace
 
 bool LabelledSplit::has_pairs() const {
-  const int32_t* s = segments.idata();
-  return std::any_of(s, s + segments.numel(), [](int32_t v) { return v == 1; });
+  const std::vector<bool> pair = has_sentence_b(segments, src_len);
+  return std::find(pair.begin(), pair.end(), true) != pair.end();
 }
 
 LabelledSplit read_labelled_split(const io::File& file, const std::string& split, int64_t vocab_size,
-                                  int64_t num_labels) {
+                                  int64_t num_labels, const io::RowSet& rows) {
   require_split(file, split);
   const std::string g = "/" + split + "/", where = file.display_name() + ": dataset '";
   LabelledSplit out;
   out.name = split;
-  out.src = file.read(g + "src", DType::i32, {kAny, kAny});
-  const int64_t N = out.src.dim(0), L = out.src.dim(1);
-  out.src_len = file.read(g + "src_len", DType::i32, {N});
-  out.segments = file.read(g + "segments", DType::i32, {N, L});
-  out.label = file.read(g + "label", DType::i32, {N});
-  for (int64_t i = 0; i < N; ++i) {
-    const int32_t len = out.src_len.idata()[i];
+  const Tensor src = file.read(g + "src", DType::i32, {kAny, kAny}, rows);
+  const Shape shape = file.shape(g + "src");
+  const int64_t N = src.dim(0), L = src.dim(1);
+  out.src_len = file.read(g + "src_len", DType::i32, {shape[0]}, rows);
+  const Tensor segments = file.read(g + "segments", DType::i32, shape, rows);
+  out.label = file.read(g + "label", DType::i32, {shape[0]}, rows);
+  out.src = src;
+  out.segments = segments;
+  for (int64_t n = 0; n < N; ++n) {
+    const int64_t i = rows.file_row(n);
+    const int32_t len = out.src_len.idata()[n];
     if (len < 1 || len > L)
       throw DataError(where + g + "src_len'" + row_text(i) + " is " + std::to_string(len) +
                       ", expected a length in [1, " + std::to_string(L) + "] (the width of '" + g + "src')");
-    const int32_t* row = out.src.idata() + i * L;
-    const int32_t* seg = out.segments.idata() + i * L;
+    const int32_t* row = src.idata() + n * L;
+    const int32_t* seg = segments.idata() + n * L;
     for (int64_t t = 0; t < L; ++t) {
       if (t < len && (row[t] < 0 || (vocab_size > 0 && row[t] >= vocab_size)))
         throw DataError(where + g + "src'" + row_text(i) + " position " + std::to_string(t) + " holds id " +
@@ -49,7 +54,7 @@ LabelledSplit read_labelled_split(const io::File& file, const std::string& split
     }
     if (seg[0] != 0)
       throw DataError(where + g + "segments'" + row_text(i) + " starts with segment 1; sentence A (0) comes first");
-    const int32_t y = out.label.idata()[i];
+    const int32_t y = out.label.idata()[n];
     if (y < 0 || y >= num_labels)
       throw DataError(where + g + "label'" + row_text(i) + " is " + std::to_string(y) + ", outside the classes [0, " +
                       std::to_string(num_labels) + ") of '" + kLabelsDataset + "'");
@@ -57,12 +62,30 @@ LabelledSplit read_labelled_split(const io::File& file, const std::string& split
   return out;
 }
 
+LabelledSplit open_labelled_split(const io::File& file, const std::string& split, int64_t vocab_size,
+                                  int64_t num_labels, KeepData keep) {
+  const std::string g = "/" + split + "/";
+  const LabelledSplit layout = read_labelled_split(file, split, vocab_size, num_labels, io::RowSet::range(0, 0));
+  const int64_t n = file.shape(g + "src")[0], row_bytes = layout.src.dim(1) * 8 + 8;
+  if (!keep_in_file(keep, n * row_bytes)) return read_labelled_split(file, split, vocab_size, num_labels);
+  for_blocks(n, row_bytes, [&](int64_t begin, int64_t end) {
+    (void)read_labelled_split(file, split, vocab_size, num_labels, io::RowSet::range(begin, end));
+  });
+  LabelledSplit out;
+  out.name = split;
+  out.src = Rows(file, g + "src", DType::i32);
+  out.src_len = file.read(g + "src_len", DType::i32, {n});
+  out.segments = Rows(file, g + "segments", DType::i32);
+  out.label = file.read(g + "label", DType::i32, {n});
+  return out;
+}
+
 void write_labelled_split(io::File& file, const std::string& split, const LabelledSplit& s) {
   const std::string g = "/" + split + "/";
-  file.write_all(g, {{"src", s.src}, {"src_len", s.src_len}, {"label", s.label}});
+  file.write_all(g, {{"src", s.src.all()}, {"src_len", s.src_len}, {"label", s.label}});
   io::WriteOptions byte;
   byte.as_uint8 = true;
-  file.write(g + "segments", s.segments, byte);
+  file.write(g + "segments", s.segments.all(), byte);
 }
 
 std::vector<std::string> read_labels(const io::File& file) {
@@ -85,19 +108,21 @@ LabelledSplit gather_labelled(const LabelledSplit& s, std::span<const int64_t> i
   const int64_t B = static_cast<int64_t>(index.size()), L = s.src.dim(1);
   int64_t width = 1;
   for (int64_t i : index) width = std::max<int64_t>(width, s.src_len.idata()[i]);
+  const Tensor src_rows = s.src.gather(index), segment_rows = s.segments.gather(index);
   LabelledSplit out;
   out.name = s.name;
-  out.src = Tensor({B, width}, DType::i32);
-  out.segments = Tensor({B, width}, DType::i32);
+  Tensor src({B, width}, DType::i32), segments({B, width}, DType::i32);
   out.src_len = Tensor({B}, DType::i32);
   out.label = Tensor({B}, DType::i32);
   for (int64_t b = 0; b < B; ++b) {
     const int64_t i = index[static_cast<size_t>(b)];
-    std::copy_n(s.src.idata() + i * L, width, out.src.idata() + b * width);
-    std::copy_n(s.segments.idata() + i * L, width, out.segments.idata() + b * width);
+    std::copy_n(src_rows.idata() + b * L, width, src.idata() + b * width);
+    std::copy_n(segment_rows.idata() + b * L, width, segments.idata() + b * width);
     out.src_len.idata()[b] = s.src_len.idata()[i];
     out.label.idata()[b] = s.label.idata()[i];
   }
+  out.src = src;
+  out.segments = segments;
   return out;
 }
 

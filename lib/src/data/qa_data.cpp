@@ -32,23 +32,24 @@ std::string row_prefix(const io::File& file, const std::string& dataset, int64_t
   return file.display_name() + ": dataset '" + dataset + "' row " + std::to_string(row);
 }
 
-// Every value of x [N, ...] in [lo, hi): DataError naming the row otherwise; `expected` says
-// what belongs there ("word ids in [0, 40)").
-void check_range(const io::File& file, const std::string& dataset, const Tensor& x, int64_t lo, int64_t hi,
-                 const std::string& expected) {
+// Every value of x [N, ...] (rows `rows` of the dataset) in [lo, hi): DataError naming the row
+// otherwise; `expected` says what belongs there ("word ids in [0, 40)").
+void check_range(const io::File& file, const std::string& dataset, const Tensor& x, const io::RowSet& rows,
+                 int64_t lo, int64_t hi, const std::string& expected) {
   const int64_t row = x.numel() / std::max<int64_t>(x.dim(0), 1);
   for (int64_t i = 0; i < x.numel(); ++i)
     if (x.idata()[i] < lo || x.idata()[i] >= hi)
-      throw DataError(row_prefix(file, dataset, i / row) + " holds " + std::to_string(x.idata()[i]) +
+      throw DataError(row_prefix(file, dataset, rows.file_row(i / row)) + " holds " + std::to_string(x.idata()[i]) +
                       ", expected " + expected);
 }
 
 }  // namespace
 
-QaSplit QaSplit::gather(std::span<const int64_t> index) const {
+QaBatch QaSplit::gather(std::span<const int64_t> index) const {
   const int64_t n = static_cast<int64_t>(index.size());
   const int64_t Ms = memory_size(), Ws = sentence_width(), Wq = question_width();
-  QaSplit out;
+  const Tensor stories = story.gather(index), questions = question.gather(index);   // [n, Ms, Ws], [n, Wq]
+  QaBatch out;
   out.story_len = Tensor({n}, DType::i32);
   out.answer = Tensor({n}, DType::i32);
   out.task = Tensor({n}, DType::i32);
@@ -61,58 +62,81 @@ QaSplit QaSplit::gather(std::span<const int64_t> index) const {
     out.task.idata()[b] = task.idata()[i];
     ms = std::max<int64_t>(ms, len);
     for (int64_t m = 0; m < len; ++m)
-      ws = std::max(ws, used_width(story.idata() + (i * Ms + m) * Ws, Ws));
-    wq = std::max(wq, used_width(question.idata() + i * Wq, Wq));
+      ws = std::max(ws, used_width(stories.idata() + (b * Ms + m) * Ws, Ws));
+    wq = std::max(wq, used_width(questions.idata() + b * Wq, Wq));
   }
   out.story = Tensor({n, ms, ws}, DType::i32);
   for (int64_t b = 0; b < n; ++b)
     for (int64_t m = 0; m < ms; ++m)
-      std::memcpy(out.story.idata() + (b * ms + m) * ws, story.idata() + (index[static_cast<size_t>(b)] * Ms + m) * Ws,
+      std::memcpy(out.story.idata() + (b * ms + m) * ws, stories.idata() + (b * Ms + m) * Ws,
                   static_cast<size_t>(ws) * sizeof(int32_t));
-  out.question = gather_cols(question, index, wq);
+  std::vector<int64_t> in_order(index.size());
+  for (size_t b = 0; b < index.size(); ++b) in_order[b] = static_cast<int64_t>(b);
+  out.question = gather_cols(questions, in_order, wq);
   out.support = gather_cols(support, index, support.dim(1));
   return out;
 }
 
 void write_qa_split(io::File& file, const std::string& split, const QaSplit& s) {
-  file.write_all("/" + split + "/", {{"story", s.story}, {"story_len", s.story_len}, {"question", s.question},
+  file.write_all("/" + split + "/", {{"story", s.story.all()}, {"story_len", s.story_len}, {"question", s.question.all()},
                                      {"answer", s.answer}, {"support", s.support}, {"task", s.task}});
 }
 
-QaSplit read_qa_split(const io::File& file, const std::string& split, int64_t vocab_size) {
+QaSplit read_qa_split(const io::File& file, const std::string& split, int64_t vocab_size, const io::RowSet& rows) {
   const std::string g = "/" + split + "/";
   require_split(file, split);
   QaSplit s;
-  s.story = file.read(g + "story", DType::i32, {kAny, kAny, kAny});
-  const int64_t n = s.story.dim(0), Ms = s.story.dim(1);
-  s.story_len = file.read(g + "story_len", DType::i32, {n});
-  s.question = file.read(g + "question", DType::i32, {n, kAny});
-  s.answer = file.read(g + "answer", DType::i32, {n});
-  s.support = file.read(g + "support", DType::i32, {n, kAny});
-  s.task = file.read(g + "task", DType::i32, {n});
+  const Tensor story = file.read(g + "story", DType::i32, {kAny, kAny, kAny}, rows);
+  const int64_t N = file.shape(g + "story")[0], n = story.dim(0), Ms = story.dim(1);
+  s.story_len = file.read(g + "story_len", DType::i32, {N}, rows);
+  const Tensor question = file.read(g + "question", DType::i32, {N, kAny}, rows);
+  s.answer = file.read(g + "answer", DType::i32, {N}, rows);
+  s.support = file.read(g + "support", DType::i32, {N, kAny}, rows);
+  s.task = file.read(g + "task", DType::i32, {N}, rows);
 
   const std::string V = std::to_string(vocab_size);
   const std::string ids = "word ids in [0, " + V + "), the vocabulary's size";
   for (int64_t i = 0; i < n; ++i) {
     const int32_t len = s.story_len.idata()[i];
     if (len < 1 || len > Ms)
-      throw DataError(row_prefix(file, g + "story_len", i) + " is " + std::to_string(len) +
+      throw DataError(row_prefix(file, g + "story_len", rows.file_row(i)) + " is " + std::to_string(len) +
                       ", expected a number of sentences in [1, " + std::to_string(Ms) + "]");
   }
-  check_range(file, g + "story", s.story, 0, vocab_size, ids);
-  check_range(file, g + "question", s.question, 0, vocab_size, ids);
-  check_range(file, g + "answer", s.answer, kNumReserved, vocab_size,
+  check_range(file, g + "story", story, rows, 0, vocab_size, ids);
+  check_range(file, g + "question", question, rows, 0, vocab_size, ids);
+  check_range(file, g + "answer", s.answer, rows, kNumReserved, vocab_size,
               "an answer id in [4, " + V + "): a word of the vocabulary, not a reserved id");
   const int64_t Ks = s.support.dim(1);
   for (int64_t i = 0; i < n; ++i)
     for (int64_t k = 0; k < Ks; ++k) {
       const int32_t slot = s.support.idata()[i * Ks + k];
       if (slot < -1 || slot >= s.story_len.idata()[i])
-        throw DataError(row_prefix(file, g + "support", i) + " holds " + std::to_string(slot) +
+        throw DataError(row_prefix(file, g + "support", rows.file_row(i)) + " holds " + std::to_string(slot) +
                         ", expected a memory slot in [-1, story_len = " + std::to_string(s.story_len.idata()[i]) +
                         ") (-1: no fact, or one outside the memory)");
     }
-  check_range(file, g + "task", s.task, 1, 21, "a bAbI task in [1, 20]");
+  check_range(file, g + "task", s.task, rows, 1, 21, "a bAbI task in [1, 20]");
+  s.story = story;
+  s.question = question;
+  return s;
+}
+
+QaSplit open_qa_split(const io::File& file, const std::string& split, int64_t vocab_size, KeepData keep) {
+  const QaSplit layout = read_qa_split(file, split, vocab_size, io::RowSet::range(0, 0));
+  const std::string g = "/" + split + "/";
+  const int64_t n = file.shape(g + "story")[0];
+  const int64_t row_bytes = (layout.memory_size() * layout.sentence_width() + layout.question_width() + 8) * 4;
+  if (!keep_in_file(keep, n * row_bytes)) return read_qa_split(file, split, vocab_size);
+  for_blocks(n, row_bytes, [&](int64_t begin, int64_t end) {
+    (void)read_qa_split(file, split, vocab_size, io::RowSet::range(begin, end));
+  });
+  QaSplit s;
+  s.story = Rows(file, g + "story", DType::i32);
+  s.story_len = file.read(g + "story_len", DType::i32, {n});
+  s.question = Rows(file, g + "question", DType::i32);
+  s.answer = file.read(g + "answer", DType::i32, {n});
+  s.support = file.read(g + "support", DType::i32, {n, kAny});
+  s.task = file.read(g + "task", DType::i32, {n});
   return s;
 }
 

@@ -4,6 +4,7 @@ list(APPEND ATTN_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/vocab.cpp
   ${CMAKE_CURRENT_LIST_DIR}/batching.cpp
   ${CMAKE_CURRENT_LIST_DIR}/splits.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/rows.cpp
   ${CMAKE_CURRENT_LIST_DIR}/sequence_data.cpp
   ${CMAKE_CURRENT_LIST_DIR}/qa_data.cpp
   ${CMAKE_CURRENT_LIST_DIR}/token_data.cpp

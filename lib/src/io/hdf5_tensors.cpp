@@ -4,6 +4,7 @@
 // header, larger ones chunked by whole rows with a checksum per chunk, and compressed (shuffle +
 // deflate) when asked to or when they are large.
 #include <algorithm>
+#include <cstring>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -20,7 +21,7 @@ using detail::with_detail;
 namespace {
 
 constexpr int kDeflateLevel = 1;   // after shuffle, ~the ratio of level 4 at 1.5x the speed
-constexpr int64_t kChunkBytes = 1 << 20;            // target uncompressed chunk size
+constexpr int64_t kChunkBytes = 16 << 10;           // target uncompressed chunk size (see checked_layout)
 // Datasets up to this size are stored in their object header (HDF5's limit is 64 KiB, shared
 // with the attributes).
 constexpr int64_t kCompactBytes = 16 << 10;
@@ -53,6 +54,23 @@ struct RangeGuard {
   }
 };
 
+// Every row of a RowSet (`list`, its rows) inside the dataset of `shape`; ShapeError otherwise.
+void check_rows(const std::string& label, const std::string& what, const Shape& shape, const RowSet& rows,
+                const std::vector<int64_t>& list) {
+  const int64_t n = shape.empty() ? -1 : shape[0];
+  if (rows.kind() == RowSet::Kind::range) {
+    const int64_t begin = rows.file_row(0), end = begin + rows.count(n);
+    if (shape.empty() || begin < 0 || end < begin || end > n)
+      throw ShapeError(label + ": rows [" + std::to_string(begin) + ", " + std::to_string(end) + ") of " + what +
+                       " are out of range for shape " + to_string(shape));
+    return;
+  }
+  for (const int64_t r : list)
+    if (shape.empty() || r < 0 || r >= n)
+      throw ShapeError(label + ": row " + std::to_string(r) + " of " + what + " is out of range for shape " +
+                       to_string(shape));
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------
@@ -69,7 +87,11 @@ H5Id File::Impl::checked_layout(const Shape& shape, int64_t elem_bytes, bool com
     return dcpl;
   }
   // Chunks are whole rows of the leading dimension, so a row range touches few chunks; each
-  // chunk carries a Fletcher-32 checksum, applied last so that it covers the bytes on disk.
+  // chunk carries a Fletcher-32 checksum, applied last so that it covers the bytes on disk. About
+  // 16 KiB each (at least a row): a training batch reads scattered rows (data/rows.hpp) and
+  // inflates every chunk it touches, so chunk size is what such a read costs: 300 random
+  // sentence pairs of 200,000 take 14 ms with 16 KiB chunks, 53 ms with 64 KiB and 215 ms with
+  // 1 MiB; reading a whole dataset takes 17% longer than with 1 MiB, and files grow 4-8%.
   const int64_t row_bytes = n / shape[0] * elem_bytes;
   int64_t rows = chunk_rows > 0 ? chunk_rows : std::max<int64_t>(1, kChunkBytes / row_bytes);
   rows = std::min(rows, shape[0]);
@@ -92,28 +114,111 @@ H5Id File::Impl::checked_layout(const Shape& shape, int64_t elem_bytes, bool com
 // ---------------------------------------------------------------------------------------------
 // Tensors
 
+RowSet RowSet::range(int64_t begin, int64_t end) {
+  RowSet r;
+  r.kind_ = Kind::range;
+  r.begin_ = begin;
+  r.end_ = end;
+  return r;
+}
+
+RowSet RowSet::of(std::span<const int64_t> rows) {
+  RowSet r;
+  r.kind_ = Kind::list;
+  r.list_ = std::make_shared<const std::vector<int64_t>>(rows.begin(), rows.end());
+  return r;
+}
+
+int64_t RowSet::count(int64_t n) const {
+  switch (kind_) {
+    case Kind::all: return n;
+    case Kind::range: return end_ - begin_;
+    case Kind::list: return static_cast<int64_t>(list_->size());
+  }
+  return 0;
+}
+
+int64_t RowSet::file_row(int64_t i) const {
+  switch (kind_) {
+    case Kind::all: return i;
+    case Kind::range: return begin_ + i;
+    case Kind::list: return (*list_)[static_cast<size_t>(i)];
+  }
+  return i;
+}
+
+std::vector<int64_t> RowSet::rows(int64_t n) const {
+  if (kind_ == Kind::list) return *list_;
+  std::vector<int64_t> out(static_cast<size_t>(std::max<int64_t>(count(n), 0)));
+  for (size_t i = 0; i < out.size(); ++i) out[i] = file_row(static_cast<int64_t>(i));
+  return out;
+}
+
 Tensor File::read(const std::string& dataset, DType dtype, const Shape& want) const {
+  return read(dataset, dtype, want, RowSet::all());
+}
+
+Tensor File::read(const std::string& dataset, DType dtype, const Shape& want, const RowSet& rows) const {
   const Impl& m = impl();
   const hid_t ds = m.dataset(dataset);
   const std::string what = "dataset '" + normalize(dataset) + "'";
   H5Id type(H5Dget_type(ds), H5Tclose);
   m.check_class(type.get(), dtype, what);
-  H5Id space(H5Dget_space(ds), H5Sclose);
-  const Shape shape = m.space_shape(space.get(), what);
+  H5Id file_space(H5Dget_space(ds), H5Sclose);
+  const Shape shape = m.space_shape(file_space.get(), what);
   if (!want.empty() && !shape_matches(shape, want))
     throw ShapeError(m.label + ": " + what + " has shape " + to_string(shape) + ", expected " +
                      to_string(want));
+  const int64_t n = shape.empty() ? 0 : shape[0];
+  const std::vector<int64_t> list = rows.is_all() ? std::vector<int64_t>{} : rows.rows(n);
+  if (!rows.is_all()) check_rows(m.label, what, shape, rows, list);
+  // The rows read: ascending and distinct, selected as runs of consecutive rows.
+  std::vector<int64_t> sorted = list;
+  std::sort(sorted.begin(), sorted.end());
+  sorted.erase(std::unique(sorted.begin(), sorted.end()), sorted.end());
+  Shape read_shape = shape;
+  if (!rows.is_all()) read_shape[0] = static_cast<int64_t>(sorted.size());
+
   const MemoryScope scope = MemoryScope::input(m.label + "'s " + what);
-  Tensor out(shape, dtype);
-  if (out.empty()) return out;
-  RangeGuard guard;
-  if (H5Dread(ds, mem_type(dtype), H5S_ALL, H5S_ALL, guard.dxpl.get(), buffer_of(out)) < 0) {
+  Tensor got(read_shape, dtype);
+  const size_t row_bytes = static_cast<size_t>(n > 0 ? numel(shape) / n : 0) * sizeof(float);
+  // One H5Dread per run of consecutive rows: a selection of many blocks in one read costs HDF5
+  // 1.10 more than the reads (19.6 ms against 2.8 ms for 32 scattered images).
+  auto read_part = [&](hid_t mem_sel, hid_t file_sel, char* into) {
+    RangeGuard guard;
+    if (H5Dread(ds, mem_type(dtype), mem_sel, file_sel, guard.dxpl.get(), into) >= 0) return;
     if (guard.overflowed) {
       H5Eclear2(H5E_DEFAULT);
       throw DataError(m.label + ": " + what + " holds " + holds(type.get()) + " outside the range of " +
                       dtype_name(dtype));
     }
-    throw IoError(m.label + ": cannot read " + what + with_detail());
+    throw IoError(m.label + ": cannot read " + (rows.is_all() ? "" : "rows of ") + what + with_detail());
+  };
+  if (!got.empty() && rows.is_all()) read_part(H5S_ALL, H5S_ALL, static_cast<char*>(buffer_of(got)));
+  if (!got.empty() && !rows.is_all()) {
+    auto* buffer = static_cast<char*>(buffer_of(got));
+    std::vector<hsize_t> start(shape.size(), 0), count(shape.begin(), shape.end());
+    for (size_t i = 0, first = 0; i < sorted.size(); ++i) {
+      if (i + 1 < sorted.size() && sorted[i + 1] == sorted[i] + 1) continue;   // the run goes on
+      start[0] = static_cast<hsize_t>(sorted[first]);
+      count[0] = static_cast<hsize_t>(i + 1 - first);
+      H5Id mem_space(H5Screate_simple(static_cast<int>(count.size()), count.data(), nullptr), H5Sclose);
+      if (H5Sselect_hyperslab(file_space.get(), H5S_SELECT_SET, start.data(), nullptr, count.data(), nullptr) < 0)
+        throw IoError(m.label + ": cannot select rows of " + what + with_detail());
+      read_part(mem_space.get(), file_space.get(), buffer + first * row_bytes);
+      first = i + 1;
+    }
+  }
+  if (list == sorted) return got;
+  // Back into the list's order, repeats included.
+  Shape out_shape = shape;
+  out_shape[0] = static_cast<int64_t>(list.size());
+  Tensor out(out_shape, dtype);
+  const auto* from = static_cast<const char*>(buffer_of(got));
+  auto* to = static_cast<char*>(buffer_of(out));
+  for (size_t i = 0; i < list.size(); ++i) {
+    const auto at = static_cast<size_t>(std::lower_bound(sorted.begin(), sorted.end(), list[i]) - sorted.begin());
+    std::memcpy(to + i * row_bytes, from + at * row_bytes, row_bytes);
   }
   return out;
 }
@@ -124,37 +229,7 @@ Tensor File::read(const std::string& dataset) const {
 }
 
 Tensor File::read_rows(const std::string& dataset, DType dtype, int64_t begin, int64_t end) const {
-  const Impl& m = impl();
-  const hid_t ds = m.dataset(dataset);
-  const std::string what = "dataset '" + normalize(dataset) + "'";
-  H5Id type(H5Dget_type(ds), H5Tclose);
-  m.check_class(type.get(), dtype, what);
-  H5Id file_space(H5Dget_space(ds), H5Sclose);
-  Shape shape = m.space_shape(file_space.get(), what);
-  if (shape.empty() || begin < 0 || end < begin || end > shape[0])
-    throw ShapeError(m.label + ": rows [" + std::to_string(begin) + ", " + std::to_string(end) +
-                     ") of " + what + " are out of range for shape " + to_string(shape));
-  shape[0] = end - begin;
-  const MemoryScope scope = MemoryScope::input(m.label + "'s " + what);
-  Tensor out(shape, dtype);
-  if (out.empty()) return out;
-  std::vector<hsize_t> start(shape.size(), 0), count(shape.begin(), shape.end());
-  start[0] = static_cast<hsize_t>(begin);
-  H5Id mem_space(H5Screate_simple(static_cast<int>(count.size()), count.data(), nullptr), H5Sclose);
-  RangeGuard guard;
-  if (H5Sselect_hyperslab(file_space.get(), H5S_SELECT_SET, start.data(), nullptr, count.data(),
-                          nullptr) < 0 ||
-      H5Dread(ds, mem_type(dtype), mem_space.get(), file_space.get(), guard.dxpl.get(),
-              buffer_of(out)) < 0) {
-    if (guard.overflowed) {
-      H5Eclear2(H5E_DEFAULT);
-      throw DataError(m.label + ": " + what + " holds " + holds(type.get()) + " outside the range of " +
-                      dtype_name(dtype));
-    }
-    throw IoError(m.label + ": cannot read rows [" + std::to_string(begin) + ", " +
-                  std::to_string(end) + ") of " + what + with_detail());
-  }
-  return out;
+  return read(dataset, dtype, {}, RowSet::range(begin, end));
 }
 
 void File::write(const std::string& dataset, const Tensor& t, const WriteOptions& opts) {

@@ -37,11 +37,10 @@ void read_buffers(const io::File& file, models::Captioner& model) {
   }
 }
 
-// Row t < tgt_len - 1 of caption i: its words without EOS.
-std::vector<int32_t> reference(const data::CaptionSplit& split, int64_t i) {
-  const int64_t T = split.tgt.dim(1);
-  const int32_t* row = split.tgt.idata() + i * T;
-  return {row, row + split.tgt_len.idata()[i] - 1};
+// Row t < tgt_len - 1 of caption i of tgt [N, T]: its words without EOS.
+std::vector<int32_t> reference(const Tensor& tgt, const Tensor& tgt_len, int64_t i) {
+  const int32_t* row = tgt.idata() + i * tgt.dim(1);
+  return {row, row + tgt_len.idata()[i] - 1};
 }
 
 }  // namespace
@@ -68,13 +67,7 @@ models::CaptionBatch gather_caption_batch(const data::CaptionSplit& split, std::
   const data::PaddedBatch tgt = data::gather_batch(split.tgt, split.tgt_len, index);
   batch.tgt = tgt.tokens;
   batch.tgt_len = tgt.lengths;
-  const int64_t B = static_cast<int64_t>(index.size()), per = split.images.numel() / std::max<int64_t>(split.size(), 1);
-  Shape shape = split.images.shape();
-  shape[0] = B;
-  batch.images = Tensor::uninitialized(shape);
-  for (int64_t b = 0; b < B; ++b)
-    std::memcpy(batch.images.data() + b * per, split.images.data() + index[static_cast<size_t>(b)] * per,
-                static_cast<size_t>(per) * sizeof(float));
+  batch.images = split.images.gather(index);
   return batch;
 }
 
@@ -159,9 +152,10 @@ CaptionScores evaluate_captioner(const models::Captioner& model, const data::Cap
     int64_t named = 0, inside = 0;
     if (split.has_boxes()) {
       const int64_t T = batch.tgt.dim(1), Ts = split.tgt.dim(1);
+      const Tensor boxes = split.boxes.gather(index);   // [B, Ts, 4]
       for (size_t b = 0; b < index.size(); ++b)
         for (int64_t t = 0; t < batch.tgt_len.idata()[b]; ++t) {
-          const int32_t* box = split.boxes.idata() + (index[b] * Ts + t) * 4;
+          const int32_t* box = boxes.idata() + (static_cast<int64_t>(b) * Ts + t) * 4;
           if (box[0] < 0) continue;
           const float* a = alpha.data() + (static_cast<int64_t>(b) * T + t) * L;
           const int64_t peak = std::max_element(a, a + L) - a;
@@ -204,8 +198,9 @@ Captions caption_split(const models::Captioner& model, const data::CaptionSplit&
   const Tensor& attention = all.at("attention");   // [N, Tmax, L]
   out.attention = attention.reshape({split.size(), attention.dim(1), g.h, g.w});
   metrics::BleuStats stats;
+  const Tensor tgt = split.tgt.all();
   for (int64_t i = 0; i < split.size(); ++i) {
-    const std::vector<int32_t> ref = reference(split, i);
+    const std::vector<int32_t> ref = reference(tgt, split.tgt_len, i);
     stats += metrics::bleu_stats(out.tokens[static_cast<size_t>(i)], ref);
     out.exact += out.tokens[static_cast<size_t>(i)] == ref;
   }
@@ -232,10 +227,10 @@ void write_captions(io::File& file, const Captions& c, const data::CaptionSplit&
   file.write_strings("/predictions_text", text);
   file.write("/scores", Tensor::from({n}, c.scores));
   file.write("/attention", c.attention);
-  file.write("/images", split.images);
-  file.write("/tgt", split.tgt);
+  file.write("/images", split.images.all());
+  file.write("/tgt", split.tgt.all());
   file.write("/tgt_len", split.tgt_len);
-  if (split.has_boxes()) file.write("/boxes", split.boxes);
+  if (split.has_boxes()) file.write("/boxes", split.boxes.all());
   data::write_vocab(file, data::kCaptionVocab, vocab);
   file.set_attr("/metrics", "images", n);
   file.set_attr("/metrics", "sequence_accuracy", c.sequence_accuracy());

@@ -21,7 +21,7 @@ using models::TransformerArch;
 models::ClassifierBatch batch_of(TransformerArch arch, const data::LabelledSplit& split,
                                  std::span<const int64_t> index) {
   const data::LabelledSplit rows = data::gather_labelled(split, index);
-  return models::classifier_batch(arch, rows.src, rows.src_len, rows.segments, rows.label);
+  return models::classifier_batch(arch, rows.src.all(), rows.src_len, rows.segments.all(), rows.label);
 }
 
 BatchStats to_stats(const models::ClassifierStats& s, float aux_lm) {
@@ -43,11 +43,11 @@ std::string first_difference(const std::vector<std::string>& a, const std::vecto
 
 }  // namespace
 
-LabelledData read_labelled_data(const io::File& data) {
+LabelledData read_labelled_data(const io::File& data, data::KeepData keep) {
   LabelledData out{data::read_vocab(data, "/vocab/src"), data::read_labels(data), {}, std::nullopt};
   const auto V = out.vocab.size(), K = static_cast<int64_t>(out.labels.size());
-  out.train = data::read_labelled_split(data, "train", V, K);
-  if (data::has_split(data, "valid")) out.valid = data::read_labelled_split(data, "valid", V, K);
+  out.train = data::open_labelled_split(data, "train", V, K, keep);
+  if (data::has_split(data, "valid")) out.valid = data::open_labelled_split(data, "valid", V, K, keep);
   return out;
 }
 
@@ -84,13 +84,11 @@ TransformerFile load_pretrained(const std::string& path, const io::File& data, c
 }
 
 std::vector<int32_t> classifier_lengths(TransformerArch arch, const data::LabelledSplit& split) {
+  const std::vector<bool> pair = data::has_sentence_b(split.segments, split.src_len);
   std::vector<int32_t> out;
-  const int64_t L = split.src.dim(1);
-  for (int64_t i = 0; i < split.size(); ++i) {
-    const int32_t len = split.src_len.idata()[i];
-    const bool pair = split.segments.idata()[i * L + len - 1] == 1;
-    out.push_back(static_cast<int32_t>(models::classifier_input_length(arch, len, pair)));
-  }
+  for (int64_t i = 0; i < split.size(); ++i)
+    out.push_back(static_cast<int32_t>(
+        models::classifier_input_length(arch, split.src_len.idata()[i], pair[static_cast<size_t>(i)])));
   return out;
 }
 
@@ -215,11 +213,11 @@ void write_classification(io::File& file, const Classification& c, const data::L
   file.write("/predictions", c.predictions);
   file.write("/probabilities", c.probabilities);
   file.write("/label", split.label);
-  file.write("/src", split.src);
+  file.write("/src", split.src.all());
   file.write("/src_len", split.src_len);
   io::WriteOptions byte;
   byte.as_uint8 = true;
-  file.write("/segments", split.segments, byte);
+  file.write("/segments", split.segments.all(), byte);
   data::write_labels(file, labels);
   data::write_vocab(file, "/vocab/src", vocab);
   for (const auto& [name, t] : c.attention) file.write("/attention/" + name, t);

@@ -232,7 +232,7 @@ void write_memnet_answers(io::File& file, const data::QaSplit& split, const data
   for (int64_t i = 0; i < N; ++i)
     correct.idata()[i] = answers.predictions.idata()[i] == split.answer.idata()[i] ? 1 : 0;
   file.write_all("/", {{"predictions", answers.predictions}, {"answer", split.answer}, {"correct", correct},
-                       {"story", split.story}, {"story_len", split.story_len}, {"question", split.question},
+                       {"story", split.story.all()}, {"story_len", split.story_len}, {"question", split.question.all()},
                        {"support", split.support}, {"task", split.task}});
   file.write("/attention/hops", answers.attention);
   // The supporting facts as a first row before the hops: the notes' table in one dataset.

@@ -156,7 +156,7 @@ NtmRunResult run_ntm(const models::Ntm& model, const data::SequenceSplit& split,
 }
 
 void write_ntm_run(io::File& file, const data::SequenceSplit& split, const NtmRunResult& run) {
-  file.write_all("/", {{"inputs", split.inputs}, {"input_len", split.input_len}, {"targets", split.targets},
+  file.write_all("/", {{"inputs", split.inputs.all()}, {"input_len", split.input_len}, {"targets", split.targets.all()},
                        {"target_len", split.target_len}});
   for (const auto& [name, t] : run.tensors) file.write("/" + name, t);
   file.set_attr("/metrics", "sequences", static_cast<int64_t>(run.stats.count));

@@ -31,14 +31,14 @@ metrics::AccuracyCounts reference_accuracy(const std::vector<std::vector<int32_t
   const auto n = static_cast<int64_t>(tokens.size());
   size_t longest = 0;
   for (const auto& t : tokens) longest = std::max(longest, t.size());
-  const int64_t width = std::max<int64_t>(split.tgt.dim(1), static_cast<int64_t>(longest) + 1);
+  const Tensor tgt = split.tgt.all();
+  const int64_t width = std::max<int64_t>(tgt.dim(1), static_cast<int64_t>(longest) + 1);
   Tensor pred({n, width}, DType::i32), ref({n, width}, DType::i32);
   for (int64_t i = 0; i < n; ++i) {
     const auto& t = tokens[static_cast<size_t>(i)];
     std::copy(t.begin(), t.end(), pred.idata() + i * width);
     pred.idata()[i * width + static_cast<int64_t>(t.size())] = data::kEos;
-    std::memcpy(ref.idata() + i * width, split.tgt.idata() + i * split.tgt.dim(1),
-                static_cast<size_t>(split.tgt.dim(1)) * sizeof(int32_t));
+    std::memcpy(ref.idata() + i * width, tgt.idata() + i * tgt.dim(1), static_cast<size_t>(tgt.dim(1)) * sizeof(int32_t));
   }
   return metrics::count_correct(pred, ref, split.tgt_len);
 }
@@ -55,9 +55,9 @@ data::Vocab read_model_vocab(const io::File& file, const std::string& dataset, i
 
 }  // namespace
 
-TrainingData read_training_data(const io::File& file, const data::TokenSplitRequest& request) {
-  TrainingData out{data::read_token_split(file, "train", request), std::nullopt};
-  if (data::has_split(file, "valid")) out.valid = data::read_token_split(file, "valid", request);
+TrainingData read_training_data(const io::File& file, const data::TokenSplitRequest& request, data::KeepData keep) {
+  TrainingData out{data::open_token_split(file, "train", request, keep), std::nullopt};
+  if (data::has_split(file, "valid")) out.valid = data::open_token_split(file, "valid", request, keep);
   return out;
 }
 
@@ -206,7 +206,7 @@ void write_translation(io::File& file, const Translation& tr, const data::TokenS
   file.write_strings("/predictions_detok", detok);
   file.write("/scores", Tensor::from({n}, tr.scores));
   if (split.has_src()) {
-    file.write("/src", split.src);
+    file.write("/src", split.src.all());
     file.write("/src_len", split.src_len);
   }
   write_vocabs(file, src_vocab, tgt_vocab);
@@ -223,10 +223,11 @@ EpochMetric valid_bleu(const data::TokenSplit& valid, std::function<Translation(
     throw ConfigError("valid_bleu: the split '" + valid.name + "' needs sources and targets");
   return {"bleu", "BLEU", [&valid, translate = std::move(translate)] {
             const Translation t = translate(valid);
-            const int64_t T = valid.tgt.dim(1);
+            const Tensor tgt = valid.tgt.all();
+            const int64_t T = tgt.dim(1);
             metrics::BleuStats stats;
             for (int64_t i = 0; i < valid.size(); ++i) {
-              const int32_t* row = valid.tgt.idata() + i * T;
+              const int32_t* row = tgt.idata() + i * T;
               const std::vector<int32_t> ref(row, row + valid.tgt_len.idata()[i] - 1);   // without EOS
               stats += metrics::bleu_stats(t.tokens[static_cast<size_t>(i)], ref);
             }

@@ -50,7 +50,7 @@ int64_t transformer_max_len(const TrainingData& data) {
   int64_t longest = 0;
   for (const data::TokenSplit* s : {&data.train, data.valid_or_null()})
     if (s)
-      for (const Tensor* t : {&s->src, &s->tgt})
+      for (const data::Rows* t : {&s->src, &s->tgt})
         if (!t->empty()) longest = std::max(longest, t->dim(1));
   return std::max<int64_t>(256, longest + 3);
 }
@@ -60,13 +60,11 @@ std::vector<int32_t> transformer_lengths(TransformerArch arch, const data::Token
     case TransformerArch::encdec: return data::pair_lengths(split.src_len, split.tgt_len);
     case TransformerArch::lm: return {ints(split.tgt_len).begin(), ints(split.tgt_len).end()};
     case TransformerArch::mlm: {   // [CLS] A [SEP] (B [SEP])
+      const std::vector<bool> pair = data::has_sentence_b(split.segments, split.src_len);
       std::vector<int32_t> out;
-      const int64_t S = split.src.dim(1);
-      for (int64_t i = 0; i < split.size(); ++i) {
-        const int32_t len = split.src_len.idata()[i];
-        const bool pair = !split.segments.empty() && split.segments.idata()[i * S + len - 1] == 1;
-        out.push_back(static_cast<int32_t>(models::classifier_input_length(arch, len, pair)));
-      }
+      for (int64_t i = 0; i < split.size(); ++i)
+        out.push_back(static_cast<int32_t>(
+            models::classifier_input_length(arch, split.src_len.idata()[i], pair[static_cast<size_t>(i)])));
       return out;
     }
   }

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "attn/core/tensor.hpp"
+#include "attn/data/rows.hpp"
 
 namespace attn::data {
 
@@ -44,11 +45,11 @@ struct PaddedBatch {
   Tensor lengths;   // int32 [B]
 };
 
-// Rows `index` of a padded data set, re-padded to the longest selected row.
-// seqs: int32 [N, S] (or [N, T])   lengths: int32 [N], each in [0, S]   -> tokens [B, Lmax],
+// Rows `index` of a padded data set (in memory or in its file), re-padded to the longest selected
+// row. seqs: int32 [N, S] (or [N, T])   lengths: int32 [N], each in [0, S]   -> tokens [B, Lmax],
 // lengths [B].
 // Throws ShapeError on mismatched shapes, DataError on an index or length out of range.
-PaddedBatch gather_batch(const Tensor& seqs, const Tensor& lengths, std::span<const int64_t> index);
+PaddedBatch gather_batch(const Rows& seqs, const Tensor& lengths, std::span<const int64_t> index);
 
 // Variable-length sequences into one padded tensor: tokens [N, Lmax] (Lmax = the longest, or
 // `min_len` when larger), lengths [N].

@@ -13,6 +13,7 @@
 #include <string>
 
 #include "attn/core/tensor.hpp"
+#include "attn/data/rows.hpp"
 #include "attn/data/vocab.hpp"
 #include "attn/io/hdf5_file.hpp"
 
@@ -22,9 +23,10 @@ inline constexpr const char* kCaptionVocab = "/vocab/tgt";
 
 struct CaptionSplit {
   std::string name;      // "train", "valid", "test"
-  Tensor images;         // float32 [N, C, H, W]
-  Tensor tgt, tgt_len;   // int32 [N, T], [N]
-  Tensor boxes;          // int32 [N, T, 4]; empty when the file has none
+  Rows images;           // float32 [N, C, H, W]
+  Rows tgt;              // int32 [N, T]
+  Tensor tgt_len;        // int32 [N]
+  Rows boxes;            // int32 [N, T, 4]; empty when the file has none
 
   int64_t size() const { return tgt_len.numel(); }
   bool has_boxes() const { return !boxes.empty(); }
@@ -34,8 +36,13 @@ struct CaptionSplit {
 // Reads and checks one split: images of rank 4 with every value finite, captions as
 // read_token_split checks them (lengths in [1, T], ids in [0, vocab)), the same N everywhere, and
 // boxes (when present) [N, T, 4] each all -1 or 0 <= y0 < y1 <= H, 0 <= x0 < x1 <= W. Every
-// failure names the file, the dataset and the row (FormatError, ShapeError, DataError).
-CaptionSplit read_caption_split(const io::File& file, const std::string& split, int64_t vocab);
+// failure names the file, the dataset and the row (FormatError, ShapeError, DataError). Reads rows
+// `rows` (all by default) into memory.
+CaptionSplit read_caption_split(const io::File& file, const std::string& split, int64_t vocab,
+                                const io::RowSet& rows = io::RowSet::all());
+// A split for training, kept as `keep` says (data/rows.hpp): read whole into memory, or checked a
+// block of rows at a time with images, captions and boxes left in `file`, which must outlive it.
+CaptionSplit open_caption_split(const io::File& file, const std::string& split, int64_t vocab, KeepData keep);
 
 // The captions' vocabulary, /vocab/tgt (read_vocab).
 Vocab read_caption_vocab(const io::File& file);

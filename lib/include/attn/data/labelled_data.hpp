@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "attn/core/tensor.hpp"
+#include "attn/data/rows.hpp"
 #include "attn/io/hdf5_file.hpp"
 
 namespace attn::data {
@@ -26,8 +27,9 @@ inline constexpr const char* kLabelsDataset = "/labels";
 
 struct LabelledSplit {
   std::string name;          // "train", "valid", "test"
-  Tensor src, src_len;       // int32 [N, L], [N]
-  Tensor segments;           // int32 [N, L], 0/1
+  Rows src;                  // int32 [N, L]
+  Tensor src_len;            // int32 [N]
+  Rows segments;             // int32 [N, L], 0/1
   Tensor label;              // int32 [N]
   int64_t size() const { return src_len.numel(); }
   // Whether any row has a sentence B (a segment 1).
@@ -38,8 +40,13 @@ struct LabelledSplit {
 // (ShapeError), src_len outside [1, L], a token id outside [0, vocab_size) (vocab_size > 0), a
 // segment not 0 or 1, a segment row that is not 0...0 1...1 or not 0 past src_len, a label
 // outside [0, num_labels) (DataError). Every message names the file, the dataset and the row.
+// Reads rows `rows` (all by default) into memory.
 LabelledSplit read_labelled_split(const io::File& file, const std::string& split, int64_t vocab_size,
-                                  int64_t num_labels);
+                                  int64_t num_labels, const io::RowSet& rows = io::RowSet::all());
+// A split for training, kept as `keep` says (data/rows.hpp): read whole into memory, or checked a
+// block of rows at a time with src and segments left in `file`, which must outlive it.
+LabelledSplit open_labelled_split(const io::File& file, const std::string& split, int64_t vocab_size,
+                                  int64_t num_labels, KeepData keep);
 // Writes the four datasets of `s` (segments as uint8).
 void write_labelled_split(io::File& file, const std::string& split, const LabelledSplit& s);
 

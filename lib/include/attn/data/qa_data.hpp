@@ -22,6 +22,7 @@
 #include <string>
 
 #include "attn/core/tensor.hpp"
+#include "attn/data/rows.hpp"
 #include "attn/data/vocab.hpp"
 #include "attn/io/hdf5_file.hpp"
 
@@ -30,10 +31,24 @@ namespace attn::data {
 // The dataset of the one vocabulary.
 inline constexpr const char* kQaVocab = "/vocab/words";
 
+// Questions in memory: a batch, or a split gathered whole.
+struct QaBatch {
+  Tensor story;       // [B, Ms, Ws] int32
+  Tensor story_len;   // [B]         int32
+  Tensor question;    // [B, Wq]     int32
+  Tensor answer;      // [B]         int32
+  Tensor support;     // [B, Ks]     int32
+  Tensor task;        // [B]         int32
+
+  int64_t size() const { return story_len.numel(); }
+};
+
+// A split: stories and questions in memory or left in the data file (data/rows.hpp), the rest
+// (a few numbers per question) in memory.
 struct QaSplit {
-  Tensor story;       // [N, Ms, Ws] int32
+  Rows story;         // [N, Ms, Ws] int32
   Tensor story_len;   // [N]         int32
-  Tensor question;    // [N, Wq]     int32
+  Rows question;      // [N, Wq]     int32
   Tensor answer;      // [N]         int32
   Tensor support;     // [N, Ks]     int32
   Tensor task;        // [N]         int32
@@ -44,7 +59,7 @@ struct QaSplit {
   int64_t question_width() const { return question.dim(1); } // Wq
   // Rows `index` (in that order); the memory cut to the most sentences any selected row has,
   // sentence and question widths to the widest selected (never below 1); support keeps Ks.
-  QaSplit gather(std::span<const int64_t> index) const;
+  QaBatch gather(std::span<const int64_t> index) const;
 };
 
 // Writes the six datasets of `split` ("train", ...).
@@ -54,7 +69,12 @@ void write_qa_split(io::File& file, const std::string& split, const QaSplit& s);
 // row counts (ShapeError); story_len in [1, Ms], every word id in [0, vocab_size), answers in
 // [kNumReserved, vocab_size), support in [-1, story_len), task in [1, 20] (DataError naming the
 // file, dataset and row); a missing split or dataset is a FormatError listing what the file has.
-QaSplit read_qa_split(const io::File& file, const std::string& split, int64_t vocab_size);
+// Reads rows `rows` (all by default) into memory.
+QaSplit read_qa_split(const io::File& file, const std::string& split, int64_t vocab_size,
+                      const io::RowSet& rows = io::RowSet::all());
+// A split for training, kept as `keep` says (data/rows.hpp): read whole into memory, or checked a
+// block of rows at a time with stories and questions left in `file`, which must outlive it.
+QaSplit open_qa_split(const io::File& file, const std::string& split, int64_t vocab_size, KeepData keep);
 
 // Reads and checks /vocab/words (read_vocab); its size() is read_qa_split's vocab_size.
 Vocab read_qa_vocab(const io::File& file);

@@ -12,21 +12,33 @@
 #include <string>
 
 #include "attn/core/tensor.hpp"
+#include "attn/data/rows.hpp"
 #include "attn/io/hdf5_file.hpp"
 
 namespace attn::data {
 
+// Sequences in memory: a batch, or a split gathered whole.
+struct SequenceBatch {
+  Tensor inputs;       // [B, Tin, I]    float32
+  Tensor input_len;    // [B]            int32
+  Tensor targets;      // [B, Tout, O]   float32
+  Tensor target_len;   // [B]            int32
+
+  int64_t size() const { return input_len.numel(); }
+};
+
+// A split: its rows in memory or left in the data file (data/rows.hpp), the lengths in memory.
 struct SequenceSplit {
-  Tensor inputs;       // [N, Tin, I]    float32
+  Rows inputs;         // [N, Tin, I]    float32
   Tensor input_len;    // [N]            int32
-  Tensor targets;      // [N, Tout, O]   float32
+  Rows targets;        // [N, Tout, O]   float32
   Tensor target_len;   // [N]            int32
 
   int64_t size() const { return input_len.numel(); }
   int64_t input_width() const { return inputs.dim(2); }
   int64_t output_width() const { return targets.dim(2); }
   // Rows `index` (in that order), each example's rows cut to the longest selected lengths.
-  SequenceSplit gather(std::span<const int64_t> index) const;
+  SequenceBatch gather(std::span<const int64_t> index) const;
 };
 
 // Writes the four datasets of `split` ("train", ...).
@@ -34,7 +46,11 @@ void write_sequence_split(io::File& file, const std::string& split, const Sequen
 
 // Reads and checks one split: ranks and row counts (ShapeError), lengths in range, every value
 // finite (DataError naming the file, dataset and row); a missing split or dataset is a
-// FormatError listing what the file has.
-SequenceSplit read_sequence_split(const io::File& file, const std::string& split);
+// FormatError listing what the file has. Reads rows `rows` (all by default) into memory.
+SequenceSplit read_sequence_split(const io::File& file, const std::string& split,
+                                  const io::RowSet& rows = io::RowSet::all());
+// A split for training, kept as `keep` says (data/rows.hpp): read whole into memory, or checked a
+// block of rows at a time with inputs and targets left in `file`, which must outlive it.
+SequenceSplit open_sequence_split(const io::File& file, const std::string& split, KeepData keep);
 
 }  // namespace attn::data

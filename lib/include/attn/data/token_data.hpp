@@ -10,12 +10,17 @@
 // A labelled split (labelled_data.hpp: /src, src_len, segments, no /tgt) asked for its targets
 // reads as language-model text: each row A | B as the targets A [SEP] B EOS ([SEP] = EOS), the
 // text a fine-tuned lm reads, so an lm pre-trains on a labelled set as an mlm does.
+//
+// A split is read into memory (read_token_split), or opened for training (open_token_split):
+// every row checked, the lengths in memory, the rows left in the file (data/rows.hpp).
 #pragma once
 #include <cstdint>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "attn/core/tensor.hpp"
+#include "attn/data/rows.hpp"
 #include "attn/data/splits.hpp"
 #include "attn/io/hdf5_file.hpp"
 
@@ -23,9 +28,11 @@ namespace attn::data {
 
 struct TokenSplit {
   std::string name;          // "train", "valid", "test"
-  Tensor src, src_len;       // int32 [N, S], [N]; empty when not read
-  Tensor tgt, tgt_len;       // int32 [N, T], [N]: targets ending with EOS; empty when not read
-  Tensor segments;           // int32 [N, S], 0/1; empty when not read or not in the file
+  Rows src;                  // int32 [N, S]; empty when not read
+  Tensor src_len;            // int32 [N]
+  Rows tgt;                  // int32 [N, T]: targets ending with EOS; empty when not read
+  Tensor tgt_len;            // int32 [N]
+  Rows segments;             // int32 [N, S], 0/1; empty when not read or not in the file
   int64_t size() const { return src_len.empty() ? tgt_len.numel() : src_len.numel(); }
   bool has_src() const { return !src_len.empty(); }
   bool has_tgt() const { return !tgt_len.empty(); }
@@ -40,11 +47,24 @@ struct TokenSplitRequest {
 };
 
 
-// Reads one split. Every failure names the file and the dataset: a missing dataset or wrong
+// Reads one split's rows `rows` (all of them by default) into memory. Every failure names the file and the dataset: a missing dataset or wrong
 // rank (FormatError / ShapeError from io), rows that differ between src and tgt (ShapeError), a
 // length outside [1, S] (src) or [1, T] (tgt), or an id outside [0, vocab) (DataError, with the
 // row); segments not 0 then 1 within a row or not 0 after it (DataError).
-TokenSplit read_token_split(const io::File& file, const std::string& split, const TokenSplitRequest& request);
+// Messages name the file's row numbers.
+TokenSplit read_token_split(const io::File& file, const std::string& split, const TokenSplitRequest& request,
+                            const io::RowSet& rows = io::RowSet::all());
+
+// A split for training, kept as `keep` says (data/rows.hpp): read whole into memory, or checked a
+// block of rows at a time with the lengths in memory and the rows left in `file`, which must
+// outlive it. A labelled split read as text is built in memory (its targets are not in the file).
+TokenSplit open_token_split(const io::File& file, const std::string& split, const TokenSplitRequest& request,
+                            KeepData keep);
+
+// Per row, whether it has a sentence B: its segment at position length - 1 is 1 (false for all
+// when `segments` is empty). segments: int32 [N, S], in memory or in the file (read a block at a
+// time); lengths: int32 [N].
+std::vector<bool> has_sentence_b(const Rows& segments, const Tensor& lengths);
 
 // Writes /<split>/{src, src_len, tgt, tgt_len} of s (the four must be set).
 void write_token_split(io::File& file, const std::string& split, const TokenSplit& s);

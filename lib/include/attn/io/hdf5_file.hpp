@@ -34,6 +34,7 @@
 #include <cstdint>
 #include <initializer_list>
 #include <memory>
+#include <span>
 #include <string>
 #include <utility>
 #include <variant>
@@ -53,6 +54,30 @@ inline constexpr int64_t kCompressBytes = 1 << 20;
 // 2: model files' /config attributes are named and valued as the tools' options (docs/FORMATS.md);
 // data sets and outputs are as in 1, which is still read.
 inline constexpr int64_t kFormatVersion = 2;
+
+// The rows of a dataset's leading dimension that File::read takes: all of them, a range, or a
+// list in any order (repeats allowed), for reading a batch of examples without the rest.
+class RowSet {
+ public:
+  enum class Kind { all, range, list };
+  static RowSet all() { return RowSet(); }
+  static RowSet range(int64_t begin, int64_t end);
+  static RowSet of(std::span<const int64_t> rows);
+  Kind kind() const { return kind_; }
+  bool is_all() const { return kind_ == Kind::all; }
+  // How many rows are taken of a dataset of n rows (all: n).
+  int64_t count(int64_t n) const;
+  // The dataset's row number of the i-th row taken (for messages: "row 1234").
+  int64_t file_row(int64_t i) const;
+  // The rows as a list, of a dataset of n rows.
+  std::vector<int64_t> rows(int64_t n) const;
+
+ private:
+  RowSet() = default;
+  Kind kind_ = Kind::all;
+  int64_t begin_ = 0, end_ = 0;                        // a range
+  std::shared_ptr<const std::vector<int64_t>> list_;   // a list (shared: RowSets are copied)
+};
 
 // A scalar attribute value, for code that handles attributes generically (configurations).
 using AttrValue = std::variant<std::string, int64_t, double>;
@@ -89,8 +114,13 @@ class File {
   Tensor read(const std::string& dataset, DType dtype, const Shape& want = {}) const;
   // The natural dtype: f32 for float datasets, i32 for integer ones.
   Tensor read(const std::string& dataset) const;
-  // Rows [begin, end) of the leading dimension only (a hyperslab): for data larger than memory.
-  // Open datasets keep a chunk cache, so consecutive row ranges decompress each chunk once.
+  // The rows `rows` of the leading dimension only, in the order taken: [rows.count(N), ...]. One
+  // H5Dread over a hyperslab per run of consecutive rows (a list is read in ascending order and
+  // then put in its own); `want` is checked against the whole dataset. A row outside [0, N)
+  // throws ShapeError. Open datasets keep a chunk cache, so reads of nearby rows one after
+  // another decompress each chunk once: a data set larger than memory is read a batch at a time.
+  Tensor read(const std::string& dataset, DType dtype, const Shape& want, const RowSet& rows) const;
+  // Rows [begin, end): read(dataset, dtype, {}, RowSet::range(begin, end)).
   Tensor read_rows(const std::string& dataset, DType dtype, int64_t begin, int64_t end) const;
   // Creates intermediate groups. Overwrites nothing: writing an existing name throws.
   // One H5Dwrite per call; up to 16 KiB in the object header, larger in checksummed chunks

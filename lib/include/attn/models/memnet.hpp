@@ -151,7 +151,7 @@ struct MemN2NConfig {
 // A batch of questions in the data-set layout (attn/data/qa_data.hpp): story [B, Ms, Ws],
 // story_len [B] in [0, Ms], question [B, Wq], answer [B]; every id in [0, V). support and task
 // are not read.
-using QaBatch = data::QaSplit;
+using QaBatch = data::QaBatch;
 
 // Sums over a batch (add them up over batches with +=).
 struct MemN2NStats {

@@ -143,7 +143,7 @@ struct NtmConfig {
 // A batch of sequences in the data-set layout (attn/data/sequence_data.hpp): inputs [B, Tin, I]
 // (rows t >= input_len[b] are ignored), input_len [B] in [0, Tin], targets [B, Tout, O] (rows
 // t >= target_len[b] are ignored), target_len [B] in [0, Tout].
-using SequenceBatch = data::SequenceSplit;
+using SequenceBatch = data::SequenceBatch;
 
 // Sums over a batch (add them up over batches with +=).
 struct NtmStats {

@@ -40,7 +40,8 @@ namespace attn::train {
 inline constexpr const char* kClassifierKind = "transformer-classifier";
 
 // What a fine-tuning run reads of a labelled data set: /vocab/src, /labels, /train and, when the
-// file has it, /valid, each checked (data::read_labelled_split).
+// file has it, /valid, each opened and kept as `keep` says (data::open_labelled_split; in the
+// file, `data` must outlive them).
 struct LabelledData {
   data::Vocab vocab;
   std::vector<std::string> labels;
@@ -48,7 +49,7 @@ struct LabelledData {
   std::optional<data::LabelledSplit> valid;
   const data::LabelledSplit* valid_or_null() const { return valid ? &*valid : nullptr; }
 };
-LabelledData read_labelled_data(const io::File& data);
+LabelledData read_labelled_data(const io::File& data, data::KeepData keep = data::KeepData::memory);
 
 // The pre-trained model of `path` checked against the labelled data `data`: a Transformer model
 // file of arch lm or mlm whose vocabulary is the data set's /vocab/src token for token, and whose

@@ -47,13 +47,15 @@
 
 namespace attn::train {
 
-// What a training run reads: /train and, when the file has it, /valid.
+// What a training run reads: /train and, when the file has it, /valid, each opened and kept as
+// `keep` says (data::open_token_split; in the file, `file` must outlive them).
 struct TrainingData {
   data::TokenSplit train;
   std::optional<data::TokenSplit> valid;
   const data::TokenSplit* valid_or_null() const { return valid ? &*valid : nullptr; }
 };
-TrainingData read_training_data(const io::File& file, const data::TokenSplitRequest& request);
+TrainingData read_training_data(const io::File& file, const data::TokenSplitRequest& request,
+                                data::KeepData keep = data::KeepData::memory);
 
 
 // A token task's BatchStats: loss and count over the counted target tokens, units = tokens,

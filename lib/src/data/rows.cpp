@@ -1,0 +1,81 @@
+// Per-example datasets held in memory or read from the file a batch at a time (rows.hpp).
+#include "attn/data/rows.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+#include "attn/core/error.hpp"
+#include "attn/core/memory.hpp"
+
+namespace attn::data {
+
+Rows::Rows(Tensor all) : memory_(std::move(all)), shape_(memory_.shape()), dtype_(memory_.dtype()) {}
+
+Rows::Rows(const io::File& file, std::string dataset, DType dtype)
+    : file_(&file), dataset_(std::move(dataset)), shape_(file.shape(dataset_)), dtype_(dtype) {
+  if (shape_.empty())
+    throw ShapeError(file.display_name() + ": dataset '" + dataset_ + "' is a scalar, expected one row per example");
+}
+
+int64_t Rows::dim(int axis) const {
+  const int rank = static_cast<int>(shape_.size());
+  const int a = axis < 0 ? axis + rank : axis;
+  if (a < 0 || a >= rank)
+    throw ShapeError("rows of shape " + to_string(shape_) + " have no axis " + std::to_string(axis));
+  return shape_[static_cast<size_t>(a)];
+}
+
+Tensor Rows::gather(std::span<const int64_t> index) const {
+  for (const int64_t i : index)
+    if (i < 0 || i >= size())
+      throw DataError("rows of shape " + to_string(shape_) + ": index " + std::to_string(i) + " is outside [0, " +
+                      std::to_string(size()) + ")");
+  if (file_) return file_->read(dataset_, dtype_, {}, io::RowSet::of(index));
+  Shape shape = shape_;
+  shape[0] = static_cast<int64_t>(index.size());
+  Tensor out = Tensor::uninitialized(shape, dtype_);
+  const size_t row_bytes = static_cast<size_t>(size() > 0 ? memory_.numel() / size() : 0) * sizeof(float);
+  const auto* from = static_cast<const char*>(dtype_ == DType::f32 ? static_cast<const void*>(memory_.data())
+                                                                   : static_cast<const void*>(memory_.idata()));
+  auto* to = static_cast<char*>(dtype_ == DType::f32 ? static_cast<void*>(out.data()) : static_cast<void*>(out.idata()));
+  for (size_t r = 0; r < index.size(); ++r)
+    std::memcpy(to + r * row_bytes, from + static_cast<size_t>(index[r]) * row_bytes, row_bytes);
+  return out;
+}
+
+Tensor Rows::range(int64_t begin, int64_t end) const {
+  return file_ ? file_->read_rows(dataset_, dtype_, begin, end) : memory_.rows(begin, end);
+}
+
+Tensor Rows::all() const { return file_ ? file_->read(dataset_, dtype_) : memory_; }
+
+bool keep_in_file(KeepData keep, int64_t bytes) {
+  switch (keep) {
+    case KeepData::memory: return false;
+    case KeepData::file: return true;
+    case KeepData::automatic: return static_cast<size_t>(bytes) > memory_budget() / 16;
+  }
+  return false;
+}
+
+const char* keep_data_name(KeepData keep) {
+  switch (keep) {
+    case KeepData::automatic: return "auto";
+    case KeepData::memory: return "memory";
+    case KeepData::file: return "file";
+  }
+  return "?";
+}
+
+KeepData parse_keep_data(const std::string& name) {
+  for (const KeepData k : {KeepData::automatic, KeepData::memory, KeepData::file})
+    if (name == keep_data_name(k)) return k;
+  throw ConfigError("keep-data: '" + name + "' is not one of auto, memory, file");
+}
+
+void for_blocks(int64_t n, int64_t row_bytes, const std::function<void(int64_t, int64_t)>& f, int64_t bytes) {
+  const int64_t step = std::max<int64_t>(1, bytes / std::max<int64_t>(row_bytes, 1));
+  for (int64_t begin = 0; begin < n; begin += step) f(begin, std::min(n, begin + step));
+}
+
+}  // namespace attn::data
