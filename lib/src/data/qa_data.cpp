@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <numeric>
 
 #include "attn/core/error.hpp"
 #include "attn/data/splits.hpp"
@@ -70,8 +71,8 @@ QaBatch QaSplit::gather(std::span<const int64_t> index) const {
     for (int64_t m = 0; m < ms; ++m)
       std::memcpy(out.story.idata() + (b * ms + m) * ws, stories.idata() + (b * Ms + m) * Ws,
                   static_cast<size_t>(ws) * sizeof(int32_t));
-  std::vector<int64_t> in_order(index.size());
-  for (size_t b = 0; b < index.size(); ++b) in_order[b] = static_cast<int64_t>(b);
+  std::vector<int64_t> in_order(index.size());   // `questions` holds the batch's rows already
+  std::iota(in_order.begin(), in_order.end(), int64_t{0});
   out.question = gather_cols(questions, in_order, wq);
   out.support = gather_cols(support, index, support.dim(1));
   return out;

@@ -39,7 +39,7 @@ void labelled_as_text(const io::File& file, const std::string& split, int64_t vo
                       Tensor& tgt, Tensor& tgt_len) {
   Tensor src, src_len;
   read_sequences(file, split, "src", vocab, rows, src, src_len);
-  const Tensor seg = file.read("/" + split + "/segments", DType::i32, {file.shape("/" + split + "/src")}, rows);
+  const Tensor seg = file.read("/" + split + "/segments", DType::i32, file.shape("/" + split + "/src"), rows);
   const int64_t N = src.dim(0), S = src.dim(1);
   std::vector<std::vector<int32_t>> text(static_cast<size_t>(N));
   for (int64_t i = 0; i < N; ++i) {
@@ -76,7 +76,7 @@ TokenSplit read_token_split(const io::File& file, const std::string& split, cons
     read_sequences(file, split, "tgt", request.tgt_vocab, rows, tgt, out.tgt_len);
   const std::string seg_ds = "/" + split + "/segments";
   if (request.src && request.segments && file.exists(seg_ds)) {
-    const Tensor segments = file.read(seg_ds, DType::i32, {file.shape("/" + split + "/src")}, rows);
+    const Tensor segments = file.read(seg_ds, DType::i32, file.shape("/" + split + "/src"), rows);
     const int64_t S = src.dim(1);
     for (int64_t i = 0; i < src.dim(0); ++i) {
       const int32_t* seg = segments.idata() + i * S;
