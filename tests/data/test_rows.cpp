@@ -40,10 +40,8 @@ Tensor uniform(Rng& rng, Shape shape) {
 }
 
 bool same_bits(const Tensor& a, const Tensor& b) {
-  if (a.shape() != b.shape() || a.dtype() != b.dtype()) return false;
-  const size_t bytes = static_cast<size_t>(a.numel()) * 4;
-  return a.dtype() == DType::f32 ? std::memcmp(a.data(), b.data(), bytes) == 0
-                                 : std::memcmp(a.idata(), b.idata(), bytes) == 0;
+  return a.shape() == b.shape() && a.dtype() == b.dtype() &&
+         (a.numel() == 0 || std::memcmp(a.raw(), b.raw(), a.byte_size()) == 0);
 }
 
 // A batch order with repeats and rows from both ends, as a shuffled epoch gives.

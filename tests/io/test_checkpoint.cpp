@@ -17,9 +17,7 @@ namespace {
 
 bool same_bits(const Tensor& a, const Tensor& b) {
   if (a.shape() != b.shape() || a.dtype() != b.dtype()) return false;
-  const void* pa = a.dtype() == DType::f32 ? static_cast<const void*>(a.data()) : a.idata();
-  const void* pb = b.dtype() == DType::f32 ? static_cast<const void*>(b.data()) : b.idata();
-  return a.numel() == 0 || std::memcmp(pa, pb, static_cast<size_t>(a.numel()) * 4) == 0;
+  return a.numel() == 0 || std::memcmp(a.raw(), b.raw(), a.byte_size()) == 0;
 }
 
 bool same_bits(const io::TensorMap& a, const io::TensorMap& b) {

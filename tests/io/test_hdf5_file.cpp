@@ -41,9 +41,7 @@ std::vector<std::string> folder_entries(const fs::path& dir) {
 
 bool same_bits(const Tensor& a, const Tensor& b) {
   if (a.shape() != b.shape() || a.dtype() != b.dtype()) return false;
-  const void* pa = a.dtype() == DType::f32 ? static_cast<const void*>(a.data()) : a.idata();
-  const void* pb = b.dtype() == DType::f32 ? static_cast<const void*>(b.data()) : b.idata();
-  return a.numel() == 0 || std::memcmp(pa, pb, static_cast<size_t>(a.numel()) * 4) == 0;
+  return a.numel() == 0 || std::memcmp(a.raw(), b.raw(), a.byte_size()) == 0;
 }
 
 // A small committed file: /train/src int32 [10, 7], /train/tgt int32 [10, 5], /x float32 [2, 3].

@@ -240,6 +240,8 @@ int32_t* Tensor::idata() {
   return storage_ ? static_cast<int32_t*>(storage_->ptr) + offset_ : nullptr;
 }
 const int32_t* Tensor::idata() const { return const_cast<Tensor*>(this)->idata(); }
+void* Tensor::raw() { return storage_ ? static_cast<char*>(storage_->ptr) + offset_ * 4 : nullptr; }
+const void* Tensor::raw() const { return const_cast<Tensor*>(this)->raw(); }
 
 Tensor Tensor::operator[](int64_t i) const {
   if (rank() == 0 || i < 0 || i >= shape_[0])

@@ -34,10 +34,10 @@ Tensor Rows::gather(std::span<const int64_t> index) const {
   Shape shape = shape_;
   shape[0] = static_cast<int64_t>(index.size());
   Tensor out = Tensor::uninitialized(shape, dtype_);
-  const size_t row_bytes = static_cast<size_t>(size() > 0 ? memory_.numel() / size() : 0) * sizeof(float);
-  const auto* from = static_cast<const char*>(dtype_ == DType::f32 ? static_cast<const void*>(memory_.data())
-                                                                   : static_cast<const void*>(memory_.idata()));
-  auto* to = static_cast<char*>(dtype_ == DType::f32 ? static_cast<void*>(out.data()) : static_cast<void*>(out.idata()));
+  const size_t row_bytes = size() > 0 ? memory_.byte_size() / static_cast<size_t>(size()) : 0;
+  if (out.empty()) return out;
+  const auto* from = static_cast<const char*>(memory_.raw());
+  auto* to = static_cast<char*>(out.raw());
   for (size_t r = 0; r < index.size(); ++r)
     std::memcpy(to + r * row_bytes, from + static_cast<size_t>(index[r]) * row_bytes, row_bytes);
   return out;

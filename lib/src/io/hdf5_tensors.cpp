@@ -28,10 +28,6 @@ constexpr int64_t kCompactBytes = 16 << 10;
 
 hid_t mem_type(DType dtype) { return dtype == DType::f32 ? H5T_NATIVE_FLOAT : H5T_NATIVE_INT32; }
 
-void* buffer_of(Tensor& t) {
-  return t.dtype() == DType::f32 ? static_cast<void*>(t.data()) : static_cast<void*>(t.idata());
-}
-
 
 // A transfer property list whose conversion callback aborts on out-of-range values (an int64
 // beyond int32, a float64 beyond float32) instead of HDF5's default silent clipping.
@@ -194,9 +190,9 @@ Tensor File::read(const std::string& dataset, DType dtype, const Shape& want, co
     }
     throw IoError(m.label + ": cannot read " + (rows.is_all() ? "" : "rows of ") + what + with_detail());
   };
-  if (!got.empty() && rows.is_all()) read_part(H5S_ALL, H5S_ALL, static_cast<char*>(buffer_of(got)));
+  if (!got.empty() && rows.is_all()) read_part(H5S_ALL, H5S_ALL, static_cast<char*>(got.raw()));
   if (!got.empty() && !rows.is_all()) {
-    auto* buffer = static_cast<char*>(buffer_of(got));
+    auto* buffer = static_cast<char*>(got.raw());
     std::vector<hsize_t> start(shape.size(), 0), count(shape.begin(), shape.end());
     for (size_t i = 0, first = 0; i < sorted.size(); ++i) {
       if (i + 1 < sorted.size() && sorted[i + 1] == sorted[i] + 1) continue;   // the run goes on
@@ -214,8 +210,8 @@ Tensor File::read(const std::string& dataset, DType dtype, const Shape& want, co
   Shape out_shape = shape;
   out_shape[0] = static_cast<int64_t>(list.size());
   Tensor out(out_shape, dtype);
-  const auto* from = static_cast<const char*>(buffer_of(got));
-  auto* to = static_cast<char*>(buffer_of(out));
+  const auto* from = static_cast<const char*>(got.raw());
+  auto* to = static_cast<char*>(out.raw());
   for (size_t i = 0; i < list.size(); ++i) {
     const auto at = static_cast<size_t>(std::lower_bound(sorted.begin(), sorted.end(), list[i]) - sorted.begin());
     std::memcpy(to + i * row_bytes, from + at * row_bytes, row_bytes);
@@ -241,8 +237,7 @@ void File::write(const std::string& dataset, const Tensor& t, const WriteOptions
   // What goes to disk, and from which buffer.
   hid_t file_type = t.dtype() == DType::f32 ? H5T_IEEE_F32LE : H5T_STD_I32LE;
   hid_t memory_type = mem_type(t.dtype());
-  const void* buffer = t.dtype() == DType::f32 ? static_cast<const void*>(t.data())
-                                               : static_cast<const void*>(t.idata());
+  const void* buffer = t.raw();
   std::vector<uint8_t> bytes;
   if (opts.as_uint8) {
     if (t.dtype() != DType::i32)

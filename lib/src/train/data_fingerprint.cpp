@@ -63,8 +63,7 @@ void hash_dataset(const io::File& f, const std::string& path, Hasher& h) {
   if (!real && !integer) return;   // compound and the like: name, type and shape only
   const DType dtype = real ? DType::f32 : DType::i32;
   auto feed = [&](const Tensor& t) {
-    h.bytes(real ? static_cast<const void*>(t.data()) : static_cast<const void*>(t.idata()),
-            static_cast<size_t>(t.numel()) * 4);
+    h.bytes(t.raw(), t.byte_size());
   };
   if (shape.empty()) {
     feed(f.read(path, dtype));

@@ -61,6 +61,11 @@ class Tensor {
   std::span<float> values() { return {data(), static_cast<size_t>(numel_)}; }
   std::span<const float> values() const { return {data(), static_cast<size_t>(numel_)}; }
 
+  // The elements as raw memory whatever the dtype (each is 4 bytes), for copying and hashing.
+  void* raw();
+  const void* raw() const;
+  size_t byte_size() const { return static_cast<size_t>(numel_) * 4; }
+
   // Element i of the flattened tensor (float only), for tests and small code paths.
   float& at(int64_t i) { return data()[i]; }
   float at(int64_t i) const { return data()[i]; }
