@@ -22,17 +22,16 @@ CaptionSplit read_caption_split(const io::File& file, const std::string& split, 
   const int64_t N = file.shape("/" + split + "/tgt")[0], T = s.tgt.dim(1);
   const std::string where = file.display_name() + ": dataset '/" + split + "/";
   const std::string images_ds = "/" + split + "/images";
-  (void)file.read(images_ds, DType::f32, {kAny, kAny, kAny, kAny}, io::RowSet::range(0, 0));   // rank 4
-  if (file.shape(images_ds)[0] != N)
-    throw ShapeError(where + "images' has " + std::to_string(file.shape(images_ds)[0]) + " images but '/" + split +
-                     "/tgt' has " + std::to_string(N) + " captions");
-  s.images = file.read(images_ds, DType::f32, {}, rows);
-  const Tensor x = s.images.all();
+  const Tensor x = file.read(images_ds, DType::f32, {kAny, kAny, kAny, kAny}, rows);
+  if (const int64_t images = file.shape(images_ds)[0]; images != N)
+    throw ShapeError(where + "images' has " + std::to_string(images) + " images but '/" + split + "/tgt' has " +
+                     std::to_string(N) + " captions");
   const int64_t per_image = x.dim(0) > 0 ? x.numel() / x.dim(0) : 0;
   for (int64_t i = 0; i < x.numel(); ++i)
     if (!std::isfinite(x.data()[i]))
       throw DataError(where + "images' image " + std::to_string(rows.file_row(i / per_image)) +
                       " holds a non-finite value (" + std::to_string(x.data()[i]) + ")");
+  s.images = x;
   const std::string boxes_ds = "/" + split + "/boxes";
   if (!file.exists(boxes_ds)) return s;
   const Tensor boxes = file.read(boxes_ds, DType::i32, {N, T, 4}, rows);

@@ -166,14 +166,28 @@ Tensor File::read(const std::string& dataset, DType dtype, const Shape& want, co
     throw ShapeError(m.label + ": " + what + " has shape " + to_string(shape) + ", expected " +
                      to_string(want));
   const int64_t n = shape.empty() ? 0 : shape[0];
-  const std::vector<int64_t> list = rows.is_all() ? std::vector<int64_t>{} : rows.rows(n);
-  if (!rows.is_all()) check_rows(m.label, what, shape, rows, list);
-  // The rows read: ascending and distinct, selected as runs of consecutive rows.
-  std::vector<int64_t> sorted = list;
-  std::sort(sorted.begin(), sorted.end());
-  sorted.erase(std::unique(sorted.begin(), sorted.end()), sorted.end());
+  // The rows read, ascending and distinct, as runs (first row, rows) of consecutive rows. A range
+  // is one run; a list is sorted, and its own order (repeats included) restored after the read.
+  std::vector<int64_t> list, sorted;
+  std::vector<std::pair<int64_t, int64_t>> runs;
+  if (rows.kind() == RowSet::Kind::range) {
+    check_rows(m.label, what, shape, rows, {});
+    if (rows.count(n) > 0) runs.emplace_back(rows.file_row(0), rows.count(n));
+  } else if (rows.kind() == RowSet::Kind::list) {
+    list = rows.rows(n);
+    check_rows(m.label, what, shape, rows, list);
+    sorted = list;
+    std::sort(sorted.begin(), sorted.end());
+    sorted.erase(std::unique(sorted.begin(), sorted.end()), sorted.end());
+    for (const int64_t r : sorted)
+      if (!runs.empty() && runs.back().first + runs.back().second == r) ++runs.back().second;
+      else runs.emplace_back(r, 1);
+  }
   Shape read_shape = shape;
-  if (!rows.is_all()) read_shape[0] = static_cast<int64_t>(sorted.size());
+  if (!rows.is_all()) {
+    read_shape[0] = 0;
+    for (const auto& run : runs) read_shape[0] += run.second;
+  }
 
   const MemoryScope scope = MemoryScope::input(m.label + "'s " + what);
   Tensor got(read_shape, dtype);
@@ -192,17 +206,16 @@ Tensor File::read(const std::string& dataset, DType dtype, const Shape& want, co
   };
   if (!got.empty() && rows.is_all()) read_part(H5S_ALL, H5S_ALL, static_cast<char*>(got.raw()));
   if (!got.empty() && !rows.is_all()) {
-    auto* buffer = static_cast<char*>(got.raw());
+    char* into = static_cast<char*>(got.raw());
     std::vector<hsize_t> start(shape.size(), 0), count(shape.begin(), shape.end());
-    for (size_t i = 0, first = 0; i < sorted.size(); ++i) {
-      if (i + 1 < sorted.size() && sorted[i + 1] == sorted[i] + 1) continue;   // the run goes on
-      start[0] = static_cast<hsize_t>(sorted[first]);
-      count[0] = static_cast<hsize_t>(i + 1 - first);
+    for (const auto& [first, length] : runs) {
+      start[0] = static_cast<hsize_t>(first);
+      count[0] = static_cast<hsize_t>(length);
       H5Id mem_space(H5Screate_simple(static_cast<int>(count.size()), count.data(), nullptr), H5Sclose);
       if (H5Sselect_hyperslab(file_space.get(), H5S_SELECT_SET, start.data(), nullptr, count.data(), nullptr) < 0)
         throw IoError(m.label + ": cannot select rows of " + what + with_detail());
-      read_part(mem_space.get(), file_space.get(), buffer + first * row_bytes);
-      first = i + 1;
+      read_part(mem_space.get(), file_space.get(), into);
+      into += static_cast<size_t>(length) * row_bytes;
     }
   }
   if (list == sorted) return got;
