@@ -452,41 +452,82 @@ TEST_CASE("DataParallel: the Transformer's and seq2seq's announcements are right
 TEST_CASE("DataParallel: a table with sparse_rows sends the rows some rank uses, and gives one process's gradient",
           "[unit][dist]") {
   // Example i adds (i + 1) / 10 to row i mod 7 of a [10, 3] table: rows 7-9 stay zero everywhere.
+  // The rows are found by a scan of the table, announced after the gradient is added, or
+  // announced before the loss count and again after (as nn::Embedding's forward and backward do:
+  // the ranks sum which rows they use while the "backward" runs).
+  enum class Rows { scanned, announced, announced_early };
   struct Table {
     Param E{"table", Tensor({10, 3})};
     train::TrainTask task;
-    Table() {
+    explicit Table(Rows mode) {
       E.sparse_rows = true;
-      E.grad.fill(-0.0f);   // a zero of the other sign must come back as zero, not as a row
+      if (mode == Rows::scanned) E.grad.fill(-0.0f);   // a zero of the other sign must come back as zero, not as a row
       task.kind = "table";
       task.params = {&E};
-      task.train_batch = [this](std::span<const int64_t> index, Rng&) {
+      task.train_batch = [this, mode](std::span<const int64_t> index, Rng&) {
         const auto n = static_cast<double>(index.size());
+        Tensor ids({static_cast<int64_t>(index.size())}, DType::i32);
+        for (size_t j = 0; j < index.size(); ++j) ids.idata()[j] = static_cast<int32_t>(index[j] % 7);
+        if (mode == Rows::announced_early) {
+          nn::announce_rows(E, ids);
+          nn::announce_loss_count(n);
+        }
         for (const int64_t i : index)
           for (int64_t k = 0; k < 3; ++k) E.grad.data()[(i % 7) * 3 + k] += static_cast<float>((i + 1) / 10.0 / n);
+        if (mode != Rows::scanned) nn::announce_rows(E, ids);
         return train::BatchStats{.loss_sum = 0, .count = n, .units = static_cast<int64_t>(index.size()), .sums = {}};
       };
     }
   };
   const std::vector<int64_t> batch{0, 3, 5, 6, 8, 12, 2};
-  Table one;
+  Table one(Rows::scanned);
   one.E.grad.zero();
   Rng rng(1);
   one.task.train_batch(batch, rng);
-  for (const int N : {2, 3}) {
-    std::vector<Tensor> grads(static_cast<size_t>(N));
-    on_ranks(N, [&](dist::Communicator& comm) {
-      Table t;
-      train::DataParallel dp(comm, t.task);
-      Rng stream(1);
-      dp.train_batch(batch, stream);
-      grads[static_cast<size_t>(comm.rank())] = t.E.grad.clone();
-    });
-    INFO("N " << N);
-    CHECK_THAT(grads[0], test::close_to(one.E.grad, 1e-6));
-    for (const Tensor& g : grads) CHECK(same_bits(g.values(), grads[0].values()));
-    for (int64_t k = 7 * 3; k < 10 * 3; ++k) CHECK(std::signbit(grads[0].data()[k]) == false);
-  }
+  for (const Rows mode : {Rows::scanned, Rows::announced, Rows::announced_early})
+    for (const int N : {2, 3}) {
+      std::vector<Tensor> grads(static_cast<size_t>(N));
+      on_ranks(N, [&](dist::Communicator& comm) {
+        Table t(mode);
+        train::DataParallel dp(comm, t.task);
+        Rng stream(1);
+        dp.train_batch(batch, stream);
+        grads[static_cast<size_t>(comm.rank())] = t.E.grad.clone();
+      });
+      INFO("N " << N << ", rows " << static_cast<int>(mode));
+      CHECK_THAT(grads[0], test::close_to(one.E.grad, 1e-6));
+      for (const Tensor& g : grads) CHECK(same_bits(g.values(), grads[0].values()));
+      for (int64_t k = 7 * 3; k < 10 * 3; ++k) CHECK(std::signbit(grads[0].data()[k]) == false);
+    }
+}
+
+TEST_CASE("DataParallel: a row announced after the loss count, once the ranks sum which rows they use, is an error",
+          "[unit][dist]") {
+  Param E{"table", Tensor({10, 3})};
+  E.sparse_rows = true;
+  train::TrainTask task;
+  task.kind = "table";
+  task.params = {&E};
+  task.train_batch = [&E](std::span<const int64_t> index, Rng&) {
+    Tensor ids({1}, DType::i32);
+    ids.idata()[0] = 1;
+    nn::announce_rows(E, ids);
+    nn::announce_loss_count(static_cast<double>(index.size()));
+    ids.idata()[0] = 4;   // a backward adding to a row its forward did not announce
+    nn::announce_rows(E, ids);
+    return train::BatchStats{.loss_sum = 0, .count = static_cast<double>(index.size()), .units = 1, .sums = {}};
+  };
+  std::vector<std::string> errors(2);
+  on_ranks(2, [&](dist::Communicator& comm) {
+    train::DataParallel dp(comm, task);
+    Rng stream(1);
+    try {
+      dp.train_batch(std::vector<int64_t>{0, 1}, stream);
+    } catch (const Error& e) {
+      errors[static_cast<size_t>(comm.rank())] = e.what();
+    }
+  });
+  for (const std::string& e : errors) CHECK_THAT(e, Catch::Contains("row 4 of table was announced after the forward"));
 }
 
 TEST_CASE("run_split on N ranks: every rank gets one process's tensors and sums, in split order", "[unit][dist]") {

@@ -68,11 +68,12 @@ void Waiter::pause(int to, int from) {
 }
 
 template <class T>
-RingAllreduce<T>::RingAllreduce(Communicator& comm, std::span<T> data, int tag)
-    : comm_(comm), data_(data), tag_(tag) {
+RingAllreduce<T>::RingAllreduce(Communicator& comm, std::span<T> data, int tag, std::vector<T>* scratch)
+    : comm_(comm), data_(data), tag_(tag), incoming_(scratch ? scratch : &own_) {
   if (tag < 0 || tag > kMaxTag) throw Error("dist: tag " + std::to_string(tag) + " outside 0.." + std::to_string(kMaxTag));
   if (comm_.size() == 1) return;
-  incoming_.resize(data.size() / static_cast<size_t>(comm_.size()) + 1);
+  const size_t need = data.size() / static_cast<size_t>(comm_.size()) + 1;
+  if (incoming_->size() < need) incoming_->resize(need);
   start_step();
 }
 
@@ -88,7 +89,7 @@ void RingAllreduce<T>::start_step() {
   if (step_ < N - 1) {
     const std::span<T> out = chunk(data_, mod(r - step_, N), N), in = chunk(data_, mod(r - step_ - 1, N), N);
     current_ = comm_.start_exchange(right, std::as_bytes(out), left,
-                                    std::as_writable_bytes(std::span<T>(incoming_.data(), in.size())), tag_);
+                                    std::as_writable_bytes(std::span<T>(incoming_->data(), in.size())), tag_);
   } else {
     const int s = step_ - (N - 1);
     const std::span<T> out = chunk(data_, mod(r + 1 - s, N), N), in = chunk(data_, mod(r - s, N), N);
@@ -102,7 +103,8 @@ bool RingAllreduce<T>::progress() {
   while (current_ && current_->test()) {
     if (step_ < N - 1) {
       const std::span<T> in = chunk(data_, mod(r - step_ - 1, N), N);
-      for (size_t i = 0; i < in.size(); ++i) in[i] = incoming_[i] + in[i];
+      const T* from = incoming_->data();
+      for (size_t i = 0; i < in.size(); ++i) in[i] = from[i] + in[i];
     }
     current_.reset();
     if (++step_ < 2 * (N - 1)) start_step();

@@ -96,6 +96,7 @@ Transformer::Transformer(const TransformerConfig& config, Rng& rng) : config_(co
     if (c.norm == NormPosition::pre) dec_norm_.emplace(D, "decoder/final_norm");
   }
   if (!c.tie_output()) output_.emplace(D, c.tgt_vocab, "output", rng);
+  else tgt_embed_.table.sparse_rows = false;   // the output layer adds to every row (nn/grad_ready.hpp)
 }
 
 bool Transformer::shared_embed() const {

@@ -14,6 +14,10 @@ void announce_final(std::span<Param* const> params) {
   if (t_listener) t_listener->final(params);
 }
 
+void announce_rows(const Param& table, const Tensor& ids) {
+  if (t_listener) t_listener->rows(table, ids);
+}
+
 ScopedGradListener::ScopedGradListener(GradListener& listener) : previous_(t_listener) { t_listener = &listener; }
 ScopedGradListener::~ScopedGradListener() { t_listener = previous_; }
 

@@ -1,6 +1,7 @@
 // Constructors and the composite feed-forward layer; the simple layers are inline wrappers.
 #include "attn/nn/layers.hpp"
 
+#include "attn/nn/grad_ready.hpp"
 #include "attn/nn/init.hpp"
 
 namespace attn::nn {
@@ -20,7 +21,18 @@ Embedding::Embedding(int64_t vocab, int64_t dim, const std::string& name, Rng& r
                      int32_t padding_id)
     : table(name + "/table", normal_init({vocab, dim}, rng, stddev)), padding_id_(padding_id) {
   if (padding_id >= 0 && padding_id < vocab) table.value[padding_id].zero();
-  table.sparse_rows = true;   // a batch's tokens' rows (all of them when it is also an output layer)
+  table.sparse_rows = true;   // a batch's tokens' rows (a model that ties an output layer to it clears this)
+}
+
+Tensor Embedding::forward(const Tensor& ids, ops::EmbeddingCache* cache) const {
+  Tensor y = ops::embedding_forward(ids, table.value, cache, padding_id_);
+  if (cache && table.sparse_rows) announce_rows(table, ids);
+  return y;
+}
+
+void Embedding::backward(const Tensor& dy, const ops::EmbeddingCache& cache) {
+  ops::embedding_backward(dy, cache, table.grad);
+  if (table.sparse_rows) announce_rows(table, cache.ids);
 }
 
 LayerNorm::LayerNorm(int64_t dim, const std::string& name, float eps)

@@ -77,6 +77,21 @@ std::vector<std::vector<Param*>> module_groups(const ParamList& params, int64_t 
   return merged;
 }
 
+// rows[r] = 1 where row r of `grad` [rows, width] is non-zero, else 0 (a row of -0 becomes +0, as
+// the other ranks' unused rows are). A scan of the whole table, 8 MB for 8,000 x 256: over a
+// millisecond, which announced rows (nn/grad_ready.hpp) save.
+void mark_nonzero_rows(Tensor& grad, std::vector<float>& rows) {
+  const int64_t width = grad.dim(1);
+  for (size_t r = 0; r < rows.size(); ++r) {
+    float* row = grad.data() + static_cast<int64_t>(r) * width;
+    uint32_t bits = 0;   // OR of the row's bits: branch-free, so the scan runs at memory speed
+    for (int64_t k = 0; k < width; ++k) bits |= std::bit_cast<uint32_t>(row[k]);
+    const bool used = (bits & 0x7fffffffu) != 0;   // not +-0 (NaN and Inf included)
+    if (!used && bits != 0) std::fill(row, row + width, 0.0f);
+    rows[r] = used ? 1.0f : 0.0f;
+  }
+}
+
 }  // namespace
 
 std::vector<int64_t> shard_of(std::span<const int64_t> batch, int rank, int ranks) {
@@ -160,7 +175,7 @@ BatchStats DataParallel::train_batch(std::span<const int64_t> batch, Rng& rng) {
                 std::to_string(mine.count) + " (nn::announce_loss_count in its training step is wrong)");
   }
   for (size_t b = 0; b < buckets_.size(); ++b)
-    if (!buckets_[b].ring) start(buckets_[b], b);
+    if (!buckets_[b].started) start(buckets_[b], b);
   finish();
   const BatchStats global = reduce_stats(mine, rng, stream);
   if (global.count != count_sum_[0])   // integers, exact in any order
@@ -177,11 +192,15 @@ void DataParallel::loss_count(double count) {
   if (count_ring_)   // its ring is in flight over count_sum_: a second count would overwrite it
     throw Error("train: the model announced its loss count twice in one step (nn::announce_loss_count)");
   start_count(count);
-  for (size_t b = 0; b < buckets_.size(); ++b)   // final before the count was known
-    if (!buckets_[b].ring && buckets_[b].ready == buckets_[b].params.size()) {
-      start(buckets_[b], b);
+  for (size_t b = 0; b < buckets_.size(); ++b) {
+    Bucket& bucket = buckets_[b];
+    if (bucket.ready == bucket.params.size()) {   // final before the count was known
+      start(bucket, b);
       ++buckets_overlapped_;
+    } else if (bucket.sparse && bucket.rows_announced) {   // the forward is done: so are its rows
+      start_mask(bucket, b);
     }
+  }
 }
 
 void DataParallel::final(std::span<Param* const> params) {
@@ -200,6 +219,30 @@ void DataParallel::final(std::span<Param* const> params) {
   overlapped_seconds_ += seconds_since(t0);
 }
 
+// Marks the rows of a sparse bucket's mask (replacing the scan of its gradient), or, once the
+// mask's ring runs, checks that they are marked (the ring only adds to them: a marked row stays
+// non-zero).
+void DataParallel::rows(const Param& table, const Tensor& ids) {
+  const auto it = slots_.find(const_cast<Param*>(&table));
+  if (it == slots_.end()) return;   // frozen
+  Bucket& b = buckets_[it->second.bucket];
+  if (!b.sparse) return;
+  if (b.started)
+    throw Error("train: rows of " + table.name + " were announced after its gradient was final (nn::announce_rows)");
+  if (!b.rows_announced) std::fill(b.rows.begin(), b.rows.end(), 0.0f);
+  b.rows_announced = true;
+  const int32_t* id = ids.idata();
+  for (int64_t i = 0; i < ids.numel(); ++i) {
+    if (id[i] < 0 || static_cast<size_t>(id[i]) >= b.rows.size()) continue;
+    float& row = b.rows[static_cast<size_t>(id[i])];
+    if (!b.ring)
+      row = 1.0f;
+    else if (row == 0.0f)   // in flight: left as it is
+      throw Error("train: row " + std::to_string(id[i]) + " of " + table.name +
+                  " was announced after the forward (nn::announce_rows)");
+  }
+}
+
 void DataParallel::poll() {
   const auto t0 = clock::now();
   progress();
@@ -212,26 +255,26 @@ void DataParallel::start_count(double count) {
   count_ring_ = std::make_unique<dist::RingAllreduce<double>>(comm_, std::span<double>(count_sum_), dist::kMaxTag);
 }
 
+// Starts the ring that sums a sparse bucket's mask: the rows announced (the others were never added
+// to, and are +0 as the caller zeroed them), or else the non-zero rows.
+void DataParallel::start_mask(Bucket& bucket, size_t index) {
+  if (!bucket.rows_announced) mark_nonzero_rows(bucket.params.front()->grad, bucket.rows);
+  bucket.sending_rows = false;
+  bucket.ring = std::make_unique<dist::RingAllreduce<float>>(comm_, std::span<float>(bucket.rows),
+                                                             1 + static_cast<int>(index), &bucket.scratch);
+}
+
 // Scales the bucket's gradients by c_r (into its staging, or in place) and starts its ring; a
-// sparse bucket's ring sums the mask of its non-zero rows first (advance does the rest).
+// sparse bucket's ring sums the mask of its rows first, if it has not begun (advance does the rest).
 void DataParallel::start(Bucket& bucket, size_t index) {
-  const auto w = static_cast<float>(weight_);
-  const int tag = 1 + static_cast<int>(index);
-  std::span<float> data;
+  bucket.started = true;
   if (bucket.sparse) {
-    Tensor& g = bucket.params.front()->grad;
-    const int64_t width = g.dim(1);
-    for (size_t r = 0; r < bucket.rows.size(); ++r) {
-      float* row = g.data() + static_cast<int64_t>(r) * width;
-      uint32_t bits = 0;   // OR of the row's bits: branch-free, so the scan runs at memory speed
-      for (int64_t k = 0; k < width; ++k) bits |= std::bit_cast<uint32_t>(row[k]);
-      const bool used = (bits & 0x7fffffffu) != 0;   // not +-0 (NaN and Inf included)
-      if (!used && bits != 0) std::fill(row, row + width, 0.0f);   // -0: +0 like the other ranks' rows
-      bucket.rows[r] = used ? 1.0f : 0.0f;
-    }
-    bucket.sending_rows = false;
-    data = bucket.rows;
-  } else if (bucket.staging.empty()) {
+    if (!bucket.ring) start_mask(bucket, index);
+    return;
+  }
+  const auto w = static_cast<float>(weight_);
+  std::span<float> data;
+  if (bucket.staging.empty()) {
     data = bucket.params.front()->grad.values();
     for (float& x : data) x *= w;
   } else {
@@ -243,26 +286,32 @@ void DataParallel::start(Bucket& bucket, size_t index) {
     }
     data = bucket.staging;
   }
-  bucket.ring = std::make_unique<dist::RingAllreduce<float>>(comm_, data, tag);
+  bucket.ring = std::make_unique<dist::RingAllreduce<float>>(comm_, data, 1 + static_cast<int>(index), &bucket.scratch);
 }
 
 // Advances the bucket's ring; true once its sum is complete. A sparse bucket whose mask is summed
-// packs the rows some rank has non-zero, times c_r, and sums those under the same tag (the same
-// rows on every rank, in order: deterministic like the rest).
+// and whose gradient is final packs the rows some rank uses, times c_r, and sums those under the
+// same tag (the same rows on every rank, in order: deterministic like the rest).
 bool DataParallel::advance(Bucket& bucket) {
   if (!bucket.ring->progress()) return false;
   if (!bucket.sparse || bucket.sending_rows) return true;
+  if (!bucket.started) return false;
   const Tensor& g = bucket.params.front()->grad;
-  const int64_t width = g.dim(1);
+  const auto width = static_cast<size_t>(g.dim(1));
   const auto w = static_cast<float>(weight_);
-  bucket.staging.clear();
+  const auto used = static_cast<size_t>(std::ranges::count_if(bucket.rows, [](float r) { return r != 0.0f; }));
+  bucket.staging.resize(used * width);   // its capacity stays from step to step
+  float* to = bucket.staging.data();
   for (size_t r = 0; r < bucket.rows.size(); ++r)
     if (bucket.rows[r] != 0.0f) {
-      const float* row = g.data() + static_cast<int64_t>(r) * width;
-      for (int64_t k = 0; k < width; ++k) bucket.staging.push_back(w * row[k]);
+      const float* row = g.data() + r * width;
+      for (size_t k = 0; k < width; ++k) to[k] = w * row[k];
+      to += width;
     }
   bucket.sending_rows = true;
-  bucket.ring = std::make_unique<dist::RingAllreduce<float>>(comm_, std::span<float>(bucket.staging), bucket.ring->tag());
+  const int tag = bucket.ring->tag();
+  bucket.ring = std::make_unique<dist::RingAllreduce<float>>(comm_, std::span<float>(bucket.staging), tag,
+                                                             &bucket.scratch);
   return bucket.ring->progress();
 }
 
@@ -324,6 +373,8 @@ void DataParallel::finish() {
     b.ring.reset();
     b.ready = 0;
     b.done = false;
+    b.started = false;
+    b.rows_announced = false;
   }
   for (auto& slot : slots_) slot.second.ready = false;
   count_ring_.reset();

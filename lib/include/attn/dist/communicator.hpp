@@ -106,7 +106,12 @@ class Waiter {
 template <class T>
 class RingAllreduce {
  public:
-  RingAllreduce(Communicator& comm, std::span<T> data, int tag);
+  // `scratch`, when given, holds the chunk a reduce-scatter step receives (grown as needed) and is
+  // kept by the caller for its next ring: a fresh buffer of megabytes costs a page fault per 4 KiB
+  // each time, and freeing it a munmap.
+  RingAllreduce(Communicator& comm, std::span<T> data, int tag, std::vector<T>* scratch = nullptr);
+  RingAllreduce(const RingAllreduce&) = delete;
+  RingAllreduce& operator=(const RingAllreduce&) = delete;
   // Advances as far as the messages that have arrived allow, without waiting; true once done.
   bool progress();
   // Progresses until done (Waiter's policy and timeout).
@@ -120,7 +125,8 @@ class RingAllreduce {
   std::span<T> data_;
   int tag_;
   int step_ = 0;                        // 0 .. N-2 reduce-scatter, N-1 .. 2N-3 all-gather
-  std::vector<T> incoming_;             // a reduce-scatter step's chunk from the left
+  std::vector<T> own_;                  // the scratch, when the caller has none
+  std::vector<T>* incoming_;            // a reduce-scatter step's chunk from the left
   std::unique_ptr<Exchange> current_;   // the step in flight
   void start_step();
 };

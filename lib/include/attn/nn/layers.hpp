@@ -42,12 +42,10 @@ class Embedding {
   Embedding() = default;
   Embedding(int64_t vocab, int64_t dim, const std::string& name, Rng& rng, float stddev,
             int32_t padding_id = ops::kNoPadding);
-  Tensor forward(const Tensor& ids, ops::EmbeddingCache* cache) const {
-    return ops::embedding_forward(ids, table.value, cache, padding_id_);
-  }
-  void backward(const Tensor& dy, const ops::EmbeddingCache& cache) {
-    ops::embedding_backward(dy, cache, table.grad);
-  }
+  // With a cache (training), announces the rows of `ids` (nn/grad_ready.hpp), as backward does.
+  Tensor forward(const Tensor& ids, ops::EmbeddingCache* cache) const;
+  // Adds into the rows of cache's ids.
+  void backward(const Tensor& dy, const ops::EmbeddingCache& cache);
   ParamList params() { return {&table}; }
   int64_t vocab() const { return table.value.dim(0); }
   int64_t dim() const { return table.value.dim(1); }

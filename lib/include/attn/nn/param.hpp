@@ -13,8 +13,8 @@ struct Param {
   std::string name;   // module path; the HDF5 dataset is /params/<name>
   Tensor value;
   Tensor grad;        // same shape as value; backward adds (+=), the optimizer's caller zeroes
-  bool sparse_rows = false;   // [rows, width] whose gradient is usually non-zero in few rows (an
-                              // embedding table's): data-parallel training sends only those
+  bool sparse_rows = false;   // [rows, width] to which only lookups of a few rows add (an embedding
+                              // table's, nn/grad_ready.hpp): data-parallel training sends only those
 
   Param() = default;
   Param(std::string name_, Tensor value_)

@@ -26,7 +26,10 @@
 // Overlap with the backward pass (PyTorch DDP's buckets). Buckets of at most kBucketFloats floats
 // are planned over the parameters in reverse order (a backward reaches the last layers first),
 // one module each (a parameter path's first three components: its gradients are final together),
-// and an embedding table (Param::sparse_rows) sends only the rows some rank uses.
+// and an embedding table (Param::sparse_rows) sends only the rows some rank uses: the rows it
+// announced (nn/grad_ready.hpp), or else its non-zero rows. Announced rows are known at the
+// forward, so the ring that sums which rows the ranks use starts with the backward (at the loss
+// count) and is done before the table's gradient is final; otherwise it starts then.
 // While the shard's train_batch runs, DataParallel listens to the model's announcements
 // (nn/grad_ready.hpp): c_r once the loss is known (its ring starts), then which gradients are
 // final. A bucket whose gradients are all final is scaled by c_r and its ring started at once;
@@ -131,11 +134,15 @@ class DataParallel final : private nn::GradListener, private BackgroundWork {
     size_t ready = 0;                                   // how many are final in this step
     std::vector<float> staging;                         // several params, packed (one: in place)
     std::unique_ptr<dist::RingAllreduce<float>> ring;   // started in this step
+    std::vector<float> scratch;                         // the ring's, kept from step to step
     bool done = false;                                  // the sum is in the gradients
-    // One param with sparse_rows: first the ring sums a mask of the rows any rank has non-zero
-    // (`rows`, 1 per row), then those rows, packed into staging.
+    bool started = false;                               // final, and scaled by c_r
+    // One param with sparse_rows: first the ring sums a mask of the rows any rank uses (`rows`, 1
+    // per row: the rows announced in this step, or else the non-zero ones), then, once the
+    // gradient is final, those rows, packed into staging.
     bool sparse = false;
     std::vector<float> rows;
+    bool rows_announced = false;
     bool sending_rows = false;
   };
   struct Slot {
@@ -156,9 +163,11 @@ class DataParallel final : private nn::GradListener, private BackgroundWork {
   void plan_buckets(const std::vector<std::vector<Param*>>& groups, int64_t cap);
   void loss_count(double count) override;
   void final(std::span<Param* const> params) override;
+  void rows(const Param& table, const Tensor& ids) override;
   void poll() override;
   void start_count(double count);
   void start(Bucket& bucket, size_t index);
+  void start_mask(Bucket& bucket, size_t index);
   bool advance(Bucket& bucket);
   void write_back(Bucket& bucket, float inverse);
   bool progress();
