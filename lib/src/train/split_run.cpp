@@ -214,7 +214,8 @@ SplitOutput run_split(int64_t n, const std::vector<std::vector<int64_t>>& batche
     if (out.sums.size() < sums.size()) out.sums.resize(sums.size(), 0.0);
     for (size_t k = 0; k < sums.size(); ++k) out.sums[k] += sums[k];
     for (const auto& [name, t] : all[b].tensors) {
-      auto it = std::find_if(parts.begin(), parts.end(), [&](const auto& p) { return p.first == name; });
+      const std::string& key = name;   // clang 14 does not capture structured bindings
+      auto it = std::find_if(parts.begin(), parts.end(), [&](const auto& p) { return p.first == key; });
       if (it == parts.end()) it = parts.insert(parts.end(), {name, {}});
       if (!it->second.empty() &&
           (it->second.front().values->rank() != t.rank() || it->second.front().values->dtype() != t.dtype()))
