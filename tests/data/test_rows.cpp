@@ -170,11 +170,14 @@ TEST_CASE("rows: a split is checked at opening, every row, and the message names
   CHECK(data::parse_keep_data("file") == data::KeepData::file);
   REQUIRE_THROWS_AS(data::parse_keep_data("disk"), ConfigError);
 
-  // Blocks of rows cover [0, n) in order, each at most `bytes` (at least one row).
+  // Blocks of rows cover [first, last) in order, each at most `bytes` (at least one row).
   std::vector<std::pair<int64_t, int64_t>> blocks;
-  data::for_blocks(10, 4, [&](int64_t b, int64_t e) { blocks.emplace_back(b, e); }, 12);
+  data::for_blocks(0, 10, 4, [&](int64_t b, int64_t e) { blocks.emplace_back(b, e); }, 12);
   CHECK(blocks == std::vector<std::pair<int64_t, int64_t>>{{0, 3}, {3, 6}, {6, 9}, {9, 10}});
   blocks.clear();
-  data::for_blocks(2, 100, [&](int64_t b, int64_t e) { blocks.emplace_back(b, e); }, 12);
+  data::for_blocks(0, 2, 100, [&](int64_t b, int64_t e) { blocks.emplace_back(b, e); }, 12);
   CHECK(blocks == std::vector<std::pair<int64_t, int64_t>>{{0, 1}, {1, 2}});
+  blocks.clear();
+  data::for_blocks(5, 9, 4, [&](int64_t b, int64_t e) { blocks.emplace_back(b, e); }, 8);
+  CHECK(blocks == std::vector<std::pair<int64_t, int64_t>>{{5, 7}, {7, 9}});
 }

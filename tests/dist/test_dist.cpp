@@ -2,6 +2,7 @@
 // are threads of this process: ThreadRanks, a Communicator whose exchange passes byte vectors
 // through mailboxes. The algorithms only see Communicator::start_exchange, so this tests the very
 // code an MPI job runs, without a launcher.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <deque>
@@ -12,10 +13,12 @@
 #include <optional>
 #include <thread>
 
+#include "attn/data/token_data.hpp"
 #include "attn/dist/communicator.hpp"
 #include "attn/nn/grad_ready.hpp"
 #include "attn/ops/cross_entropy.hpp"
 #include "attn/ops/linear.hpp"
+#include "attn/train/data_fingerprint.hpp"
 #include "attn/train/data_parallel.hpp"
 #include "attn/train/split_run.hpp"
 #include "attn/train/seq2seq_run.hpp"
@@ -604,4 +607,90 @@ TEST_CASE("DataParallel: a model of more modules than message tags is planned by
   CHECK(buckets >= 1250);   // buckets of a few floats, not one
   REQUIRE(got.size() == 5000);
   for (size_t k = 0; k < got.size(); ++k) CHECK(got[k] == Approx(2.5 * static_cast<double>(k % 7)));
+}
+
+TEST_CASE("share_rows: consecutive shares of ceil(n / N) rows cover rows 0 to n - 1 in rank order", "[unit][dist]") {
+  for (const int N : {1, 2, 3, 8})
+    for (const int64_t n : {0, 1, 5, 7, 24}) {
+      int64_t next = 0;
+      for (int r = 0; r < N; ++r) {
+        ThreadGroup group(N);   // no exchange: shares are arithmetic
+        const ThreadRank comm(group, r);
+        const data::RowShare s = data::share_rows(n, comm);
+        INFO("n " << n << " N " << N << " rank " << r);
+        CHECK(s.per_rank == (n + N - 1) / N);
+        CHECK(s.begin == std::min(next, n));
+        CHECK(s.end - s.begin <= s.per_rank);
+        next = s.end;
+      }
+      CHECK(next == n);
+    }
+}
+
+TEST_CASE("a split opened in the file and its fingerprint: each rank reads its share, every rank gets one "
+          "process's result",
+          "[unit][dist]") {
+  test::TempDir dir;
+  constexpr int64_t kRows = 23, kWidth = 6, kVocab = 12;
+  Rng rng(5);
+  Tensor src({kRows, kWidth}, DType::i32), len({kRows}, DType::i32), seg({kRows, kWidth}, DType::i32);
+  for (int64_t i = 0; i < kRows; ++i) {
+    len.idata()[i] = static_cast<int32_t>(2 + i % (kWidth - 1));
+    for (int64_t t = 0; t < len.idata()[i]; ++t) {
+      src.idata()[i * kWidth + t] = static_cast<int32_t>(4 + rng.uniform_int(kVocab - 4));
+      seg.idata()[i * kWidth + t] = i % 3 == 0 && t >= 1 ? 1 : 0;   // sentence B on every third row
+    }
+  }
+  auto write = [&](const std::string& name, const Tensor& ids) {
+    io::File f = io::File::create(dir.file(name));
+    f.write_all("/train/", {{"src", ids}, {"src_len", len}, {"segments", seg}, {"extra", randn({kRows, 5}, rng)}});
+    f.commit();
+  };
+  write("good.h5", src);
+  Tensor bad = src.clone();
+  bad.idata()[20 * kWidth] = kVocab;   // row 20: in the second half of the rows
+  write("bad.h5", bad);
+  const data::TokenSplitRequest request{.tgt = false, .src_vocab = kVocab, .segments = true};
+
+  // One process: blocks of 16 values (several per dataset), and the split read into memory.
+  dist::SingleProcess one;
+  const io::File good = io::File::open_read(dir.file("good.h5"));
+  const train::DataFingerprint want = train::fingerprint_data(good, one, 16);
+  CHECK(want.train != train::fingerprint_data(good, one).train);   // the block size is part of the value
+  const data::TokenSplit memory = data::read_token_split(good, "train", request);
+  const std::vector<bool> want_pairs = data::has_sentence_b(memory.segments, memory.src_len, one);
+  CHECK(std::count(want_pairs.begin(), want_pairs.end(), true) == 8);
+
+  for (const int N : {2, 3, 8}) {   // 8 ranks: some have no rows and no blocks
+    std::vector<train::DataFingerprint> fingerprints(static_cast<size_t>(N));
+    std::vector<std::vector<bool>> pairs(static_cast<size_t>(N));
+    on_ranks(N, [&](dist::Communicator& comm) {
+      const io::File f = io::File::open_read(dir.file("good.h5"));   // each rank its own handle, as in a job
+      fingerprints[static_cast<size_t>(comm.rank())] = train::fingerprint_data(f, comm, 16);
+      const data::TokenSplit opened = data::open_token_split(f, "train", request, data::KeepData::automatic, comm);
+      pairs[static_cast<size_t>(comm.rank())] = data::has_sentence_b(opened.segments, opened.src_len, comm);
+    });
+    INFO("N " << N);
+    for (int r = 0; r < N; ++r) {
+      CHECK(fingerprints[static_cast<size_t>(r)].train == want.train);
+      CHECK(fingerprints[static_cast<size_t>(r)].vocab == want.vocab);
+      CHECK(pairs[static_cast<size_t>(r)] == want_pairs);
+    }
+  }
+
+  // The bad id of row 20 is in rank 1's share of 2 (rows 12-22): rank 1 finds it, naming the row;
+  // rank 0 checks rows 0-11 only, so it opens the split (under mpirun, rank 1's error ends the job).
+  std::vector<std::string> errors(2);
+  on_ranks(2, [&](dist::Communicator& comm) {
+    const io::File f = io::File::open_read(dir.file("bad.h5"));
+    try {
+      (void)data::open_token_split(f, "train", request, data::KeepData::file, comm);
+    } catch (const DataError& e) {
+      errors[static_cast<size_t>(comm.rank())] = e.what();
+    }
+  });
+  CHECK(errors[0].empty());
+  CHECK_THAT(errors[1], Catch::Contains("row 20"));
+  CHECK_THROWS_AS(data::open_token_split(io::File::open_read(dir.file("bad.h5")), "train", request, data::KeepData::file, one),
+                  DataError);   // one process checks every row
 }

@@ -124,6 +124,29 @@ bool make_babi_task1(const test::TempDir& dir) {
   return true;
 }
 
+// `from` copied to `to` (datasets, and the attributes of the root, /config and the datasets'
+// groups) with the first element of row `row` of the float dataset `path` set to NaN.
+void copy_with_nan(const std::string& from, const std::string& to, const std::string& path, int64_t row) {
+  const io::File in = io::File::open_read(from);
+  io::File out = io::File::create(to);
+  auto copy_attrs = [&](const std::string& object) {
+    for (const std::string& key : in.attr_names(object)) out.set_attr(object, key, in.attr(object, key));
+  };
+  copy_attrs("/");
+  if (in.exists("/config")) copy_attrs("/config");
+  for (const std::string& rel : in.list_datasets("/")) {
+    const std::string dataset = "/" + rel;
+    Tensor t = in.read(dataset);
+    if (dataset == path) {
+      t = t.clone();
+      t.data()[row * (t.numel() / t.dim(0))] = NAN;
+    }
+    out.write(dataset, t);
+    copy_attrs(dataset.substr(0, dataset.rfind('/')));
+  }
+  out.commit();
+}
+
 }  // namespace
 
 TEST_CASE("mpirun -np 2: a Transformer trains to one process's parameters on the same batches", "[integration][mpi]") {
@@ -198,6 +221,26 @@ TEST_CASE("mpirun -np 2: the other families train to one process's parameters", 
     if (!make_babi_task1(dir)) return;
     check_two_ranks_match_one(dir, "{mem}", "--data q.h5 --embedding-size 8 --batch-size 32 --steps 6" + kSgd);
   }
+}
+
+TEST_CASE("mpirun -np 2 --keep-data file: the ranks share the checks of the rows, and a bad row ends the job",
+          "[integration][mpi]") {
+  if (!mpi_ready()) return;
+  test::TempDir dir;
+  require_ok(run(dir, "{data} copy --width 4 --min-len 1 --max-len 4 --n 300 --valid-n 20 --test-n 20 --seed 3 "
+                      "--out c.h5 --quiet"));
+  // A NaN in row 290 of 300: in rank 1's share (rows 150-299), so rank 1 finds it and its error
+  // ends the job; the message names the file's row, and no model is written.
+  copy_with_nan(dir.file("c.h5"), dir.file("bad.h5"), "/train/inputs", 290);
+  const std::string model = " --model m.h5 --controller-size 16 --memory 16,6 --steps 2 --keep-data file" + kSgd;
+  const Result one = run(dir, "{ntm} train --data bad.h5" + model);
+  CHECK(one.code == 3);
+  CHECK_THAT(one.err, Contains("bad.h5") && Contains("row 290"));
+  const Result two = run(dir, "{np2} {ntm} train --data bad.h5" + model);
+  CHECK(two.code == 3);
+  CHECK_THAT(two.err, Contains("bad.h5") && Contains("row 290"));
+  CHECK_FALSE(std::filesystem::exists(dir.file("m.h5")));
+  require_ok(run(dir, "{np2} {ntm} train --data c.h5" + model));
 }
 
 TEST_CASE("mpirun -np 2 --keep-data file: each rank reads its shard's rows from the file, to the bits of rows in memory",

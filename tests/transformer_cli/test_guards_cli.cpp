@@ -120,6 +120,26 @@ TEST_CASE("train --resume refuses another data set, and --allow-new-data continu
   CHECK(io::File::open_read(dir.file("m.h5")).attr_int("/state", "step") == 5);
   CHECK(run(dir, train("--data d.h5 --model x.h5 --steps 2 --allow-new-data")).code == 2);   // needs --resume
 
+  // A model of an older attnlab, whose train fingerprint was one hash over the whole split (no
+  // train_fingerprint_block): it cannot be compared, so it is refused on its own data too.
+  {
+    const io::File m = io::File::open_read(dir.file("m.h5"));
+    const io::Checkpoint c = io::read_checkpoint(m);
+    io::File old = io::File::create(dir.file("old.h5"));
+    io::write_checkpoint(old, c);
+    for (const char* v : {"/vocab/src", "/vocab/tgt"}) old.write_strings(v, m.read_strings(v));
+    for (const char* key : {"data", "vocab_fingerprint", "train_fingerprint"})
+      old.set_attr("/trained_on", key, m.attr_string("/trained_on", key));
+    old.commit();
+  }
+  const Result older = run(dir, train("--data other.h5 --model old.h5 --steps 6 --resume old.h5"));
+  CHECK(older.code == 3);
+  CHECK_THAT(older.err, Contains("old.h5: holds a /train fingerprint that an older attnlab computed another way") &&
+                            Contains("--allow-new-data"));
+  const Result older_allowed = run(dir, train("--data other.h5 --model old.h5 --steps 6 --resume old.h5 --allow-new-data"));
+  INFO(older_allowed.err);
+  CHECK(older_allowed.code == 0);
+
   // Other words, the same number of them: the sizes agree, the vocabularies do not.
   test::write_text(dir.file("a.src"), "a b\nb a\na a\nb b\n");
   test::write_text(dir.file("a.tgt"), "c d\nd c\nc c\nd d\n");

@@ -50,14 +50,15 @@ CaptionSplit read_caption_split(const io::File& file, const std::string& split, 
   return s;
 }
 
-CaptionSplit open_caption_split(const io::File& file, const std::string& split, int64_t vocab, KeepData keep) {
+CaptionSplit open_caption_split(const io::File& file, const std::string& split, int64_t vocab, KeepData keep,
+                                dist::Communicator& ranks) {
   const CaptionSplit layout = read_caption_split(file, split, vocab, io::RowSet::range(0, 0));
   const std::string g = "/" + split + "/";
   const int64_t n = file.shape(g + "tgt")[0];
   const Shape image = file.shape(g + "images");
   const int64_t row_bytes = (numel(image) / std::max<int64_t>(n, 1) + layout.tgt.dim(1) * 5 + 1) * 4;
-  if (!keep_in_file(keep, n * row_bytes)) return read_caption_split(file, split, vocab);
-  for_blocks(n, row_bytes, [&](int64_t begin, int64_t end) {
+  if (!keep_in_file(keep, n * row_bytes, ranks)) return read_caption_split(file, split, vocab);
+  for_shared_blocks(n, row_bytes, ranks, [&](int64_t begin, int64_t end) {
     (void)read_caption_split(file, split, vocab, io::RowSet::range(begin, end));
   });
   CaptionSplit s;

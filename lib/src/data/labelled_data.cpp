@@ -63,12 +63,12 @@ LabelledSplit read_labelled_split(const io::File& file, const std::string& split
 }
 
 LabelledSplit open_labelled_split(const io::File& file, const std::string& split, int64_t vocab_size,
-                                  int64_t num_labels, KeepData keep) {
+                                  int64_t num_labels, KeepData keep, dist::Communicator& ranks) {
   const std::string g = "/" + split + "/";
   const LabelledSplit layout = read_labelled_split(file, split, vocab_size, num_labels, io::RowSet::range(0, 0));
   const int64_t n = file.shape(g + "src")[0], row_bytes = layout.src.dim(1) * 8 + 8;
-  if (!keep_in_file(keep, n * row_bytes)) return read_labelled_split(file, split, vocab_size, num_labels);
-  for_blocks(n, row_bytes, [&](int64_t begin, int64_t end) {
+  if (!keep_in_file(keep, n * row_bytes, ranks)) return read_labelled_split(file, split, vocab_size, num_labels);
+  for_shared_blocks(n, row_bytes, ranks, [&](int64_t begin, int64_t end) {
     (void)read_labelled_split(file, split, vocab_size, num_labels, io::RowSet::range(begin, end));
   });
   LabelledSplit out;

@@ -122,13 +122,14 @@ QaSplit read_qa_split(const io::File& file, const std::string& split, int64_t vo
   return s;
 }
 
-QaSplit open_qa_split(const io::File& file, const std::string& split, int64_t vocab_size, KeepData keep) {
+QaSplit open_qa_split(const io::File& file, const std::string& split, int64_t vocab_size, KeepData keep,
+                      dist::Communicator& ranks) {
   const QaSplit layout = read_qa_split(file, split, vocab_size, io::RowSet::range(0, 0));
   const std::string g = "/" + split + "/";
   const int64_t n = file.shape(g + "story")[0];
   const int64_t row_bytes = (layout.memory_size() * layout.sentence_width() + layout.question_width() + 8) * 4;
-  if (!keep_in_file(keep, n * row_bytes)) return read_qa_split(file, split, vocab_size);
-  for_blocks(n, row_bytes, [&](int64_t begin, int64_t end) {
+  if (!keep_in_file(keep, n * row_bytes, ranks)) return read_qa_split(file, split, vocab_size);
+  for_shared_blocks(n, row_bytes, ranks, [&](int64_t begin, int64_t end) {
     (void)read_qa_split(file, split, vocab_size, io::RowSet::range(begin, end));
   });
   QaSplit s;

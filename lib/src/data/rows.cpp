@@ -6,6 +6,7 @@
 
 #include "attn/core/error.hpp"
 #include "attn/core/memory.hpp"
+#include "attn/dist/communicator.hpp"
 
 namespace attn::data {
 
@@ -49,11 +50,16 @@ Tensor Rows::range(int64_t begin, int64_t end) const {
 
 Tensor Rows::all() const { return file_ ? file_->read(dataset_, dtype_) : memory_; }
 
-bool keep_in_file(KeepData keep, int64_t bytes) {
+bool keep_in_file(KeepData keep, int64_t bytes, dist::Communicator& ranks) {
   switch (keep) {
     case KeepData::memory: return false;
     case KeepData::file: return true;
-    case KeepData::automatic: return static_cast<size_t>(bytes) > memory_budget() / 16;
+    case KeepData::automatic: {
+      std::vector<double> file = {static_cast<size_t>(bytes) > memory_budget() / 16 ? 1.0 : 0.0};
+      for (const double any : dist::allgather(ranks, std::span<const double>(file)))
+        if (any > 0) return true;
+      return false;
+    }
   }
   return false;
 }
@@ -73,9 +79,33 @@ KeepData parse_keep_data(const std::string& name) {
   throw ConfigError("keep-data: '" + name + "' is not one of auto, memory, file");
 }
 
-void for_blocks(int64_t n, int64_t row_bytes, const std::function<void(int64_t, int64_t)>& f, int64_t bytes) {
+void for_blocks(int64_t first, int64_t last, int64_t row_bytes, const std::function<void(int64_t, int64_t)>& f,
+                int64_t bytes) {
   const int64_t step = std::max<int64_t>(1, bytes / std::max<int64_t>(row_bytes, 1));
-  for (int64_t begin = 0; begin < n; begin += step) f(begin, std::min(n, begin + step));
+  for (int64_t begin = first; begin < last; begin += step) f(begin, std::min(last, begin + step));
+}
+
+RowShare share_rows(int64_t n, const dist::Communicator& ranks) {
+  const int64_t N = ranks.size(), q = (n + N - 1) / N;
+  return {std::min(n, ranks.rank() * q), std::min(n, (ranks.rank() + 1) * q), q};
+}
+
+void for_shared_blocks(int64_t n, int64_t row_bytes, const dist::Communicator& ranks,
+                       const std::function<void(int64_t, int64_t)>& f) {
+  const RowShare share = share_rows(n, ranks);
+  for_blocks(share.begin, share.end, row_bytes, f);
+}
+
+std::vector<std::byte> gather_shares(std::span<const std::byte> mine, const RowShare& share, int64_t n,
+                                     size_t item_bytes, dist::Communicator& ranks) {
+  if (mine.size() != static_cast<size_t>(share.end - share.begin) * item_bytes)
+    throw Error("gather_shares: " + std::to_string(mine.size()) + " bytes for a share of " +
+                std::to_string(share.end - share.begin) + " items of " + std::to_string(item_bytes));
+  std::vector<std::byte> padded(static_cast<size_t>(share.per_rank) * item_bytes);   // allgather's equal blocks
+  std::copy(mine.begin(), mine.end(), padded.begin());
+  std::vector<std::byte> all = dist::allgather(ranks, padded);
+  all.resize(static_cast<size_t>(n) * item_bytes);   // the padding of the last shares is at the end
+  return all;
 }
 
 }  // namespace attn::data

@@ -80,14 +80,15 @@ SequenceSplit read_sequence_split(const io::File& file, const std::string& split
   return s;
 }
 
-SequenceSplit open_sequence_split(const io::File& file, const std::string& split, KeepData keep) {
+SequenceSplit open_sequence_split(const io::File& file, const std::string& split, KeepData keep,
+                                  dist::Communicator& ranks) {
   const SequenceSplit layout = read_sequence_split(file, split, io::RowSet::range(0, 0));
   const std::string g = "/" + split + "/";
   const int64_t n = file.shape(g + "inputs")[0];
   const int64_t row_bytes =
       (layout.inputs.dim(1) * layout.inputs.dim(2) + layout.targets.dim(1) * layout.targets.dim(2) + 2) * 4;
-  if (!keep_in_file(keep, n * row_bytes)) return read_sequence_split(file, split);
-  for_blocks(n, row_bytes, [&](int64_t begin, int64_t end) {
+  if (!keep_in_file(keep, n * row_bytes, ranks)) return read_sequence_split(file, split);
+  for_shared_blocks(n, row_bytes, ranks, [&](int64_t begin, int64_t end) {
     (void)read_sequence_split(file, split, io::RowSet::range(begin, end));
   });
   SequenceSplit s;

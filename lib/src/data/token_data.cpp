@@ -99,14 +99,14 @@ TokenSplit read_token_split(const io::File& file, const std::string& split, cons
 }
 
 TokenSplit open_token_split(const io::File& file, const std::string& split, const TokenSplitRequest& request,
-                            KeepData keep) {
+                            KeepData keep, dist::Communicator& ranks) {
   const TokenSplit shapes = read_token_split(file, split, request, io::RowSet::range(0, 0));   // layout, no rows
   const std::string g = "/" + split + "/";
   const bool as_text = targets_as_text(file, split, request);
   const int64_t n = file.shape(g + (request.src || as_text || !request.tgt ? "src" : "tgt"))[0];
   const int64_t row_bytes = (shapes.src.dim(-1) + (as_text ? 0 : shapes.tgt.dim(-1)) + 2) * int64_t{4};
-  if (!keep_in_file(keep, n * row_bytes)) return read_token_split(file, split, request);
-  for_blocks(n, row_bytes, [&](int64_t begin, int64_t end) {
+  if (!keep_in_file(keep, n * row_bytes, ranks)) return read_token_split(file, split, request);
+  for_shared_blocks(n, row_bytes, ranks, [&](int64_t begin, int64_t end) {
     (void)read_token_split(file, split, request, io::RowSet::range(begin, end));
   });
   TokenSplit out;
@@ -127,15 +127,22 @@ TokenSplit open_token_split(const io::File& file, const std::string& split, cons
   return out;
 }
 
-std::vector<bool> has_sentence_b(const Rows& segments, const Tensor& lengths) {
-  std::vector<bool> out(static_cast<size_t>(lengths.numel()), false);
+std::vector<bool> has_sentence_b(const Rows& segments, const Tensor& lengths, dist::Communicator& ranks) {
+  const int64_t n = lengths.numel();
+  std::vector<bool> out(static_cast<size_t>(n), false);
   if (segments.empty()) return out;
   const int64_t S = segments.dim(1);
-  for_blocks(segments.size(), S * 4, [&](int64_t begin, int64_t end) {
+  // In the file, each rank reads its share of the rows and the flags are gathered.
+  const RowShare share = segments.in_file() ? share_rows(n, ranks) : RowShare{0, n, n};
+  std::vector<std::byte> mine(static_cast<size_t>(share.end - share.begin));
+  for_blocks(share.begin, share.end, S * 4, [&](int64_t begin, int64_t end) {
     const Tensor seg = segments.range(begin, end);
     for (int64_t i = begin; i < end; ++i)
-      out[static_cast<size_t>(i)] = seg.idata()[(i - begin) * S + lengths.idata()[i] - 1] == 1;
+      mine[static_cast<size_t>(i - share.begin)] =
+          std::byte{seg.idata()[(i - begin) * S + lengths.idata()[i] - 1] == 1};
   });
+  const std::vector<std::byte> all = segments.in_file() ? gather_shares(mine, share, n, 1, ranks) : mine;
+  for (int64_t i = 0; i < n; ++i) out[static_cast<size_t>(i)] = all[static_cast<size_t>(i)] != std::byte{0};
   return out;
 }
 

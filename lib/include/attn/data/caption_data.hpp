@@ -41,8 +41,10 @@ struct CaptionSplit {
 CaptionSplit read_caption_split(const io::File& file, const std::string& split, int64_t vocab,
                                 const io::RowSet& rows = io::RowSet::all());
 // A split for training, kept as `keep` says (data/rows.hpp): read whole into memory, or checked a
-// block of rows at a time with images, captions and boxes left in `file`, which must outlive it.
-CaptionSplit open_caption_split(const io::File& file, const std::string& split, int64_t vocab, KeepData keep);
+// block of rows at a time with images, captions and boxes left in `file`, which must outlive it
+// (the ranks of `ranks` each checking their share).
+CaptionSplit open_caption_split(const io::File& file, const std::string& split, int64_t vocab, KeepData keep,
+                                dist::Communicator& ranks = dist::world());
 
 // The captions' vocabulary, /vocab/tgt (read_vocab).
 Vocab read_caption_vocab(const io::File& file);

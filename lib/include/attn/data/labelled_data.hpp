@@ -44,9 +44,10 @@ struct LabelledSplit {
 LabelledSplit read_labelled_split(const io::File& file, const std::string& split, int64_t vocab_size,
                                   int64_t num_labels, const io::RowSet& rows = io::RowSet::all());
 // A split for training, kept as `keep` says (data/rows.hpp): read whole into memory, or checked a
-// block of rows at a time with src and segments left in `file`, which must outlive it.
+// block of rows at a time with src and segments left in `file`, which must outlive it (the ranks
+// of `ranks` each checking their share).
 LabelledSplit open_labelled_split(const io::File& file, const std::string& split, int64_t vocab_size,
-                                  int64_t num_labels, KeepData keep);
+                                  int64_t num_labels, KeepData keep, dist::Communicator& ranks = dist::world());
 // Writes the four datasets of `s` (segments as uint8).
 void write_labelled_split(io::File& file, const std::string& split, const LabelledSplit& s);
 

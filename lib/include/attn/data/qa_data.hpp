@@ -73,8 +73,10 @@ void write_qa_split(io::File& file, const std::string& split, const QaSplit& s);
 QaSplit read_qa_split(const io::File& file, const std::string& split, int64_t vocab_size,
                       const io::RowSet& rows = io::RowSet::all());
 // A split for training, kept as `keep` says (data/rows.hpp): read whole into memory, or checked a
-// block of rows at a time with stories and questions left in `file`, which must outlive it.
-QaSplit open_qa_split(const io::File& file, const std::string& split, int64_t vocab_size, KeepData keep);
+// block of rows at a time with stories and questions left in `file`, which must outlive it (the
+// ranks of `ranks` each checking their share).
+QaSplit open_qa_split(const io::File& file, const std::string& split, int64_t vocab_size, KeepData keep,
+                      dist::Communicator& ranks = dist::world());
 
 // Reads and checks /vocab/words (read_vocab); its size() is read_qa_split's vocab_size.
 Vocab read_qa_vocab(const io::File& file);

@@ -9,13 +9,20 @@
 // compressed chunks its rows lie in (about 16 KiB each), measured at 2.5 ms for 32 random 32 x
 // 160 images and 14 ms for 300 random sentence pairs of 200,000 (1-2% of a captioner's and a
 // Transformer's step), which is why small data sets stay in memory (docs/ARCHITECTURE.md).
+//
+// Opening a split in the file is a pass the ranks of a data-parallel job share: each checks (and
+// summarises) its share of the rows (share_rows), and what every rank needs of them (a flag per
+// row) is gathered, so each row is read once by the job, not once per rank. Every rank must open
+// the same splits in the same order (they do: the train verbs open them before anything else).
 #pragma once
 #include <cstdint>
 #include <functional>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "attn/core/tensor.hpp"
+#include "attn/dist/world.hpp"
 #include "attn/io/hdf5_file.hpp"
 
 namespace attn::data {
@@ -26,8 +33,10 @@ enum class KeepData {
   memory,      // read whole into memory when the split is opened
   file,        // left in the file, read a batch at a time
 };
-// Whether rows of `bytes` are kept in the file.
-bool keep_in_file(KeepData keep, int64_t bytes);
+// Whether rows of `bytes` are kept in the file. `automatic` asks every rank of `ranks` (the memory
+// budget is each machine's own) and keeps them in the file when any rank would, so that the ranks
+// open a split alike.
+bool keep_in_file(KeepData keep, int64_t bytes, dist::Communicator& ranks = dist::world());
 // "auto", "memory", "file": the option's values.
 const char* keep_data_name(KeepData keep);
 KeepData parse_keep_data(const std::string& name);   // ConfigError for another name
@@ -63,8 +72,25 @@ class Rows {
 };
 
 // Rows in blocks of about `bytes` (at least one row per block), for checking or summarising a split
-// held in the file without holding it: calls f(begin, end) for consecutive [begin, end) over [0, n).
-void for_blocks(int64_t n, int64_t row_bytes, const std::function<void(int64_t, int64_t)>& f,
+// held in the file without holding it: calls f(begin, end) for consecutive [begin, end) over
+// [first, last).
+void for_blocks(int64_t first, int64_t last, int64_t row_bytes, const std::function<void(int64_t, int64_t)>& f,
                 int64_t bytes = int64_t{64} << 20);
+
+// This rank's share of a pass over n rows (or blocks): rank r of N takes [r q, (r + 1) q) cut to
+// [0, n), q = ceil(n / N), so the last ranks may have fewer or none.
+struct RowShare {
+  int64_t begin = 0, end = 0;   // this rank's rows
+  int64_t per_rank = 0;         // q: what gather_shares exchanges per rank
+};
+RowShare share_rows(int64_t n, const dist::Communicator& ranks);
+// for_blocks over this rank's share of [0, n): the pass that checks a split opened in the file.
+void for_shared_blocks(int64_t n, int64_t row_bytes, const dist::Communicator& ranks,
+                       const std::function<void(int64_t, int64_t)>& f);
+
+// Every rank's `mine` (its share's items of `item_bytes` each, in order), put together in row
+// order on every rank: n items.
+std::vector<std::byte> gather_shares(std::span<const std::byte> mine, const RowShare& share, int64_t n,
+                                     size_t item_bytes, dist::Communicator& ranks);
 
 }  // namespace attn::data

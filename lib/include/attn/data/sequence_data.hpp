@@ -50,7 +50,9 @@ void write_sequence_split(io::File& file, const std::string& split, const Sequen
 SequenceSplit read_sequence_split(const io::File& file, const std::string& split,
                                   const io::RowSet& rows = io::RowSet::all());
 // A split for training, kept as `keep` says (data/rows.hpp): read whole into memory, or checked a
-// block of rows at a time with inputs and targets left in `file`, which must outlive it.
-SequenceSplit open_sequence_split(const io::File& file, const std::string& split, KeepData keep);
+// block of rows at a time with inputs and targets left in `file`, which must outlive it (the ranks
+// of `ranks` each checking their share).
+SequenceSplit open_sequence_split(const io::File& file, const std::string& split, KeepData keep,
+                                  dist::Communicator& ranks = dist::world());
 
 }  // namespace attn::data

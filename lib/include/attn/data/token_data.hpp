@@ -57,14 +57,15 @@ TokenSplit read_token_split(const io::File& file, const std::string& split, cons
 
 // A split for training, kept as `keep` says (data/rows.hpp): read whole into memory, or checked a
 // block of rows at a time with the lengths in memory and the rows left in `file`, which must
-// outlive it. A labelled split read as text is built in memory (its targets are not in the file).
+// outlive it (the ranks of `ranks` each checking their share). A labelled split read as text is
+// built in memory (its targets are not in the file).
 TokenSplit open_token_split(const io::File& file, const std::string& split, const TokenSplitRequest& request,
-                            KeepData keep);
+                            KeepData keep, dist::Communicator& ranks = dist::world());
 
 // Per row, whether it has a sentence B: its segment at position length - 1 is 1 (false for all
 // when `segments` is empty). segments: int32 [N, S], in memory or in the file (read a block at a
-// time); lengths: int32 [N].
-std::vector<bool> has_sentence_b(const Rows& segments, const Tensor& lengths);
+// time, each rank of `ranks` its share); lengths: int32 [N].
+std::vector<bool> has_sentence_b(const Rows& segments, const Tensor& lengths, dist::Communicator& ranks = dist::world());
 
 // Writes /<split>/{src, src_len, tgt, tgt_len} of s (the four must be set).
 void write_token_split(io::File& file, const std::string& split, const TokenSplit& s);
