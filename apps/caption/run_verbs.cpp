@@ -56,7 +56,8 @@ int cmd_eval(int argc, char** argv) {
   if (!opts.parse(argc, argv)) return 0;
   const train::CaptionerFile m = train::load_captioner(opts.get<std::string>("model"));
   const std::string split = opts.get<std::string>("split");
-  const data::CaptionSplit s = train::read_captioner_split(io::File::open_read(opts.get<std::string>("data")), split, m);
+  const io::File data = io::File::open_read(opts.get<std::string>("data"));   // the split may read from it
+  const data::CaptionSplit s = train::read_captioner_split(data, split, m);
   if (s.size() == 0) throw DataError(opts.get<std::string>("data") + ": the split '" + split + "' has no images");
   const int64_t batch = opts.get<int64_t>("batch-size");
   const train::CaptionScores scores = train::evaluate_captioner(m.model, s, batch);
@@ -88,7 +89,8 @@ int cmd_caption(int argc, char** argv) {
   if (!opts.parse(argc, argv)) return 0;
   const train::CaptionerFile m = train::load_captioner(opts.get<std::string>("model"));
   const std::string split = opts.get<std::string>("split");
-  const data::CaptionSplit s = train::read_captioner_split(io::File::open_read(opts.get<std::string>("data")), split, m);
+  const io::File data = io::File::open_read(opts.get<std::string>("data"));   // the split may read from it
+  const data::CaptionSplit s = train::read_captioner_split(data, split, m);
   const train::Captions c = train::caption_split(m.model, s, decode_options(opts), opts.get<int64_t>("batch-size"));
   cli::write_output(opts, "attnlab/output", "captions", [&](io::File& file) { train::write_captions(file, c, s, m.vocab); });
   cli::print_summary(opts, std::string(kTool) + " caption: " + std::to_string(s.size()) + " images of " + split +

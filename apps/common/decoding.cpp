@@ -13,8 +13,7 @@ std::string fixed(double v, int digits) {
 }
 
 // --split of --data as the model reads it.
-data::TokenSplit read_split(const Options& opts, const ModelReads& reads) {
-  const io::File data = io::File::open_read(opts.get<std::string>("data"));
+data::TokenSplit read_split(const Options& opts, const io::File& data, const ModelReads& reads) {
   return train::read_model_split(data, opts.get<std::string>("split"), reads.request, reads.src_vocab,
                                  reads.tgt_vocab);
 }
@@ -45,7 +44,8 @@ void add_translate_options(Options& opts, double default_length_penalty, const s
 
 void run_eval(const Options& opts, const ModelReads& reads,
               const std::function<train::EvalResult(const data::TokenSplit&, int64_t max_tokens)>& evaluate) {
-  const data::TokenSplit s = read_split(opts, reads);
+  const io::File data = io::File::open_read(opts.get<std::string>("data"));   // the split may read from it
+  const data::TokenSplit s = read_split(opts, data, reads);
   const train::EvalResult r = evaluate(s, opts.get<int64_t>("max-tokens"));
   std::string line = opts.tool() + " eval: " + s.name + ": loss " + fixed(r.stats.loss(), 4) + ", perplexity " +
                      fixed(train::perplexity(r.stats), 3) + ", token accuracy " + fixed(train::token_accuracy(r.stats), 4);
@@ -57,7 +57,8 @@ void run_eval(const Options& opts, const ModelReads& reads,
 void run_translate(const Options& opts, const ModelReads& reads, const data::Vocab& src_vocab,
                    const data::Vocab& tgt_vocab,
                    const std::function<train::Translation(const data::TokenSplit&, const DecodeChoice&)>& translate) {
-  const data::TokenSplit s = read_split(opts, reads);
+  const io::File data = io::File::open_read(opts.get<std::string>("data"));   // the split may read from it
+  const data::TokenSplit s = read_split(opts, data, reads);
   const DecodeChoice choice{.beam = opts.get<int64_t>("beam"),
                             .length_penalty = static_cast<float>(opts.get<double>("length-penalty")),
                             .max_len = opts.get<int64_t>("max-len"),

@@ -11,8 +11,8 @@ namespace attn::memnet_tool {
 namespace {
 
 // --split of --data, checked against the model's vocabulary.
-data::QaSplit read_split(const cli::Options& opts, const train::MemnetFile& m) {
-  return train::read_memnet_split(io::File::open_read(opts.get<std::string>("data")), opts.get<std::string>("split"), m);
+data::QaSplit read_split(const cli::Options& opts, const io::File& data, const train::MemnetFile& m) {
+  return train::read_memnet_split(data, opts.get<std::string>("split"), m);
 }
 
 // "1000 questions: loss 0.0123, accuracy 0.9990, error 0.0010"
@@ -55,7 +55,8 @@ int cmd_eval(int argc, char** argv) {
   opts.distributed();   // its batches shared out under mpirun (train/split_run.hpp)
   if (!opts.parse(argc, argv)) return 0;
   const train::MemnetFile m = train::load_memnet(opts.get<std::string>("model"));
-  const data::QaSplit s = read_split(opts, m);
+  const io::File data = io::File::open_read(opts.get<std::string>("data"));   // the split may read from it
+  const data::QaSplit s = read_split(opts, data, m);
   const train::MemnetScores scores = train::evaluate_memnet(m.model, s, opts.get<int64_t>("batch-size"));
   cli::print_summary(opts, std::string(kTool) + " eval: " + opts.get<std::string>("split") + ": " +
                                describe(scores.stats) + per_task(scores));
@@ -76,7 +77,8 @@ int cmd_answer(int argc, char** argv) {
   opts.distributed();   // its batches shared out under mpirun (train/split_run.hpp)
   if (!opts.parse(argc, argv)) return 0;
   const train::MemnetFile m = train::load_memnet(opts.get<std::string>("model"));
-  const data::QaSplit s = read_split(opts, m);
+  const io::File data = io::File::open_read(opts.get<std::string>("data"));   // the split may read from it
+  const data::QaSplit s = read_split(opts, data, m);
   const train::MemnetAnswers a = train::answer_memnet(m.model, s, opts.get<int64_t>("batch-size"));
   cli::write_output(opts, "attnlab/output", "memnet-answers",
                     [&](io::File& file) { train::write_memnet_answers(file, s, m.vocab, a); });

@@ -9,8 +9,8 @@ namespace attn::ntm_tool {
 namespace {
 
 // --split of --data as `model` reads it: the sequence layout, with the model's widths.
-data::SequenceSplit read_split(const cli::Options& opts, const models::NtmConfig& config) {
-  return train::read_ntm_split(io::File::open_read(opts.get<std::string>("data")), opts.get<std::string>("split"), config);
+data::SequenceSplit read_split(const cli::Options& opts, const io::File& data, const models::NtmConfig& config) {
+  return train::read_ntm_split(data, opts.get<std::string>("split"), config);
 }
 
 // "1000 sequences: cost 0.0123 bits per sequence, 0.0120 bit errors per sequence, bit error rate
@@ -42,7 +42,8 @@ int cmd_eval(int argc, char** argv) {
   opts.distributed();   // its batches shared out under mpirun (train/split_run.hpp)
   if (!opts.parse(argc, argv)) return 0;
   const train::NtmFile m = train::load_ntm(opts.get<std::string>("model"));
-  const data::SequenceSplit s = read_split(opts, m.model.config());
+  const io::File data = io::File::open_read(opts.get<std::string>("data"));   // the split may read from it
+  const data::SequenceSplit s = read_split(opts, data, m.model.config());
   const train::BatchStats stats = train::evaluate_ntm(m.model, s, opts.get<int64_t>("batch-size"));
   cli::print_summary(opts, std::string(kTool) + " eval: " + opts.get<std::string>("split") + ": " + describe(stats));
   return 0;
@@ -60,7 +61,8 @@ int cmd_run(int argc, char** argv) {
   opts.distributed();   // its batches shared out under mpirun (train/split_run.hpp)
   if (!opts.parse(argc, argv)) return 0;
   const train::NtmFile m = train::load_ntm(opts.get<std::string>("model"));
-  const data::SequenceSplit s = read_split(opts, m.model.config());
+  const io::File data = io::File::open_read(opts.get<std::string>("data"));   // the split may read from it
+  const data::SequenceSplit s = read_split(opts, data, m.model.config());
   const train::NtmRunResult r = train::run_ntm(m.model, s, opts.get<int64_t>("batch-size"));
   cli::write_output(opts, "attnlab/output", "ntm-run", [&](io::File& file) { train::write_ntm_run(file, s, r); });
   cli::print_summary(opts, std::string(kTool) + " run: " + opts.get<std::string>("split") + ": " + describe(r.stats) +

@@ -1,7 +1,12 @@
 // run_split: per-batch outputs go back to split order, padded to the largest batch, sums added
-// (on several ranks: tests/dist).
+// (on several ranks: tests/dist); the eval verbs' readers open a large split in the file.
 #include "attn/train/split_run.hpp"
 
+#include "attn/core/memory.hpp"
+#include "attn/data/sequence_data.hpp"
+#include "attn/io/hdf5_file.hpp"
+#include "attn/models/ntm.hpp"
+#include "attn/train/ntm_run.hpp"
 #include "test_support.hpp"
 
 using namespace attn;
@@ -56,4 +61,40 @@ TEST_CASE("run_split puts every output row back in split order, zero-padded to t
                     }),
                     ShapeError);
   CHECK_THROWS_AS(out.at("absent"), ConfigError);
+}
+
+TEST_CASE("the eval readers leave a split over a 16th of the memory budget in the file, to the in-memory results",
+          "[unit][split_run]") {
+  test::TempDir dir;
+  Rng rng(3);
+  constexpr int64_t kN = 40, kTin = 6, kTout = 4, kIn = 5, kOut = 4;
+  Tensor inputs({kN, kTin, kIn}), targets({kN, kTout, kOut}), in_len({kN}, DType::i32), out_len({kN}, DType::i32);
+  for (int64_t i = 0; i < kN; ++i) {
+    in_len.idata()[i] = static_cast<int32_t>(1 + i % kTin);
+    out_len.idata()[i] = static_cast<int32_t>(1 + i % kTout);
+    for (int64_t t = 0; t < in_len.idata()[i]; ++t)
+      for (int64_t c = 0; c < kIn; ++c) inputs.at((i * kTin + t) * kIn + c) = rng.uniform(0.0f, 1.0f) < 0.5f ? 0.0f : 1.0f;
+    for (int64_t t = 0; t < out_len.idata()[i]; ++t)
+      for (int64_t c = 0; c < kOut; ++c) targets.at((i * kTout + t) * kOut + c) = rng.uniform(0.0f, 1.0f) < 0.5f ? 0.0f : 1.0f;
+  }
+  {
+    io::File f = io::File::create(dir.file("seq.h5"));
+    data::write_sequence_split(f, "test", {inputs, in_len, targets, out_len});
+    f.commit();
+  }
+  models::NtmConfig c;
+  c.input_size = kIn, c.output_size = kOut, c.controller_size = 8, c.memory_rows = 8, c.memory_width = 4;
+  Rng init(1);
+  const models::Ntm model(c, init);
+  const io::File data = io::File::open_read(dir.file("seq.h5"));
+  const data::SequenceSplit memory = train::read_ntm_split(data, "test", c);
+  set_memory_budget(64 * 1024);   // the split's 7.5 KiB of rows are over a 16th of it
+  const data::SequenceSplit in_file = train::read_ntm_split(data, "test", c);
+  set_memory_budget(0);
+  REQUIRE_FALSE(memory.inputs.in_file());
+  REQUIRE(in_file.inputs.in_file());
+  const train::BatchStats a = train::evaluate_ntm(model, memory, 7), b = train::evaluate_ntm(model, in_file, 7);
+  CHECK(a.loss_sum == b.loss_sum);
+  CHECK(a.count == b.count);
+  CHECK(a.sums == b.sums);
 }

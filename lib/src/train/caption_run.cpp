@@ -132,7 +132,7 @@ CaptionerFile load_captioner(const std::string& path) {
 }
 
 data::CaptionSplit read_captioner_split(const io::File& data, const std::string& split, const CaptionerFile& m) {
-  data::CaptionSplit s = data::read_caption_split(data, split, m.vocab.size());
+  data::CaptionSplit s = data::open_caption_split(data, split, m.vocab.size(), data::KeepData::automatic);
   check_caption_data(m.model.config(), data::read_caption_vocab(data), s, data.display_name(), &m.vocab);
   return s;
 }

@@ -159,7 +159,8 @@ data::LabelledSplit read_classifier_split(const io::File& data, const std::strin
   if (data::read_labels(data) != m.labels)
     throw DataError(data.display_name() + ": dataset '/labels' differs from the classes of the model " + model_path +
                     " (" + std::to_string(m.labels.size()) + " classes): it was fine-tuned on another task");
-  return data::read_labelled_split(data, split, vocab.size(), static_cast<int64_t>(m.labels.size()));
+  return data::open_labelled_split(data, split, vocab.size(), static_cast<int64_t>(m.labels.size()),
+                                   data::KeepData::automatic);
 }
 
 BatchStats evaluate_classifier(const models::TransformerClassifier& model, const data::LabelledSplit& split,

@@ -157,7 +157,7 @@ MemnetFile load_memnet(const std::string& path) {
 
 data::QaSplit read_memnet_split(const io::File& data, const std::string& split, const MemnetFile& m) {
   check_vocab(m.model.config(), data::read_qa_vocab(data), data.display_name(), &m.vocab);
-  data::QaSplit s = data::read_qa_split(data, split, m.vocab.size());
+  data::QaSplit s = data::open_qa_split(data, split, m.vocab.size(), data::KeepData::automatic);
   require_examples(s.size(), data.display_name(), split);
   return s;
 }

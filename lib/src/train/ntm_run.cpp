@@ -127,7 +127,7 @@ TrainTask ntm_task(models::Ntm& model, const data::SequenceSplit& train, const d
 }
 
 data::SequenceSplit read_ntm_split(const io::File& data, const std::string& split, const models::NtmConfig& config) {
-  data::SequenceSplit s = data::read_sequence_split(data, split);
+  data::SequenceSplit s = data::open_sequence_split(data, split, data::KeepData::automatic);
   check_widths(config, s, data.display_name(), split);
   require_examples(s.size(), data.display_name(), split);
   return s;

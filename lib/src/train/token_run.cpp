@@ -118,7 +118,7 @@ data::TokenSplit read_model_split(const io::File& data, const std::string& split
     if (vocab && data::read_vocab(data, dataset).tokens() != vocab->tokens())
       throw FormatError(data.display_name() + ": dataset '" + dataset + "' differs from the model's vocabulary (" +
                         std::to_string(vocab->size()) + " tokens): the model was trained on another data set");
-  data::TokenSplit s = data::read_token_split(data, split, request);
+  data::TokenSplit s = data::open_token_split(data, split, request, data::KeepData::automatic);
   require_examples(s.size(), data.display_name(), split);
   return s;
 }

@@ -86,7 +86,8 @@ struct CaptionerFile {
 };
 CaptionerFile load_captioner(const std::string& path);
 
-// Split `split` of a data set for the model `m`, checked by check_caption_data.
+// Split `split` of a data set for the model `m`, checked by check_caption_data; opened as training
+// opens it (KeepData::automatic: a large split stays in `data`, which must outlive it).
 data::CaptionSplit read_captioner_split(const io::File& data, const std::string& split, const CaptionerFile& m);
 
 // Teacher-forced sums over a split and the attention correctness.

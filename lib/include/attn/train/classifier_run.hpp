@@ -81,7 +81,8 @@ ClassifierFile load_classifier(const std::string& path);
 bool is_classifier_file(const std::string& path);
 
 // Split `split` of a labelled data set for the classifier `m` (loaded from `model_path`): the
-// data set's /vocab/src and /labels must be the model's (DataError naming both files).
+// data set's /vocab/src and /labels must be the model's (DataError naming both files). Opened as
+// training opens it (KeepData::automatic: a large split stays in `data`, which must outlive it).
 data::LabelledSplit read_classifier_split(const io::File& data, const std::string& split, const ClassifierFile& m,
                                           const std::string& model_path);
 

@@ -108,7 +108,8 @@ struct MemnetScores {
 MemnetScores evaluate_memnet(const models::MemN2N& model, const data::QaSplit& split, int64_t batch_size);
 
 // Split `split` of a bAbI data set for the model `m`: its vocabulary checked against the model's
-// (check_vocab), then read.
+// (check_vocab), then opened as training opens it (KeepData::automatic: a large split stays in
+// `data`, which must outlive it).
 data::QaSplit read_memnet_split(const io::File& data, const std::string& split, const MemnetFile& m);
 
 // A model file's error on the data set's /test split, {"test_error", e} (none without one): the

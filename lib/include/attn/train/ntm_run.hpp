@@ -75,7 +75,8 @@ void check_widths(const models::NtmConfig& config, const data::SequenceSplit& sp
                   const std::string& split_name);
 
 // The split `split` of an open data set for a model of `config`, for the eval and run verbs:
-// checked by check_widths and refused when empty (require_examples).
+// checked by check_widths and refused when empty (require_examples); opened as training opens it
+// (KeepData::automatic: a large split stays in `data`, which must outlive it).
 data::SequenceSplit read_ntm_split(const io::File& data, const std::string& split, const models::NtmConfig& config);
 
 using NtmFile = LoadedModel<models::Ntm>;

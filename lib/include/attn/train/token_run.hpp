@@ -118,9 +118,11 @@ ModelFile<Model> load_token_model(const std::string& path, const std::string& ki
   return {std::move(m.model), std::move(v.src), std::move(v.tgt), std::move(m.checkpoint)};
 }
 
-// data::read_token_split after checking that the data set's /vocab/src and /vocab/tgt are the model's
-// (token ids would mean other words otherwise; FormatError naming the file). A null vocabulary
-// is not checked.
+// The split after checking that the data set's /vocab/src and /vocab/tgt are the model's (token
+// ids would mean other words otherwise; FormatError naming the file; a null vocabulary is not
+// checked), opened as training opens it (data::open_token_split with KeepData::automatic: a large
+// split stays in `data`, which must outlive it, and each rank of a data-parallel job then checks
+// a share of its rows and reads only the rows of its batches).
 data::TokenSplit read_model_split(const io::File& data, const std::string& split, const data::TokenSplitRequest& request,
                             const data::Vocab* src_vocab, const data::Vocab* tgt_vocab);
 
