@@ -5,7 +5,8 @@
 # Environment (defaults in brackets): SEEDS ["1 2 3"], SEQUENCES [training sequences per model],
 # EPOCH_SIZE [1000], THREADS [1], PYTHON [/usr/bin/python3, with h5py, for the tables],
 # BASELINE_LAYERS [3] (Graves et al. 2014 use 3-layer LSTM baselines), TRAIN_OPTIONS [""; more
-# attn-ntm train options for every model, e.g. "--curriculum"].
+# attn-ntm train options for every model, e.g. "--curriculum"], FF_OPTIONS [each task's Graves
+# Table 1 feed-forward NTM; "" trains none].
 
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 BUILD=$(cd "${1:-$ROOT/build}" && pwd)
@@ -66,48 +67,87 @@ print(int(seen[below[0]]) if len(below) else "-")
 PY
 }
 
-# ntm_experiment TASK TITLE TEST_NAMES MODEL_OPTIONS...: trains the NTM and its LSTM baseline for
-# every seed on $OUT/train.h5, writes the generalisation table ($OUT/table.md: bit errors in % and
-# per sequence on $OUT/test_<name>.h5 for every name), the learning curves ($OUT/curves.png) and
-# the memory use of the first test set's first sequence ($OUT/weights.png).
+# ntm_median VALUE...: the median of numbers ("-", never, sorts last); empty for no values.
+ntm_median() {
+  printf '%s\n' "$@" | sed 's/^-$/inf/' | sort -g | awk '{ v[NR] = $1 } END {
+    if (NR == 0) exit
+    m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
+    if (m == "inf" || m == "+inf" || m >= 1e300) print "-"; else printf "%.3g\n", m }'
+}
+
+# ntm_experiment TASK TITLE TEST_NAMES MODEL_OPTIONS...: trains, for every seed on $OUT/train.h5,
+# the NTM with a feed-forward controller in Graves et al.'s Table 1 settings for the task
+# ($FF_OPTIONS; none when empty), the NTM with an LSTM controller (MODEL_OPTIONS) and its LSTM
+# baseline of the same parameter count; writes the generalisation table ($OUT/table.md: bit errors
+# in % and per sequence on $OUT/test_<name>.h5 for every name, every seed and the median of the
+# seeds), the learning curves ($OUT/curves.png) and the memory use of the first seed's NTMs on the
+# first sequence of $OUT/test_$WEIGHTS_TEST.h5 (the first test set by default; weights.png for the
+# feed-forward NTM, weights_lstm_controller.png for the other). THRESHOLD [1]: the "to X bits"
+# column, the sequences seen when the validation cost first fell below X bits per sequence.
 ntm_experiment() {
   local task=$1 title=$2 tests=$3
   shift 3
-  local s name
+  local threshold=${THRESHOLD:-1} s name kind kinds="ntm lstm"
+  [ -n "${FF_OPTIONS:-}" ] && kinds="ntm_ff $kinds"
   for s in $SEEDS; do
-    echo "== seed $s: NTM $*"
+    if [ -n "${FF_OPTIONS:-}" ]; then
+      echo "== seed $s: NTM, feed-forward controller: $FF_OPTIONS"
+      # shellcheck disable=SC2086 # FF_OPTIONS is a list of options
+      ntm_train "ntm_ff_s$s" "$s" $FF_OPTIONS
+    fi
+    echo "== seed $s: NTM, LSTM controller $*"
     ntm_train "ntm_s$s" "$s" "$@"
-    echo "== seed $s: LSTM baseline ($BASELINE_LAYERS layers, the NTM's parameter count)"
+    echo "== seed $s: LSTM baseline ($BASELINE_LAYERS layers, the LSTM-controller NTM's parameter count)"
     ntm_train "lstm_s$s" "$s" "$@" --baseline lstm --baseline-layers "$BASELINE_LAYERS"
   done
   echo "== generalisation"
   {
     echo "$title: bit errors in % of the output bits / per sequence, 100 test sequences each; $SEQUENCES"
-    echo "training sequences per model. 'to 1 bit': sequences seen when the validation cost first fell below"
-    echo "1 bit per sequence ('-': never)."
+    echo "training sequences per model. 'to $threshold bit': sequences seen when the validation cost first fell"
+    echo "below $threshold bits per sequence ('-': never). ntm_ff: feed-forward controller ($FF_OPTIONS);"
+    echo "ntm: LSTM controller; lstm: the LSTM baseline. Median: of the seeds, column by column."
     echo
-    local header="| model | to 1 bit |" rule="|---|---|"
+    local header="| model | to $threshold bit |" rule="|---|---|"
     for name in $tests; do header="$header $name |"; rule="$rule---|"; done
     echo "$header"
     echo "$rule"
-    local kind row rate per
-    for kind in ntm lstm; do
+    local row rate per first k
+    for kind in $kinds; do
+      local firsts=() rates=() pers=()
       for s in $SEEDS; do
-        row="| $kind seed $s | $(ntm_first_below "$OUT/${kind}_s$s.h5" 1) |"
+        first=$(ntm_first_below "$OUT/${kind}_s$s.h5" "$threshold")
+        firsts+=("$first")
+        row="| $kind seed $s | $first |"
+        k=0
         for name in $tests; do
           read -r rate per _ <<<"$(ntm_eval "$OUT/${kind}_s$s.h5" "$OUT/test_$name.h5")"
+          rates[$k]="${rates[$k]:-} $rate"
+          pers[$k]="${pers[$k]:-} $per"
           row="$row $(awk -v r="$rate" -v p="$per" 'BEGIN { printf "%.3g%% / %.3g", 100 * r, p }') |"
+          k=$((k + 1))
         done
         echo "$row"
       done
+      row="| **$kind median** | $(ntm_median "${firsts[@]}") |"
+      for ((k = 0; k < ${#rates[@]}; k++)); do
+        # shellcheck disable=SC2086 # lists of numbers
+        row="$row $(awk -v r="$(ntm_median ${rates[$k]})" -v p="$(ntm_median ${pers[$k]})" \
+          'BEGIN { printf "%.3g%% / %.3g", 100 * r, p }') |"
+      done
+      echo "$row"
     done
   } | tee "$OUT/table.md"
   local models=()
-  for s in $SEEDS; do models+=("$OUT/ntm_s$s.h5" "$OUT/lstm_s$s.h5"); done
+  for s in $SEEDS; do for kind in $kinds; do models+=("$OUT/${kind}_s$s.h5"); done; done
   ntm_curves "$task: validation cost, NTM and LSTM" "$OUT/curves.png" "${models[@]}"
-  local first=${SEEDS%% *} test1=${tests%% *}
-  "$BIN/attn-ntm" run --model "$OUT/ntm_s$first.h5" --data "$OUT/test_$test1.h5" --out "$OUT/run.h5" --quiet
-  "$BIN/attn-plot" weights "$OUT/run.h5" --index 0 --inputs /inputs --outputs /outputs --write /write_weights \
-    --read /read_weights --title "$task ($test1): NTM seed $first" --out "$OUT/weights.png" --quiet
-  echo "curves: $OUT/curves.png; memory use: $OUT/weights.png"
+  local first=${SEEDS%% *} test1=${WEIGHTS_TEST:-${tests%% *}} picture
+  for kind in ntm_ff ntm; do
+    [ -f "$OUT/${kind}_s$first.h5" ] && [ -f "$OUT/test_$test1.h5" ] || continue
+    picture=$OUT/weights.png
+    [ "$kind" = ntm ] && [ -n "${FF_OPTIONS:-}" ] && picture=$OUT/weights_lstm_controller.png
+    "$BIN/attn-ntm" run --model "$OUT/${kind}_s$first.h5" --data "$OUT/test_$test1.h5" --out "$OUT/run_$kind.h5" --quiet
+    "$BIN/attn-plot" weights "$OUT/run_$kind.h5" --index 0 --inputs /inputs --outputs /outputs --write /write_weights \
+      --read /read_weights --title "$task ($test1): $kind seed $first" --out "$picture" --quiet
+  done
+  echo "curves: $OUT/curves.png; memory use: $OUT/weights*.png"
 }

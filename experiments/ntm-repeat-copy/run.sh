@@ -6,12 +6,14 @@
 #
 # Usage: experiments/ntm-repeat-copy/run.sh [BUILD_DIR]
 # Environment (defaults in brackets): SEEDS ["1 2 3"], SEQUENCES [100000 per model], EPOCH_SIZE
-# [1000], THREADS [1], REUSE [0], BASELINE_LAYERS [3].
-# Results: results/ntm-repeat-copy/ — train.h5, test_*.h5, ntm_sS.h5, lstm_sS.h5, table.md,
-# curves.png, run.h5, weights.png.
+# [1000], THREADS [1], REUSE [0], BASELINE_LAYERS [3], FF_OPTIONS [Graves' Table 1 for the task:
+# a feed-forward controller of 100 units, one read and one write head].
+# Results: results/ntm-repeat-copy/ — train.h5, test_*.h5, ntm_ff_sS.h5, ntm_sS.h5, lstm_sS.h5, table.md,
+# curves.png, run_*.h5, weights.png (feed-forward NTM), weights_lstm_controller.png.
 set -euo pipefail
 . "$(cd "$(dirname "$0")" && pwd)/../lib/ntm.sh"
 SEQUENCES=${SEQUENCES:-100000}
+FF_OPTIONS=${FF_OPTIONS-"--controller ff --controller-size 100"}
 OUT=$ROOT/results/ntm-repeat-copy
 mkdir -p "$OUT"
 ntm_check_tools ntm-repeat-copy
