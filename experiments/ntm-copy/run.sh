@@ -10,7 +10,7 @@
 # Environment (defaults in brackets): SEEDS ["1 2 3"], SEQUENCES [50000 per model], LENGTHS
 # ["10 20 30 50 80 120"; 80 among them for the picture], EPOCH_SIZE [1000], THREADS [1], REUSE [0;
 # 1 keeps trained models], BASELINE_LAYERS [3], FF_OPTIONS [Graves' Table 1: a feed-forward
-# controller of 100 units, one read and one write head].
+# controller of 100 units, one read and one write head; a memory of 256 rows].
 # Results: results/ntm-copy/ — train.h5, test_L.h5, ntm_ff_sS.h5, ntm_sS.h5 and lstm_sS.h5 (with
 # their learning curves in /metrics), curves.png, run_*.h5, weights.png (feed-forward NTM) and
 # weights_lstm_controller.png, table.md; the summary to stdout.
@@ -18,7 +18,11 @@ set -euo pipefail
 . "$(cd "$(dirname "$0")" && pwd)/../lib/ntm.sh"
 SEQUENCES=${SEQUENCES:-50000}
 LENGTHS=${LENGTHS:-10 20 30 50 80 120}
-FF_OPTIONS=${FF_OPTIONS-"--controller ff --controller-size 100"}
+# Graves' feed-forward NTM for copy (Table 1: 100 units, one read and one write head) with a
+# memory of 256 rows instead of 128: tested to length 120, a 128-row memory leaves 8 rows, and
+# the write head parks at the memory's far end during the output phase (README.md, "Why 256
+# rows"), overwriting the end of a 120-long sequence before it is read.
+FF_OPTIONS=${FF_OPTIONS-"--controller ff --controller-size 100 --memory 256,20"}
 OUT=$ROOT/results/ntm-copy
 mkdir -p "$OUT"
 ntm_check_tools ntm-copy
