@@ -72,7 +72,7 @@ ntm_median() {
   printf '%s\n' "$@" | sed 's/^-$/inf/' | sort -g | awk '{ v[NR] = $1 } END {
     if (NR == 0) exit
     m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
-    if (m == "inf" || m == "+inf" || m >= 1e300) print "-"; else printf "%.3g\n", m }'
+    if (m == "inf" || m == "+inf" || m >= 1e300) print "-"; else printf "%.6g\n", m }'
 }
 
 # ntm_experiment TASK TITLE TEST_NAMES MODEL_OPTIONS...: trains, for every seed on $OUT/train.h5,
