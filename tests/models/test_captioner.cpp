@@ -128,7 +128,7 @@ TEST_CASE("captioner config: encoder list, validation and attributes", "[unit][c
   REQUIRE_THROWS_WITH(bad.validate(), Catch::Contains("the gate needs soft attention"));
   bad = c;
   bad.vocab = 4;
-  REQUIRE_THROWS_WITH(bad.validate(), Catch::Contains("vocab must be > 4"));
+  REQUIRE_THROWS_WITH(bad.validate(), Catch::Contains("vocab must be in [5, 2147483647], got 4"));
   auto attrs = c.to_attrs();
   attrs["alpha_c"] = -1.0;
   REQUIRE_THROWS_WITH(models::CaptionerConfig::from_attrs(attrs, "m.h5"), Catch::Contains("m.h5: /config"));

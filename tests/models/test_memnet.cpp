@@ -245,10 +245,12 @@ TEST_CASE("memnet config: validation and attributes", "[unit][memnet]") {
     Rng rng(1);
     REQUIRE_THROWS_AS(models::MemN2N(bad, rng), ConfigError);
   };
-  rejects([](auto& x) { x.vocab_size = 0; }, "memnet config: vocab_size must be >= 1, got 0");
-  rejects([](auto& x) { x.embedding_size = -1; }, "embedding_size must be >= 1, got -1");
-  rejects([](auto& x) { x.hops = 0; }, "hops must be >= 1, got 0");
-  rejects([](auto& x) { x.memory_size = 0; }, "memory_size must be >= 1, got 0");
+  rejects([](auto& x) { x.vocab_size = 0; }, "memnet config: vocab_size must be in [1, 2147483647], got 0");
+  rejects([](auto& x) { x.embedding_size = -1; }, "embedding_size must be in [1, 65536], got -1");
+  rejects([](auto& x) { x.hops = 0; }, "hops must be in [1, 1024], got 0");
+  // 2^30 hops built a name per hop until the memory ran out (fuzz_semantic).
+  rejects([](auto& x) { x.hops = int64_t{1} << 30; }, "hops must be in [1, 1024], got 1073741824");
+  rejects([](auto& x) { x.memory_size = 0; }, "memory_size must be in [1, 1048576], got 0");
   rejects([](auto& x) { x.encoding = MemN2NEncoding::position_fixed; },
           "position-fixed encoding needs sentence_length >= 1, got 0");
 
@@ -262,7 +264,7 @@ TEST_CASE("memnet config: validation and attributes", "[unit][memnet]") {
                       Catch::Contains("m.h5: /config attribute 'hops' is a number, expected an integer"));
   bad_attrs = attrs;
   bad_attrs["memory_size"] = int64_t{0};
-  REQUIRE_THROWS_WITH(models::MemN2NConfig::from_attrs(bad_attrs), Catch::Contains("memory_size must be >= 1, got 0"));
+  REQUIRE_THROWS_WITH(models::MemN2NConfig::from_attrs(bad_attrs), Catch::Contains("memory_size must be in [1, 1048576], got 0"));
   auto partial = attrs;
   partial.erase("temporal");
   REQUIRE_THROWS_WITH(models::MemN2NConfig::from_attrs(partial, "m.h5"),

@@ -132,15 +132,19 @@ TEST_CASE("ntm config: validation and attributes", "[unit][ntm]") {
     REQUIRE_THROWS_AS(bad.validate(), ConfigError);
     REQUIRE_THROWS_WITH(bad.validate(), Catch::Contains(message));
   };
-  rejects([](auto& x) { x.input_size = 0; }, "input_size must be >= 1, got 0");
-  rejects([](auto& x) { x.output_size = -2; }, "output_size must be >= 1, got -2");
-  rejects([](auto& x) { x.controller_size = 0; }, "controller_size must be >= 1, got 0");
-  rejects([](auto& x) { x.controller_layers = 0; }, "controller_layers must be >= 1, got 0");
-  rejects([](auto& x) { x.memory_rows = 0; }, "memory_rows must be >= 1, got 0");
-  rejects([](auto& x) { x.memory_width = 0; }, "memory_width must be >= 1, got 0");
-  rejects([](auto& x) { x.read_heads = -1; }, "read_heads must be >= 0, got -1");
-  rejects([](auto& x) { x.write_heads = -1; }, "write_heads must be >= 0, got -1");
-  rejects([](auto& x) { x.shift_range = -1; }, "shift_range must be >= 0, got -1");
+  rejects([](auto& x) { x.input_size = 0; }, "input_size must be in [1, 65536], got 0");
+  rejects([](auto& x) { x.output_size = -2; }, "output_size must be in [1, 65536], got -2");
+  rejects([](auto& x) { x.controller_size = 0; }, "controller_size must be in [1, 65536], got 0");
+  rejects([](auto& x) { x.controller_layers = 0; }, "controller_layers must be in [1, 1024], got 0");
+  rejects([](auto& x) { x.memory_rows = 0; }, "memory_rows must be in [1, 1048576], got 0");
+  rejects([](auto& x) { x.memory_width = 0; }, "memory_width must be in [1, 65536], got 0");
+  rejects([](auto& x) { x.read_heads = -1; }, "read_heads must be in [0, 1024], got -1");
+  rejects([](auto& x) { x.write_heads = -1; }, "write_heads must be in [0, 1024], got -1");
+  rejects([](auto& x) { x.shift_range = -1; }, "shift_range must be in [0, 1048576], got -1");
+  // Sizes from a damaged file: refused before any arithmetic with them (fuzz_semantic found
+  // 4 x read_heads overflowing at 2^63 - 1).
+  rejects([](auto& x) { x.read_heads = INT64_MAX; }, "read_heads must be in [0, 1024], got 9223372036854775807");
+  rejects([](auto& x) { x.controller_size = 65537; }, "controller_size must be in [1, 65536], got 65537");
   rejects([](auto& x) { x.shift_range = 5; }, "shift_range must be < memory_rows (5), got 5");
 
   auto bad_attrs = attrs;
@@ -152,7 +156,7 @@ TEST_CASE("ntm config: validation and attributes", "[unit][ntm]") {
                       Catch::Contains("ntm.h5: /config attribute 'read_heads' is a number, expected an integer"));
   bad_attrs = attrs;
   bad_attrs["memory_width"] = int64_t{0};
-  REQUIRE_THROWS_WITH(models::NtmConfig::from_attrs(bad_attrs), Catch::Contains("memory_width must be >= 1, got 0"));
+  REQUIRE_THROWS_WITH(models::NtmConfig::from_attrs(bad_attrs), Catch::Contains("memory_width must be in [1, 65536], got 0"));
   // Every key must be there: a model file says all it is.
   auto partial = attrs;
   partial.erase("shift_range");

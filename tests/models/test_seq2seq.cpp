@@ -139,7 +139,10 @@ TEST_CASE("seq2seq config: validation and attributes", "[unit][seq2seq]") {
   REQUIRE_THROWS_WITH(bad.validate(), Catch::Contains("dot attention needs dec_hidden (3) == the memory width 4"));
   bad = c;
   bad.attention_window = 0;
-  REQUIRE_THROWS_WITH(bad.validate(), Catch::Contains("attention_window must be >= 1, got 0"));
+  REQUIRE_THROWS_WITH(bad.validate(), Catch::Contains("attention_window must be in [1, 1048576], got 0"));
+  bad = c;
+  bad.hidden = INT64_MAX;   // from a damaged /config: 4 x hidden overflowed (fuzz_semantic)
+  REQUIRE_THROWS_WITH(bad.validate(), Catch::Contains("hidden must be in [1, 65536], got 9223372036854775807"));
   bad = c;
   bad.teacher_forcing = 1.5f;
   REQUIRE_THROWS_WITH(bad.validate(), Catch::Contains("teacher_forcing must be in [0, 1], got 1.5"));

@@ -139,7 +139,17 @@ TEST_CASE("classifier: a frozen body gets no gradient, the head does, and the co
   REQUIRE_THROWS_WITH(bad.validate(), Catch::Contains("aux_lm") && Catch::Contains("needs arch lm, got mlm"));
   bad.aux_lm = 0;
   bad.classes = 1;
-  REQUIRE_THROWS_WITH(bad.validate(), Catch::Contains("classes must be >= 2, got 1"));
+  REQUIRE_THROWS_WITH(bad.validate(), Catch::Contains("classes must be in [2, 2147483647], got 1"));
+  // Sizes from a damaged /config (fuzz_semantic): an overflowing product, a vector of 2^30 layers.
+  bad.classes = INT64_MAX;
+  REQUIRE_THROWS_WITH(bad.validate(), Catch::Contains("classes must be in [2, 2147483647], got 9223372036854775807"));
+  bad.classes = 3;
+  bad.body.d_ff = INT64_MAX;
+  REQUIRE_THROWS_WITH(bad.validate(), Catch::Contains("d_ff must be in [1, 65536], got 9223372036854775807"));
+  bad.body.d_ff = 8;
+  bad.body.arch = TransformerArch::lm;
+  bad.body.dec_layers = int64_t{1} << 30;
+  REQUIRE_THROWS_WITH(bad.validate(), Catch::Contains("dec_layers must be in [1, 1024], got 1073741824"));
   const ClassifierConfig good = tiny_classifier(TransformerArch::lm, 0.5f);
   CHECK(ClassifierConfig::from_attrs(good.to_attrs()).to_attrs() == good.to_attrs());
 }

@@ -205,10 +205,11 @@ TEST_CASE("a model whose /config asks for more memory than the machine has is ba
   test::TempDir dir;
   REQUIRE(run(dir, std::string(kData) + " --seed 3 --out d.h5").code == 0);
   REQUIRE(run(dir, train("--data d.h5 --model m.h5 --steps 2")).code == 0);
-  {   // m.h5 with d_model = 2^30: its embedding alone would need 4 GiB per word
+  {   // m.h5 with d_model and d_ff of 65536, the most a config may hold: 64 GiB per layer's attention
     const io::File m = io::File::open_read(dir.file("m.h5"));
     io::Checkpoint c = io::read_checkpoint(m);
-    c.config["d_model"] = int64_t{1} << 30;
+    c.config["d_model"] = int64_t{65536};
+    c.config["d_ff"] = int64_t{65536};
     io::File big = io::File::create(dir.file("big.h5"));
     io::write_checkpoint(big, c);
     for (const char* v : {"/vocab/src", "/vocab/tgt"}) big.write_strings(v, m.read_strings(v));
@@ -223,10 +224,13 @@ TEST_CASE("a model whose /config asks for more memory than the machine has is ba
                           Contains("for the model that big.h5's /config describes"));
   }
   CHECK(!std::filesystem::exists(dir.file("r.h5")));
-  const Result wide = run(dir, "{tf} train --data d.h5 --model w.h5 --steps 1 --d-model 1073741824 --heads 1 --quiet");
+  const Result wide = run(dir, "{tf} train --data d.h5 --model w.h5 --steps 1 --d-model 65536 --d-ff 65536 --heads 1 --quiet");
   INFO(wide.err);
   CHECK(wide.code == 2);
   CHECK_THAT(wide.err, Contains("out of memory: a float32 tensor [") && Contains("for the model the options describe"));
+  const Result wider = run(dir, "{tf} train --data d.h5 --model w.h5 --steps 1 --d-model 1073741824 --heads 1 --quiet");
+  CHECK(wider.code == 2);
+  CHECK_THAT(wider.err, Contains("d_model must be in [1, 65536], got 1073741824"));
 
   // ATTN_MEMORY_LIMIT holds a run to less than the machine; a limit that is not a size is refused.
   const Result held = run(dir, "ATTN_MEMORY_LIMIT=1M {data} copy --n 100000 --out c.h5 --quiet");

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <string>
 
+#include "attn/models/config_limits.hpp"
 #include "attn/io/config_fields.hpp"
 #include "attn/models/captioner.hpp"
 
@@ -13,7 +14,6 @@ void require(bool ok, const std::string& message) {
   if (!ok) throw ConfigError("captioner config: " + message);
 }
 
-std::string got(int64_t v) { return ", got " + std::to_string(v); }
 
 // The positive integer that is all of `text`, or 0.
 int64_t positive_number(const std::string& text) {
@@ -81,13 +81,13 @@ CaptionerConfig::Grid CaptionerConfig::grid() const {
 }
 
 void CaptionerConfig::validate() const {
-  require(vocab > kFirstRegularToken, "vocab must be > 4 (the reserved ids and a word)" + got(vocab));
-  require(channels >= 1 && channels <= 4096, "channels must be in [1, 4096]" + got(channels));
-  require(height >= 1 && height <= 4096, "height must be in [1, 4096]" + got(height));
-  require(width >= 1 && width <= 4096, "width must be in [1, 4096]" + got(width));
-  require(embed_dim >= 1 && embed_dim <= 65536, "embed_dim must be in [1, 65536]" + got(embed_dim));
-  require(hidden >= 1 && hidden <= 65536, "hidden must be in [1, 65536]" + got(hidden));
-  require(attention_dim >= 1 && attention_dim <= 65536, "attention_dim must be in [1, 65536]" + got(attention_dim));
+  check_range("captioner", "vocab", vocab, kFirstRegularToken + 1, kMaxVocab);   // the reserved ids and a word
+  check_range("captioner", "channels", channels, 1, 4096);
+  check_range("captioner", "height", height, 1, 4096);
+  check_range("captioner", "width", width, 1, 4096);
+  check_range("captioner", "embed_dim", embed_dim, 1, kMaxWidth);
+  check_range("captioner", "hidden", hidden, 1, kMaxWidth);
+  check_range("captioner", "attention_dim", attention_dim, 1, kMaxWidth);
   require(alpha_c >= 0.0f && std::isfinite(alpha_c), "alpha_c must be >= 0, got " + std::to_string(alpha_c));
   require(dropout >= 0.0f && dropout < 1.0f, "dropout must be in [0, 1), got " + std::to_string(dropout));
   require(attention == CaptionAttention::soft || !gate, "the gate needs soft attention (attention is mean)");

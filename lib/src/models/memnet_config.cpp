@@ -1,6 +1,7 @@
 // MemN2NConfig: names of the enumerations, range checks and the /config attributes.
 #include <string>
 
+#include "attn/models/config_limits.hpp"
 #include "attn/io/config_fields.hpp"
 #include "attn/models/memnet.hpp"
 
@@ -40,12 +41,12 @@ const char* memn2n_tying_name(MemN2NTying tying) {
 }
 
 void MemN2NConfig::validate() const {
-  require(vocab_size >= 1, "vocab_size must be >= 1" + got(vocab_size));
-  require(embedding_size >= 1, "embedding_size must be >= 1" + got(embedding_size));
-  require(hops >= 1, "hops must be >= 1" + got(hops));
-  require(memory_size >= 1, "memory_size must be >= 1" + got(memory_size));
-  require(sentence_length >= 0, "sentence_length must be >= 0" + got(sentence_length));
-  require(empty_slots >= 0, "empty_slots must be >= 0" + got(empty_slots));
+  check_range("memnet", "vocab_size", vocab_size, 1, kMaxVocab);
+  check_range("memnet", "embedding_size", embedding_size, 1, kMaxWidth);
+  check_range("memnet", "hops", hops, 1, kMaxCount);
+  check_range("memnet", "memory_size", memory_size, 1, kMaxLength);
+  check_range("memnet", "sentence_length", sentence_length, 0, kMaxLength);
+  check_range("memnet", "empty_slots", empty_slots, 0, kMaxLength);
   require(encoding != MemN2NEncoding::position_fixed || sentence_length >= 1,
           "position-fixed encoding needs sentence_length >= 1" + got(sentence_length));
 }

@@ -1,6 +1,7 @@
 // NtmConfig: names of the enumerations, range checks and the /config attributes.
 #include <string>
 
+#include "attn/models/config_limits.hpp"
 #include "attn/core/enum_names.hpp"
 #include "attn/io/config_fields.hpp"
 #include "attn/models/ntm.hpp"
@@ -32,15 +33,15 @@ const char* ntm_memory_init_name(NtmMemoryInit init) { return enum_name(kMemoryI
 
 
 void NtmConfig::validate() const {
-  require(input_size >= 1, "input_size must be >= 1" + got(input_size));
-  require(output_size >= 1, "output_size must be >= 1" + got(output_size));
-  require(controller_size >= 1, "controller_size must be >= 1" + got(controller_size));
-  require(controller_layers >= 1, "controller_layers must be >= 1" + got(controller_layers));
-  require(memory_rows >= 1, "memory_rows must be >= 1" + got(memory_rows));
-  require(memory_width >= 1, "memory_width must be >= 1" + got(memory_width));
-  require(read_heads >= 0, "read_heads must be >= 0" + got(read_heads));
-  require(write_heads >= 0, "write_heads must be >= 0" + got(write_heads));
-  require(shift_range >= 0, "shift_range must be >= 0" + got(shift_range));
+  check_range("ntm", "input_size", input_size, 1, kMaxWidth);
+  check_range("ntm", "output_size", output_size, 1, kMaxWidth);
+  check_range("ntm", "controller_size", controller_size, 1, kMaxWidth);
+  check_range("ntm", "controller_layers", controller_layers, 1, kMaxCount);
+  check_range("ntm", "memory_rows", memory_rows, 1, kMaxLength);
+  check_range("ntm", "memory_width", memory_width, 1, kMaxWidth);
+  check_range("ntm", "read_heads", read_heads, 0, kMaxCount);
+  check_range("ntm", "write_heads", write_heads, 0, kMaxCount);
+  check_range("ntm", "shift_range", shift_range, 0, kMaxLength);
   // Shifts of Nm or more rows repeat smaller ones (they wrap around the memory).
   require(shift_range < memory_rows, "shift_range must be < memory_rows (" + std::to_string(memory_rows) + ")" +
                                          got(shift_range));

@@ -2,6 +2,7 @@
 #include <cmath>
 #include <string>
 
+#include "attn/models/config_limits.hpp"
 #include "attn/core/enum_names.hpp"
 #include "attn/io/config_fields.hpp"
 #include "attn/models/seq2seq.hpp"
@@ -45,15 +46,16 @@ int64_t Seq2SeqConfig::output_input_dim() const {
 }
 
 void Seq2SeqConfig::validate() const {
-  require(src_vocab >= 4, "src_vocab must be >= 4 (ids 0..3 are PAD, BOS, EOS, UNK), got " + std::to_string(src_vocab));
-  require(tgt_vocab >= 4, "tgt_vocab must be >= 4 (ids 0..3 are PAD, BOS, EOS, UNK), got " + std::to_string(tgt_vocab));
-  require(embed_dim >= 1, "embed_dim must be >= 1, got " + std::to_string(embed_dim));
-  require(hidden >= 1, "hidden must be >= 1, got " + std::to_string(hidden));
-  require(layers >= 1, "layers must be >= 1, got " + std::to_string(layers));
-  require(dec_hidden >= 1, "dec_hidden must be >= 1, got " + std::to_string(dec_hidden));
-  require(max_src_len >= 1, "max_src_len must be >= 1, got " + std::to_string(max_src_len));
+  // Vocabularies hold ids 0..3 (PAD, BOS, EOS, UNK) and more.
+  check_range("seq2seq", "src_vocab", src_vocab, 4, kMaxVocab);
+  check_range("seq2seq", "tgt_vocab", tgt_vocab, 4, kMaxVocab);
+  check_range("seq2seq", "embed_dim", embed_dim, 1, kMaxWidth);
+  check_range("seq2seq", "hidden", hidden, 1, kMaxWidth);
+  check_range("seq2seq", "layers", layers, 1, kMaxCount);
+  check_range("seq2seq", "dec_hidden", dec_hidden, 1, kMaxWidth);
+  check_range("seq2seq", "max_src_len", max_src_len, 1, kMaxLength);
   if (attention == nn::ScoreKind::concat || local == LocalAttention::local_p)
-    require(attention_dim >= 1, "attention_dim must be >= 1, got " + std::to_string(attention_dim));
+    check_range("seq2seq", "attention_dim", attention_dim, 1, kMaxWidth);
   if (attention == nn::ScoreKind::dot || attention == nn::ScoreKind::scaled_dot)
     require(dec_hidden == memory_dim(),
             std::string(nn::score_kind_name(attention)) + " attention needs dec_hidden (" + std::to_string(dec_hidden) +
@@ -61,7 +63,7 @@ void Seq2SeqConfig::validate() const {
                 " (hidden x directions); use general or concat scores for different widths");
   if (local != LocalAttention::global)
     require(attention != nn::ScoreKind::none, std::string(local_attention_name(local)) + " needs an attention score");
-  require(attention_window >= 1, "attention_window must be >= 1, got " + std::to_string(attention_window));
+  check_range("seq2seq", "attention_window", attention_window, 1, kMaxLength);
   require(dropout >= 0.0f && dropout < 1.0f, "dropout must be in [0, 1), got " + num(dropout));
   require(teacher_forcing >= 0.0f && teacher_forcing <= 1.0f,
           "teacher_forcing must be in [0, 1], got " + num(teacher_forcing));

@@ -1,5 +1,6 @@
 // The Transformer classifier: its inputs ([CLS]/[SEP] wrapping), configuration, and the head's
 // forward and backward on the body (transformer_classifier.hpp).
+#include "attn/models/config_limits.hpp"
 #include "attn/models/transformer_classifier.hpp"
 
 #include <algorithm>
@@ -119,7 +120,7 @@ void ClassifierConfig::validate() const {
   body.validate();
   if (body.arch == TransformerArch::encdec)
     throw ConfigError("classifier config: arch must be lm or mlm (a pre-trained body), got encdec");
-  if (classes < 2) throw ConfigError("classifier config: classes must be >= 2, got " + std::to_string(classes));
+  check_range("classifier", "classes", classes, 2, kMaxVocab);
   if (!(aux_lm >= 0.0f && std::isfinite(aux_lm)))
     throw ConfigError("classifier config: aux_lm must be >= 0, got " + std::to_string(aux_lm));
   if (aux_lm > 0.0f && body.arch != TransformerArch::lm)

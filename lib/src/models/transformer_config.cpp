@@ -2,6 +2,7 @@
 // masking of a batch for the masked language model.
 #include <sstream>
 
+#include "attn/models/config_limits.hpp"
 #include "attn/core/enum_names.hpp"
 #include "attn/io/config_fields.hpp"
 
@@ -18,10 +19,6 @@ std::string str(double v) {
 
 [[noreturn]] void bad(const std::string& field, const std::string& want, const std::string& got) {
   throw ConfigError("transformer config: " + field + " must be " + want + ", got " + got);
-}
-
-void at_least(const std::string& field, int64_t value, int64_t min) {
-  if (value < min) bad(field, ">= " + std::to_string(min), std::to_string(value));
 }
 
 void unit_interval(const std::string& field, float value) {
@@ -56,23 +53,23 @@ NormPosition norm_from_string(const std::string& name) { return parse_enum(kNorm
 
 void TransformerConfig::validate() const {
   // A vocabulary holds the 4 special ids and at least one regular token.
-  at_least("tgt_vocab", tgt_vocab, kFirstRegularToken + 1);
+  check_range("transformer", "tgt_vocab", tgt_vocab, kFirstRegularToken + 1, kMaxVocab);
   if (arch == TransformerArch::encdec) {
-    at_least("src_vocab", src_vocab, kFirstRegularToken + 1);
+    check_range("transformer", "src_vocab", src_vocab, kFirstRegularToken + 1, kMaxVocab);
     if (shared_vocab() && src_vocab != tgt_vocab)
       bad("src_vocab", "equal to tgt_vocab " + std::to_string(tgt_vocab) + " with tie_embeddings all",
           std::to_string(src_vocab));
   }
-  at_least("d_model", d_model, 1);
-  at_least("heads", heads, 1);
+  check_range("transformer", "d_model", d_model, 1, kMaxWidth);
+  check_range("transformer", "heads", heads, 1, kMaxCount);
   if (d_model % heads != 0)
     bad("d_model", "a multiple of heads " + std::to_string(heads), std::to_string(d_model));
-  at_least("d_ff", d_ff, 1);
-  if (arch != TransformerArch::lm) at_least("enc_layers", enc_layers, 1);
-  if (arch != TransformerArch::mlm) at_least("dec_layers", dec_layers, 1);
+  check_range("transformer", "d_ff", d_ff, 1, kMaxWidth);
+  if (arch != TransformerArch::lm) check_range("transformer", "enc_layers", enc_layers, 1, kMaxCount);
+  if (arch != TransformerArch::mlm) check_range("transformer", "dec_layers", dec_layers, 1, kMaxCount);
   unit_interval("dropout", dropout);
-  at_least("max_len", max_len, 2);
-  at_least("attn_window", attn_window, -1);
+  check_range("transformer", "max_len", max_len, 2, kMaxLength);
+  check_range("transformer", "attn_window", attn_window, -1, kMaxLength);
   unit_interval("label_smoothing", label_smoothing);
 }
 
