@@ -90,9 +90,9 @@ void hash_dataset(const io::File& f, const std::string& path, Hasher& h, dist::C
   std::vector<uint64_t> mine;
   for (int64_t b = share.begin; b < share.end; ++b) {
     const Tensor t = f.read_rows(path, read_type(type), b * rows, std::min(shape[0], (b + 1) * rows));
-    Hasher block;
-    block.bytes(t.raw(), t.byte_size());
-    mine.push_back(block.value());
+    Hasher one;
+    one.bytes(t.raw(), t.byte_size());
+    mine.push_back(one.value());
   }
   const std::vector<std::byte> all =
       data::gather_shares(std::as_bytes(std::span(mine)), share, blocks, sizeof(uint64_t), ranks);
