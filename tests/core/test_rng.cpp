@@ -81,3 +81,16 @@ TEST_CASE("rng: uniform and normal have the right moments", "[unit][rng]") {
     REQUIRE(k < 7);
   }
 }
+
+TEST_CASE("rng: a stream drawing nothing leaves bulk draws as they are, and so do its forks", "[unit][rng]") {
+  Rng none = Rng::drawing_nothing();
+  const Tensor u = rand_uniform({3, 5}, none, -1.0f, 1.0f), n = randn({7}, none);
+  for (const float v : u.values()) CHECK(v == 0.0f);
+  for (const float v : n.values()) CHECK(v == 0.0f);
+  Rng child = none.fork(3);
+  std::vector<float> kept(4, 2.5f);
+  child.fill_normal(kept, 0.0f, 1.0f);
+  CHECK(kept == std::vector<float>(4, 2.5f));
+  Rng some(1);   // an ordinary stream still draws
+  CHECK(rand_uniform({4}, some, 0.0f, 1.0f).values()[0] != 0.0f);
+}

@@ -96,6 +96,7 @@ int64_t Rng::uniform_int(int64_t n) {
 // block is computed once and all four of its lanes are used. The few values before the first
 // block boundary and after the last whole chunk come from value_at.
 void Rng::fill_uniform(std::span<float> out, float lo, float hi) {
+  if (!draws_) return;
   const uint64_t seed = state_.seed, base = state_.counter;
   const int64_t n = static_cast<int64_t>(out.size());
   const float scale = hi - lo;
@@ -117,6 +118,7 @@ void Rng::fill_uniform(std::span<float> out, float lo, float hi) {
 }
 
 void Rng::fill_normal(std::span<float> out, float mean, float stddev) {
+  if (!draws_) return;
   const uint64_t seed = state_.seed, first = (state_.counter + 3) / 4;   // next unused block
   const int64_t n = static_cast<int64_t>(out.size());
 #pragma omp parallel for schedule(static) if (n > 65536)
@@ -133,7 +135,15 @@ void Rng::fill_normal(std::span<float> out, float mean, float stddev) {
 Rng Rng::fork(uint64_t label) const {
   uint32_t block[4];
   philox(state_.seed ^ 0x5851F42D4C957F2Dull, label, block);
-  return Rng((static_cast<uint64_t>(block[0]) << 32) | block[1]);
+  Rng out((static_cast<uint64_t>(block[0]) << 32) | block[1]);
+  out.draws_ = draws_;
+  return out;
+}
+
+Rng Rng::drawing_nothing() {
+  Rng out;
+  out.draws_ = false;
+  return out;
 }
 
 Tensor randn(const Shape& shape, Rng& rng, float stddev) {

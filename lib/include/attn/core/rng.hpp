@@ -38,11 +38,19 @@ class Rng {
   // An independent stream derived from this one's seed and a label (e.g. a worker index).
   Rng fork(uint64_t label) const;
 
+  // A stream whose bulk draws draw nothing: fill_uniform and fill_normal (so randn and
+  // rand_uniform, every parameter initialiser) leave their values as they are, zeros, and so do
+  // its forks. For building a model whose parameters are all read from a file next
+  // (train::load_model): drawing them is work thrown away, seconds for a model of hundreds of
+  // megabytes (and a damaged /config asking for one would cost more than its allocation).
+  static Rng drawing_nothing();
+
   // The raw generator: 4 values for block `index` of key `seed`.
   static void philox(uint64_t seed, uint64_t index, uint32_t out[4]);
 
  private:
   RngState state_;
+  bool draws_ = true;
 };
 
 Tensor randn(const Shape& shape, Rng& rng, float stddev = 1.0f);

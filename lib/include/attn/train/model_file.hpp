@@ -30,7 +30,7 @@ template <class Model>
 LoadedModel<Model> load_model(const io::File& file, const std::string& kind) {
   using Config = std::decay_t<decltype(std::declval<const Model&>().config())>;
   io::Checkpoint ckpt = io::read_checkpoint(file, kind);
-  Rng init(0);   // every value is overwritten by the file's
+  Rng init = Rng::drawing_nothing();   // every value is overwritten by the file's
   const MemoryScope scope = MemoryScope::input("the model that " + file.display_name() + "'s /config describes");
   Model model(Config::from_attrs(ckpt.config, file.display_name()), init);
   io::restore_params(ckpt.params, model.params(), file.display_name());
