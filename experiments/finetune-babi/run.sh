@@ -13,8 +13,9 @@
 # learning rate], LRS ["3e-4 1e-3"; the grid: 1e-4 learnt slower than 3e-4 in every pilot], INITS ["scratch-mlm mlm scratch-lm lm"],
 # EPOCHS [8; fine-tuning epochs, the best on validation kept], PRE_EPOCHS [2], PARALLEL [2; runs at
 # once], THREADS [1 per run], MEMORY [50; statements of a story read], DATA_DIR
-# [../shared/data/babi beside the project], REUSE [0; 1 keeps finished runs], PYTHON
-# [/usr/bin/python3, with h5py].
+# [../shared/data/babi beside the project], REUSE [0; 1 keeps finished runs and continues an
+# interrupted pre-training], PYTHON [/usr/bin/python3, with h5py]. Only the bodies INITS fine-tune
+# are pre-trained.
 # Results: results/finetune-babi/ — data/en.h5 (fine-tuning set), data/pre10k.h5 (pre-training
 # text), pretrain/{lm,mlm}.h5, ft/<init>/lr<LR>.seed<k>.h5 (+ one checkpoint per epoch, log),
 # ft/<init>/selection.txt, ft/<init>/seed<k>.test.h5 (test predictions of the chosen epoch),
@@ -56,8 +57,10 @@ echo "== data (attn-data babi-cls)"
 "$BIN/attn-data" babi-cls --task all --set en-10k --memory-size "$MEMORY" --data-dir "$DATA_DIR" \
   --vocab-from "$OUT/data/en.h5" --out "$OUT/data/pre10k.h5" --quiet
 
-echo "== pre-training (attn-transformer train --arch lm, mlm; $PRE_EPOCHS epochs)"
-printf '%s\n' lm mlm | xargs -P "$PARALLEL" -I{} bash -c "ft_pretrain {} $OUT/data/pre10k.h5"
+# Only the bodies INITS fine-tune (a from-scratch init reads its pre-trained model's shapes).
+archs=$(for init in $INITS; do ft_arch "$init"; done | sort -u)
+echo "== pre-training (attn-transformer train --arch $(echo "$archs" | paste -sd ,); $PRE_EPOCHS epochs)"
+printf '%s\n' "$archs" | xargs -P "$PARALLEL" -I{} bash -c "ft_pretrain {} $OUT/data/pre10k.h5"
 # finetune INIT LR SEED: one fine-tuning run on the 1k questions.
 finetune() { ft_run "$OUT/data/en.h5" "$OUT/ft/$1" "$@" "$EPOCHS"; }
 export -f finetune

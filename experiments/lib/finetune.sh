@@ -15,14 +15,18 @@ ft_check_tools() {
   "$PYTHON" -c 'import h5py' 2>/dev/null || { echo "$1: $PYTHON cannot import h5py (make -f Makefile.scripts deps)" >&2; exit 1; }
 }
 
-# ft_pretrain ARCH DATA: $OUT/pretrain/ARCH.h5, trained on DATA for PRE_EPOCHS epochs.
+# ft_pretrain ARCH DATA: $OUT/pretrain/ARCH.h5, trained on DATA for PRE_EPOCHS epochs, with a
+# checkpoint every 1,000 steps: with REUSE=1 an interrupted pre-training continues from its newest
+# checkpoint, to the same bits as an uninterrupted one.
 ft_pretrain() {
-  local arch=$1 data=$2 t0=$SECONDS
-  if [ "${REUSE:-0}" = 1 ] && [ -f "$OUT/pretrain/$arch.h5" ]; then return; fi
+  local arch=$1 data=$2 t0=$SECONDS model=$OUT/pretrain/$1.h5 log=$OUT/pretrain/$1.log resume=()
+  if [ "${REUSE:-0}" = 1 ] && [ -f "$model" ]; then return; fi
+  if [ "${REUSE:-0}" = 1 ] && compgen -G "$OUT/pretrain/$arch.step*.h5" >/dev/null; then resume=(--resume); else : >"$log"; fi
   # shellcheck disable=SC2086
-  "$BIN/attn-transformer" train --arch "$arch" --data "$data" --model "$OUT/pretrain/$arch.h5" \
-    $MODEL --epochs "$PRE_EPOCHS" --warmup 1000 --seed 1 --threads "$THREADS" --quiet >"$OUT/pretrain/$arch.log"
-  echo "pretrain $arch: $(tail -n 1 "$OUT/pretrain/$arch.log") [$((SECONDS - t0)) s]"
+  "$BIN/attn-transformer" train --arch "$arch" --data "$data" --model "$model" "${resume[@]}" \
+    $MODEL --epochs "$PRE_EPOCHS" --warmup 1000 --seed 1 --threads "$THREADS" --checkpoint-every 1000 \
+    --quiet >>"$log"
+  echo "pretrain $arch: $(tail -n 1 "$log") [$((SECONDS - t0)) s]"
 }
 
 # ft_arch INIT: the body's architecture (mlm or lm) of an init.
