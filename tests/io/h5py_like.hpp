@@ -14,4 +14,10 @@ void write_h5py_like_strings(const std::string& path, const std::string& dataset
                              const std::vector<std::string>& values, const std::string& key,
                              const std::string& value);
 
+// A file holding the int32 dataset `dataset` of shape [rows, cols], contiguous; its values
+// (0, 1, 2, ...) written, or with `written` false never written, so that the file stores no
+// bytes for it and HDF5 would read the fill value.
+void write_h5py_like_ints(const std::string& path, const std::string& dataset, unsigned long long rows,
+                          unsigned long long cols, bool written = true);
+
 }  // namespace attn::test

@@ -199,6 +199,32 @@ TEST_CASE("hdf5: variable-length strings of other writers are read, and a damage
   CHECK(refused > 0);
 }
 
+TEST_CASE("hdf5: a dimension another writer's file cannot hold is refused before memory is asked for it",
+          "[io][hdf5]") {
+  test::TempDir dir;
+  const std::string path = dir.file("h5py.h5"), damaged = dir.file("damaged.h5"), empty = dir.file("empty.h5");
+  test::write_h5py_like_ints(path, "/test/src", 10, 10);
+  CHECK(io::File::open_read(path).read("/test/src", DType::i32, {10, 10}).idata()[99] == 99);
+  // Without checksums a flipped byte of the dataspace goes unnoticed: the second dimension, 10,
+  // becomes 0xFF00000A (the byte flip that made eval allocate 17 GB before HDF5's read failed).
+  std::string bytes = test::slurp(path);
+  const std::string ten("\x0a\0\0\0\0\0\0\0", 8);
+  const size_t dims = bytes.find(ten + ten + ten + ten);   // dimensions, then maximum dimensions
+  REQUIRE(dims != std::string::npos);
+  bytes[dims + 8 + 3] = '\xff';
+  test::write_text(damaged, bytes);
+  const io::File f = io::File::open_read(damaged);
+  REQUIRE_THROWS_AS(f.read("/test/src"), DataError);
+  REQUIRE_THROWS_WITH(f.read("/test/src"), Contains(damaged + ": dataset '/test/src' has shape [10, 4278190090]") &&
+                                               Contains("past its maximum dimension 10"));
+  REQUIRE_THROWS_AS(f.shape("/test/src"), DataError);
+  // Declared but never written: 4 GB of fill values that a 2 KB file does not hold.
+  test::write_h5py_like_ints(empty, "/test/src", 1000000, 1000, /*written=*/false);
+  REQUIRE_THROWS_WITH(io::File::open_read(empty).read("/test/src"),
+                      Contains(empty + ": dataset '/test/src' has shape [1000000, 1000], 3.73 GiB, more than the file's") &&
+                          Contains("can hold"));
+}
+
 TEST_CASE("hdf5: strings that are not UTF-8 in another writer's file are refused on reading", "[io][hdf5]") {
   test::TempDir dir;
   const std::string path = dir.file("vocab.h5");

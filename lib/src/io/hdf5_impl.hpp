@@ -177,6 +177,11 @@ struct File::Impl {
   hid_t dataset(const std::string& name) const;
   // Dataspace dimensions; a scalar dataspace is shape [].
   Shape space_shape(hid_t space, const std::string& what) const;
+  // A dataset's dimensions, refused (DataError) when they cannot be its stored ones: past its
+  // maximum dimensions, or more bytes than the file could hold (inflated at deflate's best ratio
+  // when the dataset has filters). A damaged dimension in a file without checksums (h5py's) would
+  // otherwise ask for that much memory before HDF5's read fails.
+  Shape dataset_shape(hid_t dataset, const std::string& what) const;
   // Throws FormatError unless `type` belongs to the class that `dtype` reads.
   void check_class(hid_t type, DType dtype, const std::string& what) const;
   // Creates `path` and its missing parents as groups.

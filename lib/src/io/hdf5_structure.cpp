@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "attn/core/memory.hpp"
 #include "hdf5_impl.hpp"
 
 namespace attn::io {
@@ -131,6 +132,31 @@ Shape File::Impl::space_shape(hid_t space, const std::string& what) const {
   return Shape(dims.begin(), dims.end());
 }
 
+Shape File::Impl::dataset_shape(hid_t dataset, const std::string& what) const {
+  H5Id space(H5Dget_space(dataset), H5Sclose);
+  const Shape shape = space_shape(space.get(), what);
+  std::vector<hsize_t> dims(shape.size()), max(shape.size());
+  H5Sget_simple_extent_dims(space.get(), dims.data(), max.data());
+  for (size_t i = 0; i < dims.size(); ++i)
+    if (max[i] != H5S_UNLIMITED && dims[i] > max[i])
+      throw DataError(label + ": " + what + " has shape " + to_string(shape) + ", past its maximum dimension " +
+                      std::to_string(max[i]) + " (a damaged file)");
+  // Deflate's best ratio is about 1032:1 (zlib's technical notes).
+  constexpr double kMaxInflation = 1100.0;
+  H5Id type(H5Dget_type(dataset), H5Tclose);
+  H5Id dcpl(H5Dget_create_plist(dataset), H5Pclose);
+  hsize_t file_bytes = 0;
+  H5Fget_filesize(fid(), &file_bytes);
+  double bytes = static_cast<double>(H5Tget_size(type.get()));
+  for (const hsize_t d : dims) bytes *= static_cast<double>(d);
+  const double room = static_cast<double>(file_bytes) * (H5Pget_nfilters(dcpl.get()) > 0 ? kMaxInflation : 1.0);
+  if (bytes > room)
+    throw DataError(label + ": " + what + " has shape " + to_string(shape) + ", " + format_bytes(bytes) +
+                    ", more than the file's " + format_bytes(static_cast<double>(file_bytes)) +
+                    " can hold (a damaged file, or a dataset never written)");
+  return shape;
+}
+
 void File::Impl::check_class(hid_t type, DType dtype, const std::string& what) const {
   const H5T_class_t cls = H5Tget_class(type);
   if (cls != (dtype == DType::f32 ? H5T_FLOAT : H5T_INTEGER))
@@ -202,8 +228,7 @@ std::vector<std::string> File::list_datasets(const std::string& group) const {
 
 Shape File::shape(const std::string& dataset) const {
   const Impl& m = impl();
-  H5Id space(H5Dget_space(m.dataset(dataset)), H5Sclose);
-  return m.space_shape(space.get(), "dataset '" + normalize(dataset) + "'");
+  return m.dataset_shape(m.dataset(dataset), "dataset '" + normalize(dataset) + "'");
 }
 
 std::string File::type_name(const std::string& dataset) const {
