@@ -173,15 +173,16 @@ struct File::Impl {
   // Throws FormatError for a missing `what` ("dataset", "group", "object") at `path`, listing
   // what the nearest existing group holds so that a typo is obvious.
   [[noreturn]] void throw_missing(const std::string& what, const std::string& path) const;
-  // An open dataset (cached), or FormatError when `path` is missing or is not a dataset.
+  // An open dataset (cached; check_extent passed), or FormatError when `path` is missing or is
+  // not a dataset.
   hid_t dataset(const std::string& name) const;
   // Dataspace dimensions; a scalar dataspace is shape [].
   Shape space_shape(hid_t space, const std::string& what) const;
-  // A dataset's dimensions, refused (DataError) when they cannot be its stored ones: past its
-  // maximum dimensions, or more bytes than the file could hold (inflated at deflate's best ratio
-  // when the dataset has filters). A damaged dimension in a file without checksums (h5py's) would
-  // otherwise ask for that much memory before HDF5's read fails.
-  Shape dataset_shape(hid_t dataset, const std::string& what) const;
+  // Refuses (DataError) a dataset whose dimensions cannot be its stored ones: past its maximum
+  // dimensions, or more bytes than the file could hold (inflated at deflate's best ratio when the
+  // dataset has filters). A damaged dimension in a file without checksums (h5py's) would otherwise
+  // ask for that much memory before HDF5's read fails. Run once, when dataset() opens it.
+  void check_extent(hid_t dataset, const std::string& what) const;
   // Throws FormatError unless `type` belongs to the class that `dtype` reads.
   void check_class(hid_t type, DType dtype, const std::string& what) const;
   // Creates `path` and its missing parents as groups.

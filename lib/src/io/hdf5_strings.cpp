@@ -28,7 +28,8 @@ std::vector<std::string> File::read_strings(const std::string& dataset) const {
   H5Id type(H5Dget_type(ds), H5Tclose);
   if (H5Tget_class(type.get()) != H5T_STRING)
     throw FormatError(m.label + ": " + what + " holds " + holds(type.get()) + ", expected strings");
-  const Shape shape = m.dataset_shape(ds, what);
+  H5Id space(H5Dget_space(ds), H5Sclose);
+  const Shape shape = m.space_shape(space.get(), what);
   if (shape.size() != 1)
     throw ShapeError(m.label + ": " + what + " has shape " + to_string(shape) + ", expected [*]");
   const auto n = static_cast<size_t>(shape[0]);

@@ -119,6 +119,7 @@ hid_t File::Impl::dataset(const std::string& name) const {
   H5Pset_chunk_cache(dapl.get(), kChunkCacheSlots, kChunkCacheBytes, /*w0=*/0.75);
   H5Id ds(H5Dopen2(fid(), path.c_str(), dapl.get()), H5Dclose);
   if (!ds.valid()) throw IoError(label + ": cannot open dataset '" + path + "'" + with_detail());
+  check_extent(ds.get(), "dataset '" + path + "'");
   return datasets.emplace(path, std::move(ds)).first->second.get();
 }
 
@@ -132,13 +133,13 @@ Shape File::Impl::space_shape(hid_t space, const std::string& what) const {
   return Shape(dims.begin(), dims.end());
 }
 
-Shape File::Impl::dataset_shape(hid_t dataset, const std::string& what) const {
+void File::Impl::check_extent(hid_t dataset, const std::string& what) const {
   H5Id space(H5Dget_space(dataset), H5Sclose);
   const Shape shape = space_shape(space.get(), what);
-  std::vector<hsize_t> dims(shape.size()), max(shape.size());
-  H5Sget_simple_extent_dims(space.get(), dims.data(), max.data());
-  for (size_t i = 0; i < dims.size(); ++i)
-    if (max[i] != H5S_UNLIMITED && dims[i] > max[i])
+  std::vector<hsize_t> max(shape.size());
+  H5Sget_simple_extent_dims(space.get(), nullptr, max.data());
+  for (size_t i = 0; i < max.size(); ++i)
+    if (max[i] != H5S_UNLIMITED && static_cast<hsize_t>(shape[i]) > max[i])
       throw DataError(label + ": " + what + " has shape " + to_string(shape) + ", past its maximum dimension " +
                       std::to_string(max[i]) + " (a damaged file)");
   // Deflate's best ratio is about 1032:1 (zlib's technical notes).
@@ -148,13 +149,12 @@ Shape File::Impl::dataset_shape(hid_t dataset, const std::string& what) const {
   hsize_t file_bytes = 0;
   H5Fget_filesize(fid(), &file_bytes);
   double bytes = static_cast<double>(H5Tget_size(type.get()));
-  for (const hsize_t d : dims) bytes *= static_cast<double>(d);
+  for (const int64_t d : shape) bytes *= static_cast<double>(d);
   const double room = static_cast<double>(file_bytes) * (H5Pget_nfilters(dcpl.get()) > 0 ? kMaxInflation : 1.0);
   if (bytes > room)
     throw DataError(label + ": " + what + " has shape " + to_string(shape) + ", " + format_bytes(bytes) +
                     ", more than the file's " + format_bytes(static_cast<double>(file_bytes)) +
                     " can hold (a damaged file, or a dataset never written)");
-  return shape;
 }
 
 void File::Impl::check_class(hid_t type, DType dtype, const std::string& what) const {
@@ -228,7 +228,8 @@ std::vector<std::string> File::list_datasets(const std::string& group) const {
 
 Shape File::shape(const std::string& dataset) const {
   const Impl& m = impl();
-  return m.dataset_shape(m.dataset(dataset), "dataset '" + normalize(dataset) + "'");
+  H5Id space(H5Dget_space(m.dataset(dataset)), H5Sclose);
+  return m.space_shape(space.get(), "dataset '" + normalize(dataset) + "'");
 }
 
 std::string File::type_name(const std::string& dataset) const {

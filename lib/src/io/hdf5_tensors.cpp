@@ -160,8 +160,8 @@ Tensor File::read(const std::string& dataset, DType dtype, const Shape& want, co
   const std::string what = "dataset '" + normalize(dataset) + "'";
   H5Id type(H5Dget_type(ds), H5Tclose);
   m.check_class(type.get(), dtype, what);
-  const Shape shape = m.dataset_shape(ds, what);
   H5Id file_space(H5Dget_space(ds), H5Sclose);
+  const Shape shape = m.space_shape(file_space.get(), what);
   if (!want.empty() && !shape_matches(shape, want))
     throw ShapeError(m.label + ": " + what + " has shape " + to_string(shape) + ", expected " +
                      to_string(want));
