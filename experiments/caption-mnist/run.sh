@@ -14,8 +14,9 @@
 # ALPHA_C [0.1], OPTIONS [extra attn-caption train options], THREADS [1], PARALLEL [2: trainings
 # at once], REUSE [0; 1 keeps
 # trained models], DATA_DIR [../shared/data/mnist beside the project], PYTHON [/usr/bin/python3,
-# with h5py].
-# Results: results/caption-mnist/ — strips.h5, strips3.h5; soft_s<S>.h5, nocoords_s<S>.h5,
+# with h5py], RESULTS [results/caption-mnist: where everything goes, so that two settings can
+# run side by side].
+# Results: $RESULTS — strips.h5, strips3.h5; soft_s<S>.h5, nocoords_s<S>.h5,
 # mean_s<S>.h5 (with their
 # learning curves) and .log; caps_<model>.h5 (test captions with attention); table.md;
 # looked_<i>.png.
@@ -36,7 +37,7 @@ PARALLEL=${PARALLEL:-2}
 REUSE=${REUSE:-0}
 DATA_DIR=${DATA_DIR:-$ROOT/../shared/data/mnist}
 PYTHON=${PYTHON:-/usr/bin/python3}
-OUT=$ROOT/results/caption-mnist
+OUT=${RESULTS:-$ROOT/results/caption-mnist}
 export OMP_WAIT_POLICY=PASSIVE
 for tool in attn-data attn-caption attn-plot; do
   [ -x "$BIN/$tool" ] || { echo "caption-mnist: $BIN/$tool is missing; build first (make -f Makefile.scripts build)" >&2; exit 1; }
