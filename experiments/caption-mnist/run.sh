@@ -9,16 +9,14 @@
 #
 # Usage: experiments/caption-mnist/run.sh [BUILD_DIR]
 # Environment (defaults in brackets): SEEDS ["1 2 3"], ABLATION_SEEDS ["1": without attention],
-# NOCOORDS_SEEDS [$ABLATION_SEEDS: attention without coordinates],
-# N [10000 training strips], EPOCHS [8], ENCODER [conv32x3,pool2,conv64x3,pool2,conv128x3,pool2],
-# ALPHA_C [0.1], OPTIONS [extra attn-caption train options], THREADS [1], PARALLEL [2: trainings
-# at once], REUSE [0; 1 keeps
-# trained models], DATA_DIR [../shared/data/mnist beside the project], PYTHON [/usr/bin/python3,
-# with h5py], RESULTS [results/caption-mnist: where everything goes, so that two settings can
-# run side by side].
-# Results: $RESULTS — strips.h5, strips3.h5; soft_s<S>.h5, nocoords_s<S>.h5,
-# mean_s<S>.h5 (with their
-# learning curves) and .log; caps_<model>.h5 (test captions with attention); table.md;
+# NOCOORDS_SEEDS [$ABLATION_SEEDS: attention without coordinates], N [10000 training strips],
+# EPOCHS [8], ENCODER [conv32x3,pool2,conv64x3,pool2,conv128x3,pool2], ALPHA_C [0.1], OPTIONS
+# [extra attn-caption train options], THREADS [1], PARALLEL [2: trainings at once], REUSE [0; 1
+# keeps trained models], DATA_DIR [../shared/data/mnist beside the project], PYTHON
+# [/usr/bin/python3, with h5py], RESULTS [results/caption-mnist: where everything goes, so that
+# two settings can run side by side].
+# Results: $RESULTS — strips.h5, strips3.h5; soft_s<S>.h5, nocoords_s<S>.h5, mean_s<S>.h5 (with
+# their learning curves) and .log; caps_<model>.h5 (test captions with attention); table.md;
 # looked_<i>.png.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
