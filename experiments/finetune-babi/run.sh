@@ -14,9 +14,9 @@
 # EPOCHS [8; fine-tuning epochs, the best on validation kept], PRE_EPOCHS [2], PARALLEL [2; runs at
 # once], THREADS [1 per run], MEMORY [50; statements of a story read], DATA_DIR
 # [../shared/data/babi beside the project], REUSE [0; 1 keeps finished runs and continues an
-# interrupted pre-training], PYTHON [/usr/bin/python3, with h5py]. Only the bodies INITS fine-tune
-# are pre-trained.
-# Results: results/finetune-babi/ — data/en.h5 (fine-tuning set), data/pre10k.h5 (pre-training
+# interrupted pre-training], PYTHON [/usr/bin/python3, with h5py], MODEL [the body's options, below],
+# RESULTS [results/finetune-babi]. Only the bodies INITS fine-tune are pre-trained.
+# Results: $RESULTS/ — data/en.h5 (fine-tuning set), data/pre10k.h5 (pre-training
 # text), pretrain/{lm,mlm}.h5, ft/<init>/lr<LR>.seed<k>.h5 (+ one checkpoint per epoch, log),
 # ft/<init>/selection.txt, ft/<init>/seed<k>.test.h5 (test predictions of the chosen epoch),
 # table.md.
@@ -34,9 +34,10 @@ THREADS=${THREADS:-1}
 MEMORY=${MEMORY:-50}
 DATA_DIR=${DATA_DIR:-$ROOT/../shared/data/babi}
 PYTHON=${PYTHON:-/usr/bin/python3}
-OUT=$ROOT/results/finetune-babi
+mkdir -p "${RESULTS:=$ROOT/results/finetune-babi}"
+OUT=$(cd "$RESULTS" && pwd)
 # The model: small enough for 2 busy cores (about 100k weights); the same for every init.
-MODEL="--d-model 64 --heads 4 --d-ff 256 --layers 2 --dropout 0.1"
+MODEL=${MODEL:---d-model 64 --heads 4 --d-ff 256 --layers 2 --dropout 0.1}
 # Fine-tuning batches of similar lengths, about this many tokens (some 35 questions).
 MAX_TOKENS=2048
 # shellcheck source=experiments/lib/finetune.sh
