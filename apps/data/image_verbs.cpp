@@ -28,7 +28,17 @@ int cmd_mnist_strips(int argc, char** argv) {
       ("width", int_value(160)->notifier(cli::positive<int64_t>("width")),
        "image width in pixels; must hold --max-digits digits 28 wide and their gaps")
       ("max-gap", int_value(4)->notifier(cli::at_least<int64_t>("max-gap", 0)),
-       "each gap between neighbouring digits' 28 x 28 cells is uniform in 0..this many pixels");
+       "each gap between neighbouring digits' 28 x 28 cells is uniform in 0..this many pixels")
+      ("warp-rotate", po::value<double>()->value_name("DEG")->default_value(0, "0")
+                          ->notifier(cli::in_range<double>("warp-rotate", 0, 90)),
+       "training strips only: rotate each digit by an angle uniform in +-DEG degrees")
+      ("warp-scale", po::value<double>()->value_name("X")->default_value(0, "0")
+                         ->notifier(cli::in_range<double>("warp-scale", 0, 0.5)),
+       "training strips only: scale each digit by a factor uniform in 1 +- X")
+      ("warp-shear", po::value<double>()->value_name("X")->default_value(0, "0")
+                         ->notifier(cli::in_range<double>("warp-shear", 0, 1)),
+       "training strips only: shear each digit (x += s y) by s uniform in +-X; the three warps\n"
+       "together make one affine map about the digit's centre, drawn for each digit placed");
   if (!opts.parse(argc, argv)) return 0;
   cli::require_at_least(opts, "max-digits", "min-digits");
 
@@ -38,6 +48,8 @@ int cmd_mnist_strips(int argc, char** argv) {
   cfg.height = opts.get<int64_t>("height");
   cfg.width = opts.get<int64_t>("width");
   cfg.max_gap = opts.get<int64_t>("max-gap");
+  cfg.train_warp = {static_cast<float>(opts.get<double>("warp-rotate")), static_cast<float>(opts.get<double>("warp-scale")),
+                    static_cast<float>(opts.get<double>("warp-shear"))};
   datasets::check_mnist_strips_config(cfg);   // a usage error before any file is read
   const datasets::MnistDigits mnist = datasets::read_mnist(opts.get<std::string>("data-dir"));
   const datasets::SplitSizes sizes = split_sizes(opts);

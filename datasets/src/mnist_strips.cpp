@@ -2,6 +2,9 @@
 #include "attn/datasets/mnist_strips.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <numbers>
+#include <sstream>
 
 #include "attn/core/rng.hpp"
 #include "attn/data/vocab.hpp"
@@ -11,8 +14,41 @@ namespace attn::datasets {
 namespace {
 
 std::string str(int64_t v) { return std::to_string(v); }
+std::string str(float v) {
+  std::ostringstream out;
+  out << v;
+  return out.str();
+}
+
+// A draw of `warp` as the matrix warp_digit takes: scale x rotation x shear.
+void draw_warp(const DigitWarp& warp, Rng& rng, float a[4]) {
+  const float theta = rng.uniform(-warp.rotate, warp.rotate) * (std::numbers::pi_v<float> / 180);
+  const float s = rng.uniform(1 - warp.scale, 1 + warp.scale), h = rng.uniform(-warp.shear, warp.shear);
+  const float c = s * std::cos(theta), n = s * std::sin(theta);
+  a[0] = c, a[1] = c * h - n, a[2] = n, a[3] = n * h + c;
+}
 
 }  // namespace
+
+void warp_digit(const uint8_t* digit, int64_t rows, int64_t cols, const float a[4], uint8_t* out) {
+  const float det = a[0] * a[3] - a[1] * a[2];
+  if (!(std::abs(det) > 1e-6f)) throw ConfigError("mnist-strips: a digit warp must be invertible");
+  const float i0 = a[3] / det, i1 = -a[1] / det, i2 = -a[2] / det, i3 = a[0] / det;   // the inverse
+  const float cy = static_cast<float>(rows - 1) / 2, cx = static_cast<float>(cols - 1) / 2;
+  auto at = [&](int64_t r, int64_t c) -> float {
+    return r < 0 || r >= rows || c < 0 || c >= cols ? 0.0f : static_cast<float>(digit[r * cols + c]);
+  };
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c) {
+      const float dx = static_cast<float>(c) - cx, dy = static_cast<float>(r) - cy;
+      const float x = i0 * dx + i1 * dy + cx, y = i2 * dx + i3 * dy + cy;
+      const float fx = std::floor(x), fy = std::floor(y), wx = x - fx, wy = y - fy;
+      const auto x0 = static_cast<int64_t>(fx), y0 = static_cast<int64_t>(fy);
+      const float v = (1 - wy) * ((1 - wx) * at(y0, x0) + wx * at(y0, x0 + 1)) +
+                      wy * ((1 - wx) * at(y0 + 1, x0) + wx * at(y0 + 1, x0 + 1));
+      out[r * cols + c] = static_cast<uint8_t>(std::lround(std::clamp(v, 0.0f, 255.0f)));
+    }
+}
 
 void check_mnist_strips_config(const MnistStripsConfig& cfg, int64_t rows, int64_t cols) {
   const std::string task = "mnist-strips: ";
@@ -21,6 +57,13 @@ void check_mnist_strips_config(const MnistStripsConfig& cfg, int64_t rows, int64
     throw ConfigError(task + "max_digits (" + str(cfg.max_digits) + ") must be >= min_digits (" +
                       str(cfg.min_digits) + ")");
   if (cfg.max_gap < 0) throw ConfigError(task + "max_gap must be >= 0, got " + str(cfg.max_gap));
+  const DigitWarp& w = cfg.train_warp;
+  if (!(w.rotate >= 0 && w.rotate <= 90))
+    throw ConfigError(task + "the warp's rotation must be in 0..90 degrees, got " + str(w.rotate));
+  if (!(w.scale >= 0 && w.scale <= 0.5))
+    throw ConfigError(task + "the warp's scale must be in 0..0.5, got " + str(w.scale));
+  if (!(w.shear >= 0 && w.shear <= 1))
+    throw ConfigError(task + "the warp's shear must be in 0..1, got " + str(w.shear));
   if (cfg.height < rows)
     throw ConfigError(task + "height " + str(cfg.height) + " is less than the digits' " + str(rows) + " rows");
   const int64_t need = cfg.max_digits * cols + (cfg.max_digits - 1) * cfg.max_gap;
@@ -71,6 +114,8 @@ MnistStrips make_mnist_strips(const MnistDigits& mnist, const MnistStripsConfig&
                       str(static_cast<int64_t>(pool.size())) + " MNIST images (of " + str(im.count) +
                       "), fewer than max_digits " + str(K) + "; a strip's digits are distinct images");
     Rng rng = root.fork(static_cast<uint64_t>(k));
+    const bool warp = k == 0 && cfg.train_warp.any();
+    std::vector<uint8_t> warped(static_cast<size_t>(DH * DW));
     CaptionSplit s(kSplitNames[k], n[k], 1, H, W, K + 1);
     Tensor index({n[k], K}, DType::i32);
     std::fill(index.idata(), index.idata() + index.numel(), -1);
@@ -94,10 +139,18 @@ MnistStrips make_mnist_strips(const MnistDigits& mnist, const MnistStripsConfig&
         x += gap[static_cast<size_t>(d)];
         const int64_t y = rng.uniform_int(H - DH + 1);
         const uint8_t* digit = im.image(i);
+        Box box = ink[static_cast<size_t>(i)];
+        if (warp) {
+          float a[4];
+          draw_warp(cfg.train_warp, rng, a);
+          warp_digit(digit, DH, DW, a, warped.data());
+          digit = warped.data();
+          box = ink_box(digit, DH, DW, DW);
+        }
         for (int64_t r = 0; r < DH; ++r)
           for (int64_t c = 0; c < DW; ++c)
             image[(y + r) * W + x + c] = static_cast<float>(digit[r * DW + c]) / 255.0f;
-        boxes[static_cast<size_t>(d)] = ink[static_cast<size_t>(i)].at(y, x);
+        boxes[static_cast<size_t>(d)] = box.at(y, x);
         words.push_back(data::kNumReserved + mnist.labels[static_cast<size_t>(i)]);
         index.idata()[e * K + d] = static_cast<int32_t>(i);
         x += DW;

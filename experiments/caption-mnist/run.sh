@@ -11,8 +11,9 @@
 # Environment (defaults in brackets): SEEDS ["1 2 3"], ABLATION_SEEDS ["1": without attention],
 # NOCOORDS_SEEDS [$ABLATION_SEEDS: attention without coordinates], N [10000 training strips],
 # EPOCHS [8], ENCODER [conv32x3,pool2,conv64x3,pool2,conv128x3,pool2], ALPHA_C [0.1], OPTIONS
-# [extra attn-caption train options], THREADS [1], PARALLEL [2: trainings at once], REUSE [0; 1
-# keeps trained models], DATA_DIR [../shared/data/mnist beside the project], PYTHON
+# [extra attn-caption train options], DATA_OPTIONS [extra attn-data mnist-strips options for the
+# training strips, e.g. the --warp-* augmentation], THREADS [1], PARALLEL [2: trainings at once],
+# REUSE [0; 1 keeps trained models], DATA_DIR [../shared/data/mnist beside the project], PYTHON
 # [/usr/bin/python3, with h5py], RESULTS [results/caption-mnist: where everything goes, so that
 # two settings can run side by side].
 # Results: $RESULTS — strips.h5, strips3.h5; soft_s<S>.h5, nocoords_s<S>.h5, mean_s<S>.h5 (with
@@ -30,6 +31,7 @@ EPOCHS=${EPOCHS:-8}
 ALPHA_C=${ALPHA_C:-0.1}
 ENCODER=${ENCODER:-conv32x3,pool2,conv64x3,pool2,conv128x3,pool2}
 OPTIONS=${OPTIONS:-}
+DATA_OPTIONS=${DATA_OPTIONS:-}
 THREADS=${THREADS:-1}
 PARALLEL=${PARALLEL:-2}
 REUSE=${REUSE:-0}
@@ -46,7 +48,8 @@ mkdir -p "$OUT"
 start=$SECONDS
 
 echo "== data: $N training strips of 1-5 digits (32 x 160), 1000 valid, 1000 test; 1000 test strips of 3 digits"
-"$BIN/attn-data" mnist-strips --data-dir "$DATA_DIR" --n "$N" --valid-n 1000 --test-n 1000 --seed 1 \
+# shellcheck disable=SC2086
+"$BIN/attn-data" mnist-strips --data-dir "$DATA_DIR" --n "$N" --valid-n 1000 --test-n 1000 --seed 1 $DATA_OPTIONS \
   --out "$OUT/strips.h5" --quiet
 # The same pools (MNIST image i mod 10 decides its split in every file), other compositions.
 "$BIN/attn-data" mnist-strips --data-dir "$DATA_DIR" --min-digits 3 --max-digits 3 --n 10 --valid-n 10 \

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
+#include <numbers>
 #include <set>
 #include <vector>
 
@@ -30,11 +31,14 @@ bool same_bits(const Tensor& a, const Tensor& b) {
                                  : std::memcmp(a.idata(), b.idata(), bytes) == 0;
 }
 
+bool same_split(const CaptionSplit& a, const CaptionSplit& b) {
+  return same_bits(a.images, b.images) && same_bits(a.tgt, b.tgt) && same_bits(a.tgt_len, b.tgt_len) &&
+         same_bits(a.boxes, b.boxes);
+}
+
 bool same_captions(const Splits<CaptionSplit>& a, const Splits<CaptionSplit>& b) {
   for (int k = 0; k < 3; ++k)
-    if (!same_bits(a[k].images, b[k].images) || !same_bits(a[k].tgt, b[k].tgt) ||
-        !same_bits(a[k].tgt_len, b[k].tgt_len) || !same_bits(a[k].boxes, b[k].boxes))
-      return false;
+    if (!same_split(a[k], b[k])) return false;
   return true;
 }
 
@@ -106,7 +110,8 @@ MnistDigits fixture_digits(const test::TempDir& dir, int64_t n) {
   return read_mnist(dir.path().string());
 }
 
-// Every example of every split against the MNIST images and labels it came from.
+// Every example of every split against the MNIST images and labels it came from. Warped training
+// digits (cfg.train_warp) are checked for their labels and tight boxes, not for MNIST's pixels.
 void check_strips(const MnistStrips& d, const MnistDigits& mnist, const MnistStripsConfig& cfg) {
   const int64_t H = cfg.height, W = cfg.width, K = cfg.max_digits;
   const IdxImages& im = mnist.images;
@@ -141,6 +146,12 @@ void check_strips(const MnistStrips& d, const MnistDigits& mnist, const MnistStr
         // Its box is the tight box of the digit's ink, and the pixels there are the MNIST ink box's.
         const Box b = c.boxes[static_cast<size_t>(t)];
         check_tight(p, H, W, b);
+        if (k == 0 && cfg.train_warp.any()) {
+          for (int64_t y = b.y0; y < b.y1; ++y)
+            for (int64_t x = b.x0; x < b.x1; ++x) covered[static_cast<size_t>(y * W + x)] = true;
+          if (t > 0) CHECK(c.boxes[static_cast<size_t>(t - 1)].x1 <= b.x0);
+          continue;
+        }
         const Box ink = ink_box(im.image(src), im.rows, im.cols, im.cols);
         REQUIRE(b.y1 - b.y0 == ink.y1 - ink.y0);
         REQUIRE(b.x1 - b.x0 == ink.x1 - ink.x0);
@@ -285,6 +296,69 @@ TEST_CASE("mnist-strips: captions are the digits' labels, boxes their ink, pools
 
   CHECK(digit_words()[7] == "seven");
   CHECK(caption_vocabulary(digit_words()).size() == 14);
+}
+
+TEST_CASE("warp_digit: the identity copies, quarter and half turns move every pixel exactly", "[unit][mnist-strips]") {
+  constexpr int64_t S = 28;
+  std::vector<uint8_t> digit(S * S), out(S * S);
+  for (int64_t i = 0; i < S * S; ++i) digit[static_cast<size_t>(i)] = static_cast<uint8_t>((i * 37) % 251);
+  const float identity[4] = {1, 0, 0, 1}, quarter[4] = {0, -1, 1, 0};
+  warp_digit(digit.data(), S, S, identity, out.data());
+  CHECK(out == digit);
+  // x' = -y, y' = x about the centre (13.5, 13.5): output (r, c) shows input (27 - c, r).
+  warp_digit(digit.data(), S, S, quarter, out.data());
+  for (int64_t r = 0; r < S; ++r)
+    for (int64_t c = 0; c < S; ++c) REQUIRE(out[static_cast<size_t>(r * S + c)] == digit[static_cast<size_t>((S - 1 - c) * S + r)]);
+  const float theta = std::numbers::pi_v<float>, half[4] = {std::cos(theta), -std::sin(theta), std::sin(theta), std::cos(theta)};
+  warp_digit(digit.data(), S, S, half, out.data());
+  for (int64_t i = 0; i < S * S; ++i) REQUIRE(out[static_cast<size_t>(i)] == digit[static_cast<size_t>(S * S - 1 - i)]);
+  // Halved about the centre: the input's ink fits in the middle, the border is 0.
+  const float halved[4] = {0.5f, 0, 0, 0.5f};
+  std::fill(digit.begin(), digit.end(), uint8_t{255});
+  warp_digit(digit.data(), S, S, halved, out.data());
+  const Box ink = ink_box(out.data(), S, S, S);
+  CHECK(ink.y0 == 7);
+  CHECK(ink.y1 == 21);
+  CHECK(out[static_cast<size_t>(14 * S + 14)] == 255);
+  const float singular[4] = {1, 2, 0.5f, 1};
+  CHECK_THROWS_WITH(warp_digit(digit.data(), S, S, singular, out.data()), Contains("must be invertible"));
+}
+
+TEST_CASE("mnist-strips' training warp: training digits warped, labels and boxes kept, valid and test untouched",
+          "[unit][mnist-strips]") {
+  test::TempDir dir;
+  const MnistDigits mnist = fixture_digits(dir, 60);
+  MnistStripsConfig plain, cfg;
+  cfg.train_warp = {15, 0.1f, 0.3f};
+  const SplitSizes sizes{40, 8, 8};
+  const MnistStrips d = make_mnist_strips(mnist, cfg, sizes, 3), p = make_mnist_strips(mnist, plain, sizes, 3);
+  check_strips(d, mnist, cfg);
+  CHECK(same_split(d.splits.valid, p.splits.valid));
+  CHECK(same_split(d.splits.test, p.splits.test));
+  // Every training digit is its own warp: its ink differs from its MNIST image's at the same place.
+  const CaptionSplit& train = d.splits.train;
+  int64_t digits = 0, changed = 0;
+  for (int64_t i = 0; i < train.size(); ++i) {
+    const Caption c = caption(train, i);
+    const std::vector<float> pixels = plane(train, i);
+    for (size_t t = 0; t < c.words.size(); ++t, ++digits) {
+      const int32_t src = d.mnist_index.train.idata()[i * plain.max_digits + static_cast<int64_t>(t)];
+      const Box b = c.boxes[t], ink = ink_box(mnist.images.image(src), 28, 28, 28);
+      bool same = b.y1 - b.y0 == ink.y1 - ink.y0 && b.x1 - b.x0 == ink.x1 - ink.x0;
+      for (int64_t y = 0; same && y < b.y1 - b.y0; ++y)
+        for (int64_t x = 0; same && x < b.x1 - b.x0; ++x)
+          same = pixels[static_cast<size_t>((b.y0 + y) * plain.width + b.x0 + x)] ==
+                 static_cast<float>(mnist.images.image(src)[(ink.y0 + y) * 28 + ink.x0 + x]) / 255.0f;
+      changed += !same;
+    }
+  }
+  CHECK(changed == digits);
+  CHECK(same_bits(make_mnist_strips(mnist, cfg, sizes, 3).splits.train.images, train.images));
+
+  cfg.train_warp.rotate = 91;
+  CHECK_THROWS_WITH(check_mnist_strips_config(cfg), Contains("rotation must be in 0..90 degrees, got 91"));
+  cfg.train_warp = {0, 0.6f, 0};
+  CHECK_THROWS_WITH(check_mnist_strips_config(cfg), Contains("scale must be in 0..0.5, got 0.6"));
 }
 
 TEST_CASE("mnist-strips refuses options that do not fit and pools too small", "[unit][mnist-strips]") {

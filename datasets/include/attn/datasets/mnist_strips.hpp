@@ -28,12 +28,23 @@ namespace attn::datasets {
 inline constexpr const char* kMnistImagesFile = "t10k-images-idx3-ubyte.gz";
 inline constexpr const char* kMnistLabelsFile = "t10k-labels-idx1-ubyte.gz";
 
+// A random affine warp of a digit about its cell's centre, drawn for every placement: rotation
+// uniform in +-rotate degrees, scale in 1 +- scale, horizontal shear in +-shear (x += shear y).
+// All 0: no warp, and no random draws (the strips of a seed stay those of earlier versions).
+struct DigitWarp {
+  float rotate = 0, scale = 0, shear = 0;
+  bool any() const { return rotate != 0 || scale != 0 || shear != 0; }
+};
+
 struct MnistStripsConfig {
   int64_t min_digits = 1;
   int64_t max_digits = 5;
   int64_t height = 32;    // >= the digits' rows (28)
   int64_t width = 160;    // >= max_digits * 28 + (max_digits - 1) * max_gap
   int64_t max_gap = 4;    // pixels between neighbouring 28 x 28 cells, at most
+  // Training strips only (augmentation: the train pool holds 8,000 digit images, and a strip
+  // made of them repeats digits the model has seen; valid and test keep MNIST's own digits).
+  DigitWarp train_warp;
 };
 
 struct MnistDigits {
@@ -57,6 +68,11 @@ struct MnistStrips {
 // pixels with the largest gaps do not fit (the message gives the width needed).
 inline constexpr int64_t kMnistSide = 28;
 void check_mnist_strips_config(const MnistStripsConfig& cfg, int64_t rows = kMnistSide, int64_t cols = kMnistSide);
+
+// Writes into `out` (rows x cols) the image `digit` moved by the affine map `a` (x' = a[0] x +
+// a[1] y, y' = a[2] x + a[3] y about the image's centre): each output pixel is the bilinear
+// sample of the input at the inverse map of its centre, 0 outside the input, rounded.
+void warp_digit(const uint8_t* digit, int64_t rows, int64_t cols, const float a[4], uint8_t* out);
 
 // "zero" .. "nine" (ids 4..13 in the vocabulary).
 std::vector<std::string> digit_words();
