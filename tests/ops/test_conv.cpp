@@ -178,6 +178,25 @@ TEST_CASE("conv: without a bias, and with an undefined db", "[unit][conv]") {
   CHECK_FALSE(db_none.defined());
 }
 
+TEST_CASE("conv2d_backward without the input gradient: the same dW and db, no dx, fewer flops", "[unit][conv]") {
+  Rng rng(35);
+  const Tensor x = randn({3, 2, 6, 7}, rng), W = randn({4, 2, 3, 3}, rng), b = randn({4}, rng);
+  ops::ConvCache cache;
+  const Tensor y = ops::conv2d_forward(x, W, b, {.padding = 1}, &cache);
+  const Tensor dy = randn(y.shape(), rng);
+  Tensor dW_all = zeros_like(W), db_all = Tensor::zeros({4}), dW = zeros_like(W), db = Tensor::zeros({4});
+  flops::reset();
+  const Tensor dx = ops::conv2d_backward(dy, W, cache, dW_all, db_all);
+  const int64_t with_dx = flops::count();
+  flops::reset();
+  const Tensor none = ops::conv2d_backward(dy, W, cache, dW, db, /*input_grad=*/false);
+  CHECK(dx.defined());
+  CHECK_FALSE(none.defined());
+  CHECK_THAT(dW, test::close_to(dW_all, 0));
+  CHECK_THAT(db, test::close_to(db_all, 0));
+  CHECK(flops::count() * 2 == with_dx);   // dW's product alone: half of dW's and dx's
+}
+
 TEST_CASE("conv: bad shapes and options are named in the message", "[unit][conv]") {
   const Tensor x({2, 2, 5, 5}), b({4});
   REQUIRE_THROWS_AS(ops::conv2d_forward(x, Tensor({4, 3, 3, 3}), b, {}, nullptr), ShapeError);

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <utility>
 #include <vector>
 
 #include "attn/core/flops.hpp"
@@ -56,27 +57,32 @@ TEST_CASE("max pooling by hand, and its gradient goes to the argmax", "[unit][po
 
 TEST_CASE("2 x 2 max pooling (its own loop) keeps the rules: first maximum, NaN wins, odd sizes cut",
           "[unit][pool]") {
-  Rng rng(4);
-  Tensor x = rand_uniform({2, 3, 5, 7}, rng, -1.0f, 1.0f);
-  for (int64_t i = 0; i < x.numel(); i += 5) x.at(i) = 0.5f;   // ties
-  x.at(17) = std::nanf("");
-  ops::MaxPoolCache cache;
-  const Tensor y = ops::max_pool2d_forward(x, {.kernel = 2}, &cache);
-  REQUIRE(y.shape() == Shape{2, 3, 2, 3});
-  for (int64_t p = 0; p < 6; ++p)
-    for (int64_t i = 0; i < 2; ++i)
-      for (int64_t j = 0; j < 3; ++j) {
-        int64_t arg = 2 * i * 7 + 2 * j;   // the first of the window, then any larger one or a NaN
-        for (int64_t r = 2 * i; r < 2 * i + 2; ++r)
-          for (int64_t c = 2 * j; c < 2 * j + 2; ++c) {
-            const float v = x.at(p * 35 + r * 7 + c), best = x.at(p * 35 + arg);
-            if (v > best || std::isnan(v)) arg = r * 7 + c;
-          }
-        const int64_t k = (p * 2 + i) * 3 + j;
-        CHECK(cache.argmax.idata()[k] == arg);
-        const float want = x.at(p * 35 + arg);
-        CHECK((y.at(k) == want || (std::isnan(want) && std::isnan(y.at(k)))));
-      }
+  // Rows of 3 outputs (shorter than a vector) and of 18 (vectors and a tail), NaNs in any slot.
+  for (const auto& [H, W] : {std::pair<int64_t, int64_t>{5, 7}, std::pair<int64_t, int64_t>{6, 37}}) {
+    INFO(H << " x " << W);
+    Rng rng(4);
+    Tensor x = rand_uniform({2, 3, H, W}, rng, -1.0f, 1.0f);
+    for (int64_t i = 0; i < x.numel(); i += 5) x.at(i) = 0.5f;   // ties
+    for (int64_t i = 17; i < x.numel(); i += 41) x.at(i) = std::nanf("");
+    ops::MaxPoolCache cache;
+    const Tensor y = ops::max_pool2d_forward(x, {.kernel = 2}, &cache);
+    const int64_t OH = H / 2, OW = W / 2;
+    REQUIRE(y.shape() == Shape{2, 3, OH, OW});
+    for (int64_t p = 0; p < 6; ++p)
+      for (int64_t i = 0; i < OH; ++i)
+        for (int64_t j = 0; j < OW; ++j) {
+          int64_t arg = 2 * i * W + 2 * j;   // the first of the window, then any larger one or a NaN
+          for (int64_t r = 2 * i; r < 2 * i + 2; ++r)
+            for (int64_t c = 2 * j; c < 2 * j + 2; ++c) {
+              const float v = x.at(p * H * W + r * W + c), best = x.at(p * H * W + arg);
+              if (v > best || std::isnan(v)) arg = r * W + c;
+            }
+          const int64_t k = (p * OH + i) * OW + j;
+          CHECK(cache.argmax.idata()[k] == arg);
+          const float want = x.at(p * H * W + arg);
+          CHECK((y.at(k) == want || (std::isnan(want) && std::isnan(y.at(k)))));
+        }
+  }
 }
 
 TEST_CASE("average pooling by hand counts the padding (count_include_pad)", "[unit][pool]") {

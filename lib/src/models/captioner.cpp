@@ -215,6 +215,14 @@ void Captioner::check_images(const Tensor& images, const std::string& label) con
     if (!std::isfinite(v)) throw DataError(label + ": images hold a non-finite value (" + std::to_string(v) + ")");
 }
 
+// A convolution's ReLU runs after the max pooling that follows it, if one does: max pooling
+// commutes with ReLU (both monotone), the first maximum of a window is the same element either
+// way wherever the gradient is not 0, so values and gradients are the same bits, and the ReLU
+// and its backward touch a quarter of the elements (pool2).
+bool Captioner::relu_after_pool(size_t k) const {
+  return k + 1 < layers_.size() && layers_[k + 1].kind == ConvEncoderLayer::pool;
+}
+
 Tensor Captioner::encode(const Tensor& images, bool training, Run* run) const {
   Tensor x = images;
   if (run != nullptr) run->layers.assign(layers_.size(), {});
@@ -228,9 +236,10 @@ Tensor Captioner::encode(const Tensor& images, bool training, Run* run) const {
       if (config_.batch_norm)
         x = ops::batch_norm2d_forward(x, p.gamma.value, p.beta.value, p.running_mean, p.running_var, training,
                                       kBatchNormEps, lc ? &lc->bn : nullptr, lc ? &lc->stats : nullptr);
-      x = ops::relu_forward(x, lc ? &lc->relu : nullptr);
+      if (!relu_after_pool(k)) x = ops::relu_forward(x, lc ? &lc->relu : nullptr);
     } else {
       x = ops::max_pool2d_forward(x, {.kernel = layer.size}, lc ? &lc->pool : nullptr);
+      if (k > 0 && relu_after_pool(k - 1)) x = ops::relu_forward(x, lc ? &lc->relu : nullptr);
     }
   }
   const int64_t B = x.dim(0), K = x.dim(1), h = x.dim(2), w = x.dim(3);
@@ -248,10 +257,11 @@ void Captioner::encode_backward(Tensor dannotations, Run& run) {
     Run::Layer& lc = run.layers[k];
     if (layers_[k].kind == ConvEncoderLayer::conv) {
       Conv& p = convs_[--conv];
-      dx = ops::relu_backward(dx, lc.relu);
+      if (!relu_after_pool(k)) dx = ops::relu_backward(dx, lc.relu);
       if (config_.batch_norm) dx = ops::batch_norm2d_backward(dx, p.gamma.value, lc.bn, p.gamma.grad, p.beta.grad);
-      dx = ops::conv2d_backward(dx, p.W.value, lc.conv, p.W.grad, p.b.grad);
+      dx = ops::conv2d_backward(dx, p.W.value, lc.conv, p.W.grad, p.b.grad, /*input_grad=*/k > 0);
     } else {
+      if (k > 0 && relu_after_pool(k - 1)) dx = ops::relu_backward(dx, lc.relu);
       dx = ops::max_pool2d_backward(dx, lc.pool);
     }
   }

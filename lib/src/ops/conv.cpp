@@ -225,15 +225,15 @@ Tensor conv_forward(const std::string& op, const Tensor& x, const Tensor& W, con
 // im2col, dW_group += dy_n[:, chunk] col^T, dcol = W^T dy_n[:, chunk] (into the same buffer),
 // col2im into dx_n; db_group from the same dy rows. The group sums are added in order.
 Tensor conv_backward(const Tensor& dy, const Tensor& W, const ConvGeometry& g, const Tensor& x,
-                     Tensor& dW, Tensor& db) {
+                     Tensor& dW, Tensor& db, bool input_grad = true) {
   const int64_t P = g.OH * g.OW, CKK = g.C * g.KH * g.KW, plane = g.C * g.IH * g.IW;
   const Chunks ch = chunks_of(g);
   flops::add_sequential_steps(1);
   const int64_t groups = std::min(g.B, kGradGroups);
   Tensor dW_parts({groups, g.O * CKK}), db_parts({groups, g.O});
-  Tensor dx = Tensor::uninitialized({g.B, g.C, g.IH, g.IW});
+  Tensor dx = input_grad ? Tensor::uninitialized({g.B, g.C, g.IH, g.IW}) : Tensor();
   const float *xp = x.data(), *Wp = W.data(), *dyp = dy.data();
-  float *dxp = dx.data(), *dWp = dW_parts.data(), *dbp = db_parts.data();
+  float *dxp = input_grad ? dx.data() : nullptr, *dWp = dW_parts.data(), *dbp = db_parts.data();
 #pragma omp parallel if (spread_over_threads(groups))
   {
     Tensor col = Tensor::uninitialized({CKK * ch.size});
@@ -242,8 +242,8 @@ Tensor conv_backward(const Tensor& dy, const Tensor& W, const ConvGeometry& g, c
       float* dWg = dWp + grp * g.O * CKK;
       float* dbg = dbp + grp * g.O;
       for (int64_t n = grp * g.B / groups; n < (grp + 1) * g.B / groups; ++n) {
-        float* dxn = dxp + n * plane;
-        std::fill(dxn, dxn + plane, 0.0f);
+        float* dxn = input_grad ? dxp + n * plane : nullptr;
+        if (input_grad) std::fill(dxn, dxn + plane, 0.0f);
         for (int64_t p0 = 0; p0 < P; p0 += ch.size) {
           const int64_t p1 = std::min(P, p0 + ch.size), m = p1 - p0;
           const float* dyn = dyp + n * g.O * P + p0;   // [O, m] with row stride OH*OW
@@ -255,6 +255,7 @@ Tensor conv_backward(const Tensor& dy, const Tensor& W, const ConvGeometry& g, c
             for (int64_t k = 0; k < m; ++k) sum += dyn[o * P + k];
             dbg[o] += sum;
           }
+          if (!input_grad) continue;
           blas::gemm(Trans::T, Trans::N, CKK, m, g.O, 1.0f, Wp, CKK, dyn, P, 0.0f, col.data(), m);
           col2im(g, col.data(), p0, p1, dxn);
         }
@@ -307,13 +308,13 @@ Tensor conv2d_forward(const Tensor& x, const Tensor& W, const Tensor& b, const C
 }
 
 Tensor conv2d_backward(const Tensor& dy, const Tensor& W, const ConvCache& cache, Tensor& dW,
-                       Tensor& db) {
+                       Tensor& db, bool input_grad) {
   const ConvGeometry& g = cache.geometry;
   check_tensor(dy, {g.B, g.O, g.OH, g.OW}, "conv2d_backward: dy [B, O, OH, OW]");
   check_tensor(W, {g.O, g.C, g.KH, g.KW}, "conv2d_backward: W [O, C, KH, KW]");
   check_tensor(dW, {g.O, g.C, g.KH, g.KW}, "conv2d_backward: dW [O, C, KH, KW]");
   if (db.defined()) check_tensor(db, {g.O}, "conv2d_backward: db [O]");
-  return conv_backward(dy, W, g, cache.x, dW, db);
+  return conv_backward(dy, W, g, cache.x, dW, db, input_grad);
 }
 
 Tensor conv1d_forward(const Tensor& x, const Tensor& W, const Tensor& b, const ConvOptions& options,

@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "attn/core/flops.hpp"
+#include "vector_clones.hpp"
 
 namespace attn::ops {
 namespace {
@@ -63,35 +64,42 @@ inline Window window(const PoolGeometry& g, int64_t i, int64_t j) {
           std::min(w + g.kernel.w, g.IW)};
 }
 
+// One output row of a 2 x 2 stride-2 max pooling (every CNN's pool2) from input rows r0 and
+// r1: y[j] the window's first maximum, a NaN winning (the last NaN, as the general loop), and
+// a[j] its index base + (2j or 2j + 1) + (0 or IW). Selects instead of branches, so that the
+// loop vectorises: about 3 times faster than the same comparisons with branches.
+ATTN_VECTOR_CLONES void max_pool2_row(const float* r0, const float* r1, int64_t OW, int32_t base, int32_t IW,
+                                      float* y, int32_t* a) {
+  for (int64_t j = 0; j < OW; ++j) {
+    const float v0 = r0[2 * j], v1 = r0[2 * j + 1], v2 = r1[2 * j], v3 = r1[2 * j + 1];
+    float m = v0;
+    int32_t k = 0;
+    bool take = v1 > m || v1 != v1;
+    m = take ? v1 : m, k = take ? 1 : k;
+    take = v2 > m || v2 != v2;
+    m = take ? v2 : m, k = take ? IW : k;
+    take = v3 > m || v3 != v3;
+    m = take ? v3 : m, k = take ? IW + 1 : k;
+    y[j] = m;
+    a[j] = base + static_cast<int32_t>(2 * j) + k;
+  }
+}
+
 Tensor max_forward(const PoolGeometry& g, const Tensor& x, MaxPoolCache* cache) {
   Tensor y = Tensor::uninitialized({g.B, g.C, g.OH, g.OW});   // both written at every output
   Tensor argmax = Tensor::uninitialized({g.B, g.C, g.OH, g.OW}, DType::i32);
   const float* X = x.data();
   float* Y = y.data();
   int32_t* A = argmax.idata();
-  // 2 x 2 windows at stride 2 without padding (every CNN's pool2): the same comparisons in the
-  // same order with the window's bounds known, about 3 times faster than the general loop.
+  // 2 x 2 windows at stride 2 without padding: the same comparisons in the same order, a row at once.
   const bool pool2 = g.kernel == Size2(2) && g.stride == Size2(2) && g.padding == Size2(0);
 #pragma omp parallel for schedule(static) if (window_reads(g) >= kParallelMinElements)
   for (int64_t plane = 0; plane < g.B * g.C; ++plane) {
     const float* in = X + plane * g.IH * g.IW;
     if (pool2) {
-      for (int64_t i = 0; i < g.OH; ++i) {
-        const float* r0 = in + 2 * i * g.IW;
-        const float* r1 = r0 + g.IW;
-        float* y = Y + (plane * g.OH + i) * g.OW;
-        int32_t* a = A + (plane * g.OH + i) * g.OW;
-        for (int64_t j = 0; j < g.OW; ++j) {
-          const float v[4] = {r0[2 * j], r0[2 * j + 1], r1[2 * j], r1[2 * j + 1]};
-          const int64_t at[4] = {2 * i * g.IW + 2 * j, 2 * i * g.IW + 2 * j + 1, (2 * i + 1) * g.IW + 2 * j,
-                                 (2 * i + 1) * g.IW + 2 * j + 1};
-          int k = 0;   // the first maximum; a NaN wins (the last NaN, as the general loop)
-          for (int q = 1; q < 4; ++q)
-            if (v[q] > v[k] || std::isnan(v[q])) k = q;
-          y[j] = v[k];
-          a[j] = static_cast<int32_t>(at[k]);
-        }
-      }
+      for (int64_t i = 0; i < g.OH; ++i)
+        max_pool2_row(in + 2 * i * g.IW, in + (2 * i + 1) * g.IW, g.OW, static_cast<int32_t>(2 * i * g.IW),
+                      static_cast<int32_t>(g.IW), Y + (plane * g.OH + i) * g.OW, A + (plane * g.OH + i) * g.OW);
       continue;
     }
     for (int64_t i = 0; i < g.OH; ++i)

@@ -210,6 +210,7 @@ class Captioner {
   // -> annotations [B, L, D]; batch normalisation by the batch's statistics when training.
   Tensor encode(const Tensor& images, bool training, Run* run) const;
   void encode_backward(Tensor dannotations, Run& run);
+  bool relu_after_pool(size_t k) const;   // whether encoder layer k's ReLU runs after layer k + 1's pooling
   void check_images(const Tensor& images, const std::string& label) const;
 
   CaptionerConfig config_;

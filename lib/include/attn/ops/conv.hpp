@@ -51,9 +51,10 @@ struct ConvCache {
 Tensor conv2d_forward(const Tensor& x, const Tensor& W, const Tensor& b, const ConvOptions& options,
                       ConvCache* cache);
 // dy: [B, O, OH, OW]. ADDS into dW: [O, C, KH, KW] and db: [O] (db may be undefined: skipped).
-// Returns dx: [B, C, IH, IW], a new tensor.
+// Returns dx: [B, C, IH, IW], a new tensor; with input_grad false an undefined Tensor, and the
+// product and col2im that make dx are not done (a network's first layer: images need none).
 Tensor conv2d_backward(const Tensor& dy, const Tensor& W, const ConvCache& cache, Tensor& dW,
-                       Tensor& db);
+                       Tensor& db, bool input_grad = true);
 
 // x: [B, C, IW]   W: [O, C, K]   b: [O] or undefined   -> y: [B, O, OW]
 Tensor conv1d_forward(const Tensor& x, const Tensor& W, const Tensor& b, const ConvOptions& options,
