@@ -82,6 +82,11 @@ TEST_CASE("2 x 2 max pooling (its own loop) keeps the rules: first maximum, NaN 
           const float want = x.at(p * H * W + arg);
           CHECK((y.at(k) == want || (std::isnan(want) && std::isnan(y.at(k)))));
         }
+    // Backward: dy at each window's maximum, 0 everywhere else (the odd last row and column too).
+    const Tensor dy = rand_uniform(y.shape(), rng, -1.0f, 1.0f);
+    Tensor want({2, 3, H, W});
+    for (int64_t k = 0; k < y.numel(); ++k) want.at(k / (OH * OW) * H * W + cache.argmax.idata()[k]) += dy.at(k);
+    CHECK_THAT(ops::max_pool2d_backward(dy, cache), test::close_to(want, 0));
   }
 }
 

@@ -64,6 +64,10 @@ inline Window window(const PoolGeometry& g, int64_t i, int64_t j) {
           std::min(w + g.kernel.w, g.IW)};
 }
 
+bool is_pool2(const PoolGeometry& g) {
+  return g.kernel == Size2(2) && g.stride == Size2(2) && g.padding == Size2(0);
+}
+
 // One output row of a 2 x 2 stride-2 max pooling (every CNN's pool2) from input rows r0 and
 // r1: y[j] the window's first maximum, a NaN winning (the last NaN, as the general loop), and
 // a[j] its index base + (2j or 2j + 1) + (0 or IW). Selects instead of branches, so that the
@@ -92,7 +96,7 @@ Tensor max_forward(const PoolGeometry& g, const Tensor& x, MaxPoolCache* cache) 
   float* Y = y.data();
   int32_t* A = argmax.idata();
   // 2 x 2 windows at stride 2 without padding: the same comparisons in the same order, a row at once.
-  const bool pool2 = g.kernel == Size2(2) && g.stride == Size2(2) && g.padding == Size2(0);
+  const bool pool2 = is_pool2(g);
 #pragma omp parallel for schedule(static) if (window_reads(g) >= kParallelMinElements)
   for (int64_t plane = 0; plane < g.B * g.C; ++plane) {
     const float* in = X + plane * g.IH * g.IW;
@@ -121,15 +125,43 @@ Tensor max_forward(const PoolGeometry& g, const Tensor& x, MaxPoolCache* cache) 
   return y;
 }
 
+// The gradient of max_pool2_row: input rows r0 and r1 (columns 0 .. 2 OW - 1) get dy[j] at each
+// window's maximum and 0 elsewhere, every element written once (no zero fill, no scatter).
+ATTN_VECTOR_CLONES void max_unpool2_row(const float* dy, const int32_t* a, int64_t OW, int32_t base, int32_t IW,
+                                        float* r0, float* r1) {
+  for (int64_t j = 0; j < OW; ++j) {
+    const int32_t k = a[j] - base - static_cast<int32_t>(2 * j);   // 0, 1, IW or IW + 1
+    const float d = dy[j];
+    r0[2 * j] = k == 0 ? d : 0.0f;
+    r0[2 * j + 1] = k == 1 ? d : 0.0f;
+    r1[2 * j] = k == IW ? d : 0.0f;
+    r1[2 * j + 1] = k == IW + 1 ? d : 0.0f;
+  }
+}
+
 Tensor max_backward(const PoolGeometry& g, const Tensor& dy, const Tensor& argmax) {
-  Tensor dx({g.B, g.C, g.IH, g.IW});
+  const bool pool2 = is_pool2(g);
+  Tensor dx = pool2 ? Tensor::uninitialized({g.B, g.C, g.IH, g.IW}) : Tensor({g.B, g.C, g.IH, g.IW});
   const float* dY = dy.data();
   const int32_t* A = argmax.idata();
   float* dX = dx.data();
   const int64_t P = g.OH * g.OW;
 #pragma omp parallel for schedule(static) if (g.B * g.C * P >= kParallelMinElements)
-  for (int64_t plane = 0; plane < g.B * g.C; ++plane)
-    for (int64_t k = plane * P; k < (plane + 1) * P; ++k) dX[plane * g.IH * g.IW + A[k]] += dY[k];
+  for (int64_t plane = 0; plane < g.B * g.C; ++plane) {
+    float* out = dX + plane * g.IH * g.IW;
+    if (!pool2) {
+      for (int64_t k = plane * P; k < (plane + 1) * P; ++k) out[A[k]] += dY[k];
+      continue;
+    }
+    for (int64_t i = 0; i < g.OH; ++i) {
+      float *r0 = out + 2 * i * g.IW, *r1 = r0 + g.IW;
+      const int64_t k = (plane * g.OH + i) * g.OW;
+      max_unpool2_row(dY + k, A + k, g.OW, static_cast<int32_t>(2 * i * g.IW), static_cast<int32_t>(g.IW), r0, r1);
+      std::fill(r0 + 2 * g.OW, r0 + g.IW, 0.0f);   // an odd width's last column, in no window
+      std::fill(r1 + 2 * g.OW, r1 + g.IW, 0.0f);
+    }
+    std::fill(out + 2 * g.OH * g.IW, out + g.IH * g.IW, 0.0f);   // an odd height's last row
+  }
   return dx;
 }
 
