@@ -223,7 +223,8 @@ Tensor conv_forward(const std::string& op, const Tensor& x, const Tensor& W, con
 
 // Per image n (images in kGradGroups fixed groups, each group on one thread) and chunk:
 // im2col, dW_group += dy_n[:, chunk] col^T, dcol = W^T dy_n[:, chunk] (into the same buffer),
-// col2im into dx_n; db_group from the same dy rows. The group sums are added in order.
+// col2im into dx_n (neither without input_grad); db_group from the same dy rows. The group sums
+// are added in order.
 Tensor conv_backward(const Tensor& dy, const Tensor& W, const ConvGeometry& g, const Tensor& x,
                      Tensor& dW, Tensor& db, bool input_grad = true) {
   const int64_t P = g.OH * g.OW, CKK = g.C * g.KH * g.KW, plane = g.C * g.IH * g.IW;
