@@ -6,8 +6,9 @@
 // max_digits}; k distinct MNIST images drawn uniformly from the split's pool; gaps between
 // neighbours ~ U{0..max_gap} pixels each; the row of digits starts at a column ~ U{0..W -
 // its width}; each digit's top row ~ U{0..H - 28} on its own (vertical jitter). Digits are
-// copied unscaled (pixel / 255) into disjoint 28 x 28 cells, so nothing overlaps or leaves the
-// image. A word's box is the tight box of its digit's ink (pixels > 0), not the 28 x 28 cell.
+// copied unscaled (pixel / 255; training digits warped first when train_warp asks) into
+// disjoint 28 x 28 cells, so nothing overlaps or leaves the image. A word's box is the tight
+// box of its digit's ink (pixels > 0), not the 28 x 28 cell.
 //
 // Pools: MNIST image i (of the file's n) is in the train pool when i mod 10 < 8, the valid pool
 // when i mod 10 = 8 and the test pool when i mod 10 = 9: disjoint, the same for every seed
