@@ -115,7 +115,7 @@ MnistStrips make_mnist_strips(const MnistDigits& mnist, const MnistStripsConfig&
                       "), fewer than max_digits " + str(K) + "; a strip's digits are distinct images");
     Rng rng = root.fork(static_cast<uint64_t>(k));
     const bool warp = k == 0 && cfg.train_warp.any();
-    std::vector<uint8_t> warped(static_cast<size_t>(DH * DW));
+    std::vector<uint8_t> warped(warp ? static_cast<size_t>(DH * DW) : 0);   // the digit being placed
     CaptionSplit s(kSplitNames[k], n[k], 1, H, W, K + 1);
     Tensor index({n[k], K}, DType::i32);
     std::fill(index.idata(), index.idata() + index.numel(), -1);

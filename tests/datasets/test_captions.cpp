@@ -105,6 +105,18 @@ std::vector<float> plane(const CaptionSplit& s, int64_t i) {
   return p;
 }
 
+// Whether the box b of image p (W pixels wide) holds exactly MNIST image src's ink box, unscaled.
+bool shows_mnist_ink(const std::vector<float>& p, int64_t W, const Box& b, const IdxImages& im, int32_t src) {
+  const Box ink = ink_box(im.image(src), im.rows, im.cols, im.cols);
+  if (b.y1 - b.y0 != ink.y1 - ink.y0 || b.x1 - b.x0 != ink.x1 - ink.x0) return false;
+  for (int64_t y = 0; y < b.y1 - b.y0; ++y)
+    for (int64_t x = 0; x < b.x1 - b.x0; ++x)
+      if (p[static_cast<size_t>((b.y0 + y) * W + b.x0 + x)] !=
+          static_cast<float>(im.image(src)[(ink.y0 + y) * im.cols + ink.x0 + x]) / 255.0f)
+        return false;
+  return true;
+}
+
 MnistDigits fixture_digits(const test::TempDir& dir, int64_t n) {
   test::write_mnist_fixture(dir.path().string(), n);
   return read_mnist(dir.path().string());
@@ -143,24 +155,13 @@ void check_strips(const MnistStrips& d, const MnistDigits& mnist, const MnistStr
         used[k].insert(src);
         // The word is the label of the digit's MNIST image.
         CHECK(c.words[static_cast<size_t>(t)] == data::kNumReserved + mnist.labels[static_cast<size_t>(src)]);
-        // Its box is the tight box of the digit's ink, and the pixels there are the MNIST ink box's.
+        // Its box is the tight box of the digit's ink and, unwarped, the pixels there are the MNIST
+        // ink box's.
         const Box b = c.boxes[static_cast<size_t>(t)];
         check_tight(p, H, W, b);
-        if (k == 0 && cfg.train_warp.any()) {
-          for (int64_t y = b.y0; y < b.y1; ++y)
-            for (int64_t x = b.x0; x < b.x1; ++x) covered[static_cast<size_t>(y * W + x)] = true;
-          if (t > 0) CHECK(c.boxes[static_cast<size_t>(t - 1)].x1 <= b.x0);
-          continue;
-        }
-        const Box ink = ink_box(im.image(src), im.rows, im.cols, im.cols);
-        REQUIRE(b.y1 - b.y0 == ink.y1 - ink.y0);
-        REQUIRE(b.x1 - b.x0 == ink.x1 - ink.x0);
-        for (int64_t y = 0; y < b.y1 - b.y0; ++y)
-          for (int64_t x = 0; x < b.x1 - b.x0; ++x) {
-            const size_t at = static_cast<size_t>((b.y0 + y) * W + b.x0 + x);
-            REQUIRE(p[at] == static_cast<float>(im.image(src)[(ink.y0 + y) * im.cols + ink.x0 + x]) / 255.0f);
-            covered[at] = true;
-          }
+        if (k != 0 || !cfg.train_warp.any()) REQUIRE(shows_mnist_ink(p, W, b, im, src));
+        for (int64_t y = b.y0; y < b.y1; ++y)
+          for (int64_t x = b.x0; x < b.x1; ++x) covered[static_cast<size_t>(y * W + x)] = true;
         // Left to right, not overlapping the previous digit.
         if (t > 0) CHECK(c.boxes[static_cast<size_t>(t - 1)].x1 <= b.x0);
       }
@@ -343,13 +344,7 @@ TEST_CASE("mnist-strips' training warp: training digits warped, labels and boxes
     const std::vector<float> pixels = plane(train, i);
     for (size_t t = 0; t < c.words.size(); ++t, ++digits) {
       const int32_t src = d.mnist_index.train.idata()[i * plain.max_digits + static_cast<int64_t>(t)];
-      const Box b = c.boxes[t], ink = ink_box(mnist.images.image(src), 28, 28, 28);
-      bool same = b.y1 - b.y0 == ink.y1 - ink.y0 && b.x1 - b.x0 == ink.x1 - ink.x0;
-      for (int64_t y = 0; same && y < b.y1 - b.y0; ++y)
-        for (int64_t x = 0; same && x < b.x1 - b.x0; ++x)
-          same = pixels[static_cast<size_t>((b.y0 + y) * plain.width + b.x0 + x)] ==
-                 static_cast<float>(mnist.images.image(src)[(ink.y0 + y) * 28 + ink.x0 + x]) / 255.0f;
-      changed += !same;
+      changed += !shows_mnist_ink(pixels, plain.width, c.boxes[t], mnist.images, src);
     }
   }
   CHECK(changed == digits);
