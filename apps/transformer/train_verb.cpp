@@ -41,6 +41,27 @@ void add_model_options(cli::Options& opts) {
                               ->notifier(cli::in_range<double>("label-smoothing", 0.0, 0.99)),
        "label smoothing of the loss (paper sec. 5.4)");
   cli::add_valid_bleu_option(opts);
+  opts.add()
+      ("mask-prob", po::value<double>()->value_name("P")->default_value(0.15, "0.15")
+                        ->notifier(cli::in_range<double>("mask-prob", 0.01, 1.0)),
+       "mlm: the probability that a token is masked (BERT: 0.15)")
+      ("mask-words", po::value<std::string>()->value_name("FILE"),
+       "mlm: mask only these words (a text file, white-space separated; selective masking)");
+}
+
+// BERT's masking, with the selection probability and the words of --mask-words; refused for
+// the other architectures, which mask nothing.
+models::MaskingOptions masking_from_options(const cli::Options& opts, TransformerArch arch, const data::Vocab& vocab) {
+  models::MaskingOptions masking;
+  masking.select = static_cast<float>(opts.get<double>("mask-prob"));
+  if (arch != TransformerArch::mlm) {
+    if (opts.has("mask-words") || masking.select != models::MaskingOptions{}.select)
+      throw ConfigError("--mask-prob and --mask-words need a masked LM (--arch mlm), this model is '" +
+                        std::string(models::arch_name(arch)) + "'");
+    return masking;
+  }
+  if (opts.has("mask-words")) masking.only = train::read_mask_words(opts.get<std::string>("mask-words"), vocab);
+  return masking;
 }
 
 models::TransformerConfig config_from_options(const cli::Options& opts, const train::Vocabs& vocabs) {
@@ -84,7 +105,7 @@ std::unique_ptr<cli::TrainRun> prepare(const cli::Options& opts, cli::TrainInput
   if (in.resume.empty()) config.max_len = train::transformer_max_len(run->splits);
   run->model.emplace(config, in.init_rng);
   run->task = train::transformer_task(*run->model, run->splits.train, run->splits.valid_or_null(), run->vocabs.src,
-                                      run->vocabs.tgt);
+                                      run->vocabs.tgt, masking_from_options(opts, config.arch, run->vocabs.src));
   run->model_width = config.d_model;
   if (config.arch != TransformerArch::encdec && opts.get<bool>("valid-bleu"))
     throw ConfigError("--valid-bleu needs an encoder-decoder model (--arch encdec)");

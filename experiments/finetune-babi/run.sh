@@ -15,7 +15,10 @@
 # once], THREADS [1 per run], MEMORY [50; statements of a story read], DATA_DIR
 # [../shared/data/babi beside the project], REUSE [0; 1 keeps finished runs and continues an
 # interrupted pre-training], PYTHON [/usr/bin/python3, with h5py], MODEL [the body's options, below],
-# RESULTS [results/finetune-babi]. Only the bodies INITS fine-tune are pre-trained.
+# RESULTS [results/finetune-babi], MASK [random: BERT's 15% of all tokens; answers: selective
+# masking, the MLM masks only the words that are class names of the fine-tuning set (people,
+# places, objects, colours, animals: 22% of the story tokens), each with probability MASK_PROB
+# [0.3]]. Only the bodies INITS fine-tune are pre-trained.
 # Results: $RESULTS/ — data/en.h5 (fine-tuning set), data/pre10k.h5 (pre-training
 # text), pretrain/{lm,mlm}.h5, ft/<init>/lr<LR>.seed<k>.h5 (+ one checkpoint per epoch, log),
 # ft/<init>/selection.txt, ft/<init>/seed<k>.test.h5 (test predictions of the chosen epoch),
@@ -34,6 +37,8 @@ THREADS=${THREADS:-1}
 MEMORY=${MEMORY:-50}
 DATA_DIR=${DATA_DIR:-$ROOT/../shared/data/babi}
 PYTHON=${PYTHON:-/usr/bin/python3}
+MASK=${MASK:-random}
+MASK_PROB=${MASK_PROB:-0.3}
 mkdir -p "${RESULTS:=$ROOT/results/finetune-babi}"
 OUT=$(cd "$RESULTS" && pwd)
 # The model: small enough for 2 busy cores (about 100k weights); the same for every init.
@@ -57,6 +62,15 @@ echo "== data (attn-data babi-cls)"
 # ones, and they are not read.
 "$BIN/attn-data" babi-cls --task all --set en-10k --memory-size "$MEMORY" --data-dir "$DATA_DIR" \
   --vocab-from "$OUT/data/en.h5" --out "$OUT/data/pre10k.h5" --quiet
+
+case $MASK in
+  random) MLM_OPTIONS= ;;
+  # The class names only (their words, never which question they answer): every prediction of
+  # the MLM is then an entity that the story may or may not determine ("John dropped the ...").
+  answers) "$PYTHON" "$FT_HELP" labels "$OUT/data/en.h5" >"$OUT/data/answer-words.txt"
+           MLM_OPTIONS="--mask-words $OUT/data/answer-words.txt --mask-prob $MASK_PROB" ;;
+  *) echo "finetune-babi: MASK must be random or answers, got '$MASK'" >&2; exit 2 ;;
+esac
 
 # Only the bodies INITS fine-tune (a from-scratch init reads its pre-trained model's shapes).
 archs=$(for init in $INITS; do ft_arch "$init"; done | sort -u)

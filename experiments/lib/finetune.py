@@ -7,6 +7,8 @@ usage: finetune.py steps DATA.h5 lm|mlm MAX_TOKENS
        finetune.py select RUN.h5 [RUN.h5 ...]
            the epoch of the least validation error of each fine-tuning run (its /metrics curve;
            the earliest on a tie): prints "RUN epoch valid_error" per run
+       finetune.py labels DATA.h5
+           the class names of a labelled data set (/labels), one per line
 """
 import sys
 
@@ -41,9 +43,17 @@ def select(paths):
         print(f"{path} {best + 1} {curve[best]:.6f}")
 
 
+def labels(data):
+    with h5py.File(data, "r") as f:
+        for name in f["/labels"][()]:
+            print(name.decode() if isinstance(name, bytes) else name)
+
+
 def main():
     if len(sys.argv) == 5 and sys.argv[1] == "steps":
         steps(sys.argv[2], sys.argv[3], int(sys.argv[4]))
+    elif len(sys.argv) == 3 and sys.argv[1] == "labels":
+        labels(sys.argv[2])
     elif len(sys.argv) > 2 and sys.argv[1] == "select":
         select(sys.argv[2:])
     else:

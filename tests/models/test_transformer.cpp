@@ -264,6 +264,41 @@ TEST_CASE("mask_tokens: 15% of regular tokens chosen, 80/10/10 mask/random/kept"
   CHECK(m.tgt_len.idata()[3] == len[3]);
 }
 
+TEST_CASE("mask_tokens with `only`: the flagged tokens alone are chosen, at the selection rate", "[unit][transformer]") {
+  const int64_t B = 64, S = 100, V = 40;
+  Rng rng(6);
+  TokenBatch batch;
+  batch.src = Tensor({B, S}, DType::i32);
+  for (int64_t i = 0; i < B * S; ++i) batch.src.idata()[i] = static_cast<int32_t>(4 + rng.uniform_int(V - 4));
+  batch.src_len = Tensor::from_ints({B}, std::vector<int32_t>(B, static_cast<int32_t>(S)));
+  models::MaskingOptions o;
+  o.select = 0.3f;
+  o.only.assign(V, false);
+  for (int32_t id = 4; id < V; id += 3) o.only[static_cast<size_t>(id)] = true;   // a third of the words
+  const TokenBatch m = models::mask_tokens(batch, rng, static_cast<int32_t>(V), V, o);
+  int64_t flagged = 0, chosen = 0;
+  for (int64_t i = 0; i < B * S; ++i) {
+    const int32_t orig = batch.src.idata()[i], tgt = m.tgt.idata()[i];
+    const bool is_flagged = o.only[static_cast<size_t>(orig)];
+    flagged += is_flagged;
+    if (tgt == models::kPad) continue;
+    CHECK(is_flagged);   // never an unflagged word
+    ++chosen;
+  }
+  CHECK(static_cast<double>(chosen) / static_cast<double>(flagged) == Approx(0.3).margin(0.03));   // ~2100 flagged
+  // The validation masking (fixed per example) honours it too.
+  std::vector<int64_t> examples(B);
+  for (int64_t b = 0; b < B; ++b) examples[static_cast<size_t>(b)] = b;
+  const TokenBatch v = models::mask_examples(batch, 9, examples, static_cast<int32_t>(V), V, o);
+  int64_t valid_chosen = 0;
+  for (int64_t i = 0; i < B * S; ++i)
+    if (v.tgt.idata()[i] != models::kPad) {
+      CHECK(o.only[static_cast<size_t>(batch.src.idata()[i])]);
+      ++valid_chosen;
+    }
+  CHECK(valid_chosen > 0);
+}
+
 TEST_CASE("Transformer lm learns a deterministic counting sequence", "[integration][transformer]") {
   // Each sequence counts up from a random start through tokens 4..15 cyclically for 8 tokens,
   // then EOS. After training, greedy continuation of its first token reproduces it.

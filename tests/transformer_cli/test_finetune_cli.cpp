@@ -232,6 +232,37 @@ TEST_CASE("finetune: a pre-trained model of the wrong architecture or vocabulary
   CHECK(r.read_strings("/vocab/src") == io::File::open_read(dir.file("other.h5")).read_strings("/vocab/src"));
 }
 
+TEST_CASE("train --arch mlm --mask-words: selective masking, its word list checked", "[cli][attn-transformer]") {
+  test::TempDir dir;
+  write_corpus(dir, "corpus.txt", 100);
+  REQUIRE(run(dir, "{data} text --in corpus.txt --out text.h5 --quiet").code == 0);
+  const std::string train = "{tf} train --arch mlm --data text.h5 --model m.h5 --steps 2 --max-tokens 256";
+  test::write_text(dir.file("words.txt"), "# group a's first words\na4 a5\na6\n");
+  const Result ok = run(dir, train + " --mask-words words.txt --mask-prob 0.5" + kTiny);
+  REQUIRE(ok.code == 0);
+  const io::File m = io::File::open_read(dir.file("m.h5"));   // the masking is part of how it was made
+  CHECK(m.attr_string("/config", "mask_words") == "words.txt");
+  CHECK(m.attr_double("/config", "mask_prob") == 0.5);
+
+  test::write_text(dir.file("unknown.txt"), "a4 zebra\n");
+  const Result unknown = run(dir, train + " --mask-words unknown.txt" + kTiny);
+  CHECK(unknown.code == 3);
+  CHECK_THAT(unknown.err, Contains("unknown.txt") && Contains("'zebra' is not in the data set's vocabulary"));
+  test::write_text(dir.file("empty.txt"), "# nothing\n\n");
+  const Result empty = run(dir, train + " --mask-words empty.txt" + kTiny);
+  CHECK(empty.code == 3);
+  CHECK_THAT(empty.err, Contains("empty.txt") && Contains("no words"));
+  const Result missing = run(dir, train + " --mask-words absent.txt" + kTiny);
+  CHECK(missing.code == 3);
+  CHECK_THAT(missing.err, Contains("absent.txt"));
+  const Result lm = run(dir, "{tf} train --arch lm --data text.h5 --model lm.h5 --steps 2 --mask-prob 0.3" + std::string(kTiny));
+  CHECK(lm.code == 2);
+  CHECK_THAT(lm.err, Contains("--arch mlm") && Contains("'lm'"));
+  const Result range = run(dir, train + " --mask-prob 0" + kTiny);
+  CHECK(range.code == 2);
+  CHECK_THAT(range.err, Contains("--mask-prob"));
+}
+
 TEST_CASE("pairs of a parallel text -> an mlm pre-trained on them with segments -> finetune -> classify", "[cli][attn-transformer]") {
   test::TempDir dir;
   std::string src, tgt;

@@ -95,6 +95,10 @@ TokenBatch mask_rows(const TokenBatch& batch, RowRng&& row_rng, int32_t mask_id,
   if (!(o.select >= 0 && o.select <= 1 && o.replace_mask >= 0 && o.replace_random >= 0 &&
         o.replace_mask + o.replace_random <= 1))
     throw ConfigError("mask_tokens: probabilities must lie in [0, 1] with replace_mask + replace_random <= 1");
+  // Tokens beyond `only` (ids the vocabulary grew past) are not selected.
+  const auto eligible = [&o](int32_t tok) {
+    return o.only.empty() || (static_cast<size_t>(tok) < o.only.size() && o.only[static_cast<size_t>(tok)]);
+  };
   TokenBatch out;
   out.src = batch.src.clone();
   out.src_len = batch.src_len;
@@ -109,7 +113,7 @@ TokenBatch mask_rows(const TokenBatch& batch, RowRng&& row_rng, int32_t mask_id,
     const int64_t n = std::min<int64_t>(len[b], S);
     for (int64_t t = 0; t < n; ++t) {
       int32_t& tok = in[b * S + t];
-      if (tok < kFirstRegularToken || !rng.bernoulli(o.select)) continue;
+      if (tok < kFirstRegularToken || !eligible(tok) || !rng.bernoulli(o.select)) continue;
       tgt[b * S + t] = tok;
       const float u = rng.uniform();
       if (u < o.replace_mask)

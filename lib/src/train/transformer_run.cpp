@@ -3,7 +3,11 @@
 #include "attn/train/transformer_run.hpp"
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
 #include <optional>
+#include <sstream>
 
 #include "attn/core/error.hpp"
 #include "attn/core/thread_governor.hpp"
@@ -72,7 +76,8 @@ std::vector<int32_t> transformer_lengths(TransformerArch arch, const data::Token
 }
 
 TrainTask transformer_task(models::Transformer& model, const data::TokenSplit& train, const data::TokenSplit* valid,
-                           const data::Vocab& src_vocab, const data::Vocab& tgt_vocab) {
+                           const data::Vocab& src_vocab, const data::Vocab& tgt_vocab,
+                           const models::MaskingOptions& masking) {
   const models::TransformerConfig& c = model.config();
   const TransformerArch arch = c.arch;
   TrainTask task;
@@ -81,23 +86,45 @@ TrainTask transformer_task(models::Transformer& model, const data::TokenSplit& t
   task.params = model.params();
   describe_token_task(task);
   task.train_lengths = transformer_lengths(arch, train);
-  task.train_batch = [&model, &train, arch](std::span<const int64_t> index, Rng& rng) {
+  task.train_batch = [&model, &train, arch, masking](std::span<const int64_t> index, Rng& rng) {
     if (arch == TransformerArch::mlm)
-      return to_stats(model.train_step(
-          models::mask_tokens(mlm_batch(train, index), rng, model.mask_token_id(), model.config().tgt_vocab), rng));
+      return to_stats(model.train_step(models::mask_tokens(mlm_batch(train, index), rng, model.mask_token_id(),
+                                                           model.config().tgt_vocab, masking),
+                                       rng));
     return to_stats(model.train_step(gather_token_batch(train, index), rng));
   };
   if (valid) {
     task.valid_lengths = transformer_lengths(arch, *valid);
-    task.valid_batch = [&model, valid, arch](std::span<const int64_t> index) {
+    task.valid_batch = [&model, valid, arch, masking](std::span<const int64_t> index) {
       if (arch == TransformerArch::mlm)
         return to_stats(model.evaluate(models::mask_examples(mlm_batch(*valid, index), kValidMaskSeed, index,
-                                                             model.mask_token_id(), model.config().tgt_vocab)));
+                                                             model.mask_token_id(), model.config().tgt_vocab,
+                                                             masking)));
       return to_stats(model.evaluate(gather_token_batch(*valid, index)));
     };
   }
   task.write_extra = [&src_vocab, &tgt_vocab](io::File& file) { write_vocabs(file, src_vocab, tgt_vocab); };
   return task;
+}
+
+std::vector<bool> read_mask_words(const std::string& path, const data::Vocab& vocab) {
+  std::ifstream in(path);
+  if (!in) throw IoError(path + ": cannot open the word list (" + std::strerror(errno) + ")");
+  std::vector<bool> only(static_cast<size_t>(vocab.size()), false);
+  bool any = false;
+  for (std::string line; std::getline(in, line);) {
+    if (line.starts_with('#')) continue;
+    std::istringstream words(line);
+    for (std::string w; words >> w;) {
+      if (!vocab.contains(w))
+        throw FormatError(path + ": the word '" + w + "' is not in the data set's vocabulary (" +
+                          std::to_string(vocab.size()) + " tokens)");
+      only[static_cast<size_t>(vocab.id(w))] = true;
+      any = true;
+    }
+  }
+  if (!any) throw FormatError(path + ": no words (expected words separated by white space)");
+  return only;
 }
 
 TransformerFile load_transformer(const std::string& path) {

@@ -54,10 +54,16 @@ std::vector<int32_t> transformer_lengths(models::TransformerArch arch, const dat
 // The trainer's view of a Transformer on token splits: kind "transformer", config =
 // model.config().to_attrs(), the vocabularies written with every saved file. mlm batches are
 // masked with the trainer's stream (training) or a stream fixed per example (validation, so it is
-// the same every epoch and whatever the batches). train and valid are read with transformer_request(config); they,
-// the model and the vocabularies must outlive the task; valid may be null.
+// the same every epoch and whatever the batches), both with `masking`. train and valid are read with
+// transformer_request(config); they, the model and the vocabularies must outlive the task; valid may be null.
 TrainTask transformer_task(models::Transformer& model, const data::TokenSplit& train, const data::TokenSplit* valid,
-                           const data::Vocab& src_vocab, const data::Vocab& tgt_vocab);
+                           const data::Vocab& src_vocab, const data::Vocab& tgt_vocab,
+                           const models::MaskingOptions& masking = {});
+
+// MaskingOptions::only for the words of a text file (separated by white space; a line starting with
+// '#' is a comment): one flag per id of `vocab`. A word that is not in the vocabulary, or a file
+// without words, throws FormatError naming the file and the word.
+std::vector<bool> read_mask_words(const std::string& path, const data::Vocab& vocab);
 
 using TransformerFile = ModelFile<models::Transformer>;
 // Reads a model file written by the trainer (or average_transformers). Throws FormatError /
