@@ -42,24 +42,20 @@ void add_model_options(cli::Options& opts) {
        "label smoothing of the loss (paper sec. 5.4)");
   cli::add_valid_bleu_option(opts);
   opts.add()
-      ("mask-prob", po::value<double>()->value_name("P")->default_value(0.15, "0.15")
-                        ->notifier(cli::in_range<double>("mask-prob", 0.01, 1.0)),
-       "mlm: the probability that a token is masked (BERT: 0.15)")
+      ("mask-prob", po::value<double>()->value_name("P")->notifier(cli::in_range<double>("mask-prob", 0.01, 1.0)),
+       "mlm: the probability that a token is masked (default: BERT's 0.15)")
       ("mask-words", po::value<std::string>()->value_name("FILE"),
        "mlm: mask only these words (a text file, white-space separated; selective masking)");
 }
 
-// BERT's masking, with the selection probability and the words of --mask-words; refused for
-// the other architectures, which mask nothing.
+// BERT's masking, with --mask-prob's selection probability and --mask-words' words; both refused
+// for the other architectures, which mask nothing.
 models::MaskingOptions masking_from_options(const cli::Options& opts, TransformerArch arch, const data::Vocab& vocab) {
   models::MaskingOptions masking;
-  masking.select = static_cast<float>(opts.get<double>("mask-prob"));
-  if (arch != TransformerArch::mlm) {
-    if (opts.has("mask-words") || masking.select != models::MaskingOptions{}.select)
-      throw ConfigError("--mask-prob and --mask-words need a masked LM (--arch mlm), this model is '" +
-                        std::string(models::arch_name(arch)) + "'");
-    return masking;
-  }
+  if (arch != TransformerArch::mlm && (opts.has("mask-prob") || opts.has("mask-words")))
+    throw ConfigError("--mask-prob and --mask-words need a masked LM (--arch mlm), this model is '" +
+                      std::string(models::arch_name(arch)) + "'");
+  if (opts.has("mask-prob")) masking.select = static_cast<float>(opts.get<double>("mask-prob"));
   if (opts.has("mask-words")) masking.only = train::read_mask_words(opts.get<std::string>("mask-words"), vocab);
   return masking;
 }

@@ -255,7 +255,7 @@ TEST_CASE("train --arch mlm --mask-words: selective masking, its word list check
   const Result missing = run(dir, train + " --mask-words absent.txt" + kTiny);
   CHECK(missing.code == 3);
   CHECK_THAT(missing.err, Contains("absent.txt"));
-  const Result lm = run(dir, "{tf} train --arch lm --data text.h5 --model lm.h5 --steps 2 --mask-prob 0.3" + std::string(kTiny));
+  const Result lm = run(dir, "{tf} train --arch lm --data text.h5 --model lm.h5 --steps 2 --mask-prob 0.15" + std::string(kTiny));
   CHECK(lm.code == 2);
   CHECK_THAT(lm.err, Contains("--arch mlm") && Contains("'lm'"));
   const Result range = run(dir, train + " --mask-prob 0" + kTiny);
