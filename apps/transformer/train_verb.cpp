@@ -37,6 +37,9 @@ void add_model_options(cli::Options& opts) {
        "source and target (needs one vocabulary, paper sec. 3.4)")
       ("attn-window", int_value(-1)->notifier(cli::at_least<int64_t>("attn-window", -1)),
        "self-attention radius (-1: unrestricted; paper sec. 4, restricted self-attention)")
+      ("max-positions", po::value<int64_t>()->value_name("N")->notifier(cli::positive<int64_t>("max-positions")),
+       "the longest sequence the model handles (default: the longest training example + 3, at least "
+       "256); a body pre-trained on short text needs more to be fine-tuned on long examples")
       ("label-smoothing", po::value<double>()->value_name("EPS")->default_value(0.1, "0.1")
                               ->notifier(cli::in_range<double>("label-smoothing", 0.0, 0.99)),
        "label smoothing of the loss (paper sec. 5.4)");
@@ -98,7 +101,9 @@ std::unique_ptr<cli::TrainRun> prepare(const cli::Options& opts, cli::TrainInput
     train::check_resumed_vocabs(stored, in.resume, in.data, run->vocabs);
   }
   run->splits = train::read_training_data(in.data, train::transformer_request(config), in.keep_data);
-  if (in.resume.empty()) config.max_len = train::transformer_max_len(run->splits);
+  if (in.resume.empty())
+    config.max_len =
+        train::transformer_max_len(run->splits, opts.has("max-positions") ? opts.get<int64_t>("max-positions") : 0);
   run->model.emplace(config, in.init_rng);
   run->task = train::transformer_task(*run->model, run->splits.train, run->splits.valid_or_null(), run->vocabs.src,
                                       run->vocabs.tgt, masking_from_options(opts, config.arch, run->vocabs.src));

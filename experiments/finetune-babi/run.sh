@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Pre-train, then fine-tune (GPT, BERT) on the bAbI 1k tasks: a small Transformer pre-trained as
 # a masked LM (encoder, BERT) and as a language model (decoder, GPT) on the unlabelled stories and
-# questions of the bAbI 10k training sets, then fine-tuned as a classifier on the 18 single-word
+# questions of the bAbI 10k training sets (or on Multi30k's English captions), then fine-tuned as a classifier on the 18 single-word
 # answer tasks of the 1k set at once, against the same two architectures trained from scratch on
 # the same 1k questions; per-task test error beside the memory network's (experiments/memnet-babi).
 # The learning rate and the epoch are chosen on the validation split, never on test.
@@ -18,8 +18,10 @@
 # RESULTS [results/finetune-babi], MASK [random: BERT's 15% of all tokens; answers: selective
 # masking, the MLM masks only the words that are class names of the fine-tuning set (people,
 # places, objects, colours, animals: 22% of the story tokens), each with probability MASK_PROB
-# [0.3]]. Only the bodies INITS fine-tune are pre-trained.
-# Results: $RESULTS/ — data/en.h5 (fine-tuning set), data/pre10k.h5 (pre-training
+# [0.3]], PRE_CORPUS [babi: the 10k stories; multi30k: the English captions of Multi30k, general
+# text, M30K_DIR [../shared/data/multi30k beside the project]]. Only the bodies INITS fine-tune
+# are pre-trained.
+# Results: $RESULTS/ — data/en.h5 (fine-tuning set), data/pre.h5 (pre-training
 # text), pretrain/{lm,mlm}.h5, ft/<init>/lr<LR>.seed<k>.h5 (+ one checkpoint per epoch, log),
 # ft/<init>/selection.txt, ft/<init>/seed<k>.test.h5 (test predictions of the chosen epoch),
 # table.md.
@@ -37,6 +39,8 @@ THREADS=${THREADS:-1}
 MEMORY=${MEMORY:-50}
 DATA_DIR=${DATA_DIR:-$ROOT/../shared/data/babi}
 PYTHON=${PYTHON:-/usr/bin/python3}
+PRE_CORPUS=${PRE_CORPUS:-babi}
+M30K_DIR=${M30K_DIR:-$ROOT/../shared/data/multi30k}
 MASK=${MASK:-random}
 MASK_PROB=${MASK_PROB:-0.3}
 mkdir -p "${RESULTS:=$ROOT/results/finetune-babi}"
@@ -49,19 +53,38 @@ MAX_TOKENS=2048
 source "$ROOT/experiments/lib/finetune.sh"
 ft_check_tools finetune-babi
 [ -d "$DATA_DIR/en" ] && [ -d "$DATA_DIR/en-10k" ] || { echo "finetune-babi: no bAbI en and en-10k in $DATA_DIR (set DATA_DIR)" >&2; exit 1; }
+[ "$PRE_CORPUS" != multi30k ] || [ -f "$M30K_DIR/train.en.gz" ] || { echo "finetune-babi: no train.en.gz in $M30K_DIR (set M30K_DIR)" >&2; exit 1; }
 start=$SECONDS
 mkdir -p "$OUT/data" "$OUT/pretrain" "$OUT/ft"
 
-echo "== data (attn-data babi-cls)"
+echo "== data (attn-data babi-cls; pre-training text: $PRE_CORPUS)"
 # Fine-tuning: the 1k questions of the 18 single-word tasks (8 and 19 answer with lists), 10% of
 # each task's training questions held out as /valid; the memory network's questions and splits.
-"$BIN/attn-data" babi-cls --task all --set en --memory-size "$MEMORY" --data-dir "$DATA_DIR" --out "$OUT/data/en.h5" --quiet
-# Pre-training text: the stories and questions of the 10k training files (task 3 has none here),
-# in the fine-tuning vocabulary. Only its /train and /valid are read, and never its labels: the
-# mlm reads /src and the segments, the lm "story [SEP] question". The 10k test files are the 1k
-# ones, and they are not read.
-"$BIN/attn-data" babi-cls --task all --set en-10k --memory-size "$MEMORY" --data-dir "$DATA_DIR" \
-  --vocab-from "$OUT/data/en.h5" --out "$OUT/data/pre10k.h5" --quiet
+babi_cls() { "$BIN/attn-data" babi-cls --task all --memory-size "$MEMORY" --data-dir "$DATA_DIR" --quiet "$@"; }
+case $PRE_CORPUS in
+  babi)
+    babi_cls --set en --out "$OUT/data/en.h5"
+    # Pre-training text: the stories and questions of the 10k training files (task 3 has none
+    # here), in the fine-tuning vocabulary. Only its /train and /valid are read, and never its
+    # labels: the mlm reads /src and the segments, the lm "story [SEP] question". The 10k test
+    # files are the 1k ones, and they are not read.
+    babi_cls --set en-10k --vocab-from "$OUT/data/en.h5" --out "$OUT/data/pre.h5"
+    PRE_OPTIONS= ;;
+  multi30k)
+    # Pre-training text: the 29,000 English training captions of Multi30k, general English about
+    # pictures, with the last 1,000 held out. One vocabulary holds them and every bAbI word, so
+    # that neither text loses words to <unk>; the bAbI questions are encoded in it.
+    babi_cls --set en --out "$OUT/data/babi-words.h5"
+    { zcat "$M30K_DIR/train.en.gz"; "$PYTHON" "$FT_HELP" words "$OUT/data/babi-words.h5" | paste -sd ' '; } \
+      >"$OUT/data/joint.txt"
+    "$BIN/attn-data" text --in "$OUT/data/joint.txt" --lowercase --out "$OUT/data/joint.h5" --quiet
+    babi_cls --set en --vocab-from "$OUT/data/joint.h5" --out "$OUT/data/en.h5"
+    "$BIN/attn-data" text --in "$M30K_DIR/train.en.gz" --lowercase --valid-n 1000 --vocab-from "$OUT/data/joint.h5" \
+      --out "$OUT/data/pre.h5" --quiet
+    # Captions are short: room for the longest question's story (the positions of the body).
+    PRE_OPTIONS="--max-positions 512" ;;
+  *) echo "finetune-babi: PRE_CORPUS must be babi or multi30k, got '$PRE_CORPUS'" >&2; exit 2 ;;
+esac
 
 case $MASK in
   random) MLM_OPTIONS= ;;
@@ -75,7 +98,7 @@ esac
 # Only the bodies INITS fine-tune (a from-scratch init reads its pre-trained model's shapes).
 archs=$(for init in $INITS; do ft_arch "$init"; done | sort -u)
 echo "== pre-training (attn-transformer train --arch $(echo "$archs" | paste -sd ,); $PRE_EPOCHS epochs)"
-printf '%s\n' "$archs" | xargs -P "$PARALLEL" -I{} bash -c "ft_pretrain {} $OUT/data/pre10k.h5"
+printf '%s\n' "$archs" | xargs -P "$PARALLEL" -I{} bash -c "ft_pretrain {} $OUT/data/pre.h5"
 # finetune INIT LR SEED: one fine-tuning run on the 1k questions.
 finetune() { ft_run "$OUT/data/en.h5" "$OUT/ft/$1" "$@" "$EPOCHS"; }
 export -f finetune

@@ -9,6 +9,8 @@ usage: finetune.py steps DATA.h5 lm|mlm MAX_TOKENS
            the earliest on a tie): prints "RUN epoch valid_error" per run
        finetune.py labels DATA.h5
            the class names of a labelled data set (/labels), one per line
+       finetune.py words DATA.h5
+           the words of a data set's vocabulary (/vocab/src without the 4 reserved tokens), one per line
 """
 import sys
 
@@ -43,9 +45,9 @@ def select(paths):
         print(f"{path} {best + 1} {curve[best]:.6f}")
 
 
-def labels(data):
+def print_strings(data, dataset, first=0):
     with h5py.File(data, "r") as f:
-        for name in f["/labels"][()]:
+        for name in f[dataset][first:]:
             print(name.decode() if isinstance(name, bytes) else name)
 
 
@@ -53,7 +55,9 @@ def main():
     if len(sys.argv) == 5 and sys.argv[1] == "steps":
         steps(sys.argv[2], sys.argv[3], int(sys.argv[4]))
     elif len(sys.argv) == 3 and sys.argv[1] == "labels":
-        labels(sys.argv[2])
+        print_strings(sys.argv[2], "/labels")
+    elif len(sys.argv) == 3 and sys.argv[1] == "words":
+        print_strings(sys.argv[2], "/vocab/src", first=4)
     elif len(sys.argv) > 2 and sys.argv[1] == "select":
         select(sys.argv[2:])
     else:

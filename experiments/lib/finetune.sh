@@ -15,13 +15,13 @@ ft_check_tools() {
   "$PYTHON" -c 'import h5py' 2>/dev/null || { echo "$1: $PYTHON cannot import h5py (make -f Makefile.scripts deps)" >&2; exit 1; }
 }
 
-# ft_pretrain ARCH DATA: $OUT/pretrain/ARCH.h5, trained on DATA for PRE_EPOCHS epochs (an mlm
-# with the extra options MLM_OPTIONS, its masking), with a checkpoint every 1,000 steps: with
+# ft_pretrain ARCH DATA: $OUT/pretrain/ARCH.h5, trained on DATA for PRE_EPOCHS epochs with the
+# extra options PRE_OPTIONS (and an mlm's MLM_OPTIONS, its masking), a checkpoint every 1,000 steps: with
 # REUSE=1 an interrupted pre-training continues from its newest checkpoint, to the same bits as an
 # uninterrupted one.
 ft_pretrain() {
-  local arch=$1 data=$2 t0=$SECONDS model=$OUT/pretrain/$1.h5 log=$OUT/pretrain/$1.log resume=() extra=
-  if [ "$arch" = mlm ]; then extra=${MLM_OPTIONS:-}; fi
+  local arch=$1 data=$2 t0=$SECONDS model=$OUT/pretrain/$1.h5 log=$OUT/pretrain/$1.log resume=() extra=${PRE_OPTIONS:-}
+  if [ "$arch" = mlm ]; then extra="$extra ${MLM_OPTIONS:-}"; fi
   if [ "${REUSE:-0}" = 1 ] && [ -f "$model" ]; then return; fi
   if [ "${REUSE:-0}" = 1 ] && compgen -G "$OUT/pretrain/$arch.step*.h5" >/dev/null; then resume=(--resume); else : >"$log"; fi
   # shellcheck disable=SC2086
@@ -86,4 +86,4 @@ ft_classify() {
 }
 
 export -f ft_pretrain ft_arch ft_steps ft_run
-export ROOT BIN OUT MODEL MLM_OPTIONS MAX_TOKENS PRE_EPOCHS THREADS REUSE PYTHON FT_HELP
+export ROOT BIN OUT MODEL PRE_OPTIONS MLM_OPTIONS MAX_TOKENS PRE_EPOCHS THREADS REUSE PYTHON FT_HELP

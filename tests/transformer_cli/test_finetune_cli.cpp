@@ -263,6 +263,22 @@ TEST_CASE("train --arch mlm --mask-words: selective masking, its word list check
   CHECK_THAT(range.err, Contains("--mask-prob"));
 }
 
+TEST_CASE("train --max-positions: a body pre-trained on short text keeps room for longer examples", "[cli][attn-transformer]") {
+  test::TempDir dir;
+  write_corpus(dir, "corpus.txt", 100);
+  REQUIRE(run(dir, "{data} text --in corpus.txt --out text.h5 --quiet").code == 0);
+  const std::string train = "{tf} train --arch mlm --data text.h5 --steps 2 --max-tokens 256";
+  REQUIRE(run(dir, train + " --model default.h5" + kTiny).code == 0);
+  CHECK(io::File::open_read(dir.file("default.h5")).attr_int("/config", "max_len") == 256);
+  REQUIRE(run(dir, train + " --model long.h5 --max-positions 600" + kTiny).code == 0);
+  CHECK(io::File::open_read(dir.file("long.h5")).attr_int("/config", "max_len") == 600);
+  // The longest line has 6 words: [CLS] + 6 + [SEP] (+ a [SEP] of a pair) needs 9.
+  const Result short_ = run(dir, train + " --model short.h5 --max-positions 8" + kTiny);
+  CHECK(short_.code == 2);
+  CHECK_THAT(short_.err, Contains("--max-positions 8") && Contains("(9)"));
+  CHECK_FALSE(std::filesystem::exists(dir.file("short.h5")));
+}
+
 TEST_CASE("pairs of a parallel text -> an mlm pre-trained on them with segments -> finetune -> classify", "[cli][attn-transformer]") {
   test::TempDir dir;
   std::string src, tgt;

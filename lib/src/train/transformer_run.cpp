@@ -50,13 +50,16 @@ Vocabs transformer_vocabs(TransformerArch arch, const Vocabs& data) {
   return arch == TransformerArch::mlm ? Vocabs{data.src, data.src} : data;
 }
 
-int64_t transformer_max_len(const TrainingData& data) {
+int64_t transformer_max_len(const TrainingData& data, int64_t wanted) {
   int64_t longest = 0;
   for (const data::TokenSplit* s : {&data.train, data.valid_or_null()})
     if (s)
       for (const data::Rows* t : {&s->src, &s->tgt})
         if (!t->empty()) longest = std::max(longest, t->dim(1));
-  return std::max<int64_t>(256, longest + 3);
+  if (wanted > 0 && wanted < longest + 3)
+    throw ConfigError("--max-positions " + std::to_string(wanted) + " is less than the longest example + 3 (" +
+                      std::to_string(longest + 3) + ")");
+  return wanted > 0 ? wanted : std::max<int64_t>(256, longest + 3);
 }
 
 std::vector<int32_t> transformer_lengths(TransformerArch arch, const data::TokenSplit& split) {

@@ -43,10 +43,11 @@ data::TokenSplitRequest transformer_request(const models::TransformerConfig& con
 // them as they are. A model file stores these.
 Vocabs transformer_vocabs(models::TransformerArch arch, const Vocabs& data);
 
-// The positions a model trained on `data` handles (TransformerConfig::max_len): its longest
-// example + 3 (BOS or EOS; an mlm's [CLS] and two [SEP]s), at least 256, so that decoding a little past the longest
+// The positions a model trained on `data` handles (TransformerConfig::max_len): `wanted` when it is
+// > 0 (ConfigError if it is less than the longest example + 3), else the longest example + 3 (BOS or
+// EOS; an mlm's [CLS] and two [SEP]s), at least 256, so that decoding a little past the longest
 // training example still has learned positions.
-int64_t transformer_max_len(const TrainingData& data);
+int64_t transformer_max_len(const TrainingData& data, int64_t wanted = 0);
 
 // The cost of each example of `split` in a batch (see above).
 std::vector<int32_t> transformer_lengths(models::TransformerArch arch, const data::TokenSplit& split);
