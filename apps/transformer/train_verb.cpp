@@ -38,8 +38,8 @@ void add_model_options(cli::Options& opts) {
       ("attn-window", int_value(-1)->notifier(cli::at_least<int64_t>("attn-window", -1)),
        "self-attention radius (-1: unrestricted; paper sec. 4, restricted self-attention)")
       ("max-positions", po::value<int64_t>()->value_name("N")->notifier(cli::positive<int64_t>("max-positions")),
-       "the longest sequence the model handles (default: the longest training example + 3, at least "
-       "256); a body pre-trained on short text needs more to be fine-tuned on long examples")
+       "max_len, the longest sequence the model handles (default: the longest training example + 3, "
+       "at least 256); a body pre-trained on short text needs more to be fine-tuned on long examples")
       ("label-smoothing", po::value<double>()->value_name("EPS")->default_value(0.1, "0.1")
                               ->notifier(cli::in_range<double>("label-smoothing", 0.0, 0.99)),
        "label smoothing of the loss (paper sec. 5.4)");

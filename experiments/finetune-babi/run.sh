@@ -81,8 +81,10 @@ case $PRE_CORPUS in
     babi_cls --set en --vocab-from "$OUT/data/joint.h5" --out "$OUT/data/en.h5"
     "$BIN/attn-data" text --in "$M30K_DIR/train.en.gz" --lowercase --valid-n 1000 --vocab-from "$OUT/data/joint.h5" \
       --out "$OUT/data/pre.h5" --quiet
-    # Captions are short: room for the longest question's story (the positions of the body).
-    PRE_OPTIONS="--max-positions 512" ;;
+    # Captions are short: room for the longest question's story (the positions of the body), and
+    # batches of some 25 captions, so that an epoch is about 1,100 steps (the stories' is 1,859)
+    # and the 1,000 warm-up steps are the first of 11,000, not all of them.
+    PRE_OPTIONS="--max-positions 512 --max-tokens 512" ;;
   *) echo "finetune-babi: PRE_CORPUS must be babi or multi30k, got '$PRE_CORPUS'" >&2; exit 2 ;;
 esac
 

@@ -57,7 +57,7 @@ int64_t transformer_max_len(const TrainingData& data, int64_t wanted) {
       for (const data::Rows* t : {&s->src, &s->tgt})
         if (!t->empty()) longest = std::max(longest, t->dim(1));
   if (wanted > 0 && wanted < longest + 3)
-    throw ConfigError("--max-positions " + std::to_string(wanted) + " is less than the longest example + 3 (" +
+    throw ConfigError("max_len " + std::to_string(wanted) + " is less than the longest example + 3 (" +
                       std::to_string(longest + 3) + ")");
   return wanted > 0 ? wanted : std::max<int64_t>(256, longest + 3);
 }
