@@ -78,7 +78,8 @@ TransformerFile load_pretrained(const std::string& path, const io::File& data, c
     if (longest > c.max_len)
       throw DataError(data.display_name() + ": split '/" + s->name + "' has an example of " + std::to_string(longest) +
                       " positions as the body reads it, more than the max_len " + std::to_string(c.max_len) +
-                      " of the pre-trained model " + path + " (pre-train on longer text, or shorten the examples)");
+                      " of the pre-trained model " + path +
+                      " (pre-train with --max-positions or on longer text, or shorten the examples)");
   }
   return m;
 }
