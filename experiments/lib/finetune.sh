@@ -16,11 +16,12 @@ ft_check_tools() {
 }
 
 # ft_pretrain ARCH DATA: $OUT/pretrain/ARCH.h5, trained on DATA for PRE_EPOCHS epochs with the
-# extra options PRE_OPTIONS (and an mlm's MLM_OPTIONS, its masking), a checkpoint every 1,000 steps: with
-# REUSE=1 an interrupted pre-training continues from its newest checkpoint, to the same bits as an
-# uninterrupted one.
+# extra options PRE_OPTIONS (and, for an mlm, MLM_OPTIONS: its masking), a checkpoint every 1,000
+# steps: with REUSE=1 an interrupted pre-training continues from its newest checkpoint, to the
+# same bits as an uninterrupted one.
 ft_pretrain() {
-  local arch=$1 data=$2 t0=$SECONDS model=$OUT/pretrain/$1.h5 log=$OUT/pretrain/$1.log resume=() extra=${PRE_OPTIONS:-}
+  local arch=$1 data=$2 t0=$SECONDS model=$OUT/pretrain/$1.h5 log=$OUT/pretrain/$1.log resume=()
+  local extra=${PRE_OPTIONS:-}
   if [ "$arch" = mlm ]; then extra="$extra ${MLM_OPTIONS:-}"; fi
   if [ "${REUSE:-0}" = 1 ] && [ -f "$model" ]; then return; fi
   if [ "${REUSE:-0}" = 1 ] && compgen -G "$OUT/pretrain/$arch.step*.h5" >/dev/null; then resume=(--resume); else : >"$log"; fi
