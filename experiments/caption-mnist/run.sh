@@ -13,9 +13,9 @@
 # EPOCHS [8], ENCODER [conv32x3,pool2,conv64x3,pool2,conv128x3,pool2], ALPHA_C [0.1], OPTIONS
 # [extra attn-caption train options], DATA_OPTIONS [extra attn-data mnist-strips options for the
 # training strips, e.g. the --warp-* augmentation], THREADS [1], PARALLEL [2: trainings at once],
-# REUSE [0; 1 keeps trained models], DATA_DIR [../shared/data/mnist beside the project], PYTHON
-# [/usr/bin/python3, with h5py], RESULTS [results/caption-mnist: where everything goes, so that
-# two settings can run side by side].
+# REUSE [0; 1 keeps trained models and continues interrupted ones from their newest checkpoint],
+# DATA_DIR [../shared/data/mnist beside the project], PYTHON [/usr/bin/python3, with h5py],
+# RESULTS [results/caption-mnist: where everything goes, so that two settings can run side by side].
 # Results: $RESULTS — strips.h5, strips3.h5; soft_s<S>.h5, nocoords_s<S>.h5, mean_s<S>.h5 (with
 # their learning curves) and .log; caps_<model>.h5 (test captions with attention); table.md;
 # looked_<i>.png.
@@ -55,13 +55,15 @@ echo "== data: $N training strips of 1-5 digits (32 x 160), 1000 valid, 1000 tes
 "$BIN/attn-data" mnist-strips --data-dir "$DATA_DIR" --min-digits 3 --max-digits 3 --n 10 --valid-n 10 \
   --test-n 1000 --seed 2 --out "$OUT/strips3.h5" --quiet
 
-# train NAME SEED OPTIONS...: NAME.h5, unless REUSE=1 keeps it.
+# train NAME SEED OPTIONS...: NAME.h5, unless REUSE=1 keeps it; with REUSE=1 a training interrupted
+# after a checkpoint (OPTIONS="--checkpoint-every N") continues from its newest one.
 train() {
-  local name=$1 seed=$2
+  local name=$1 seed=$2 resume=()
   shift 2
   [ "$REUSE" = 1 ] && [ -f "$OUT/$name.h5" ] && return 0
-  "$BIN/attn-caption" train --data "$OUT/strips.h5" --model "$OUT/$name.h5" --encoder "$ENCODER" \
-    --epochs "$EPOCHS" --lr 2e-3 --seed "$seed" --threads "$THREADS" $OPTIONS "$@" >"$OUT/$name.log" 2>&1
+  if [ "$REUSE" = 1 ] && compgen -G "$OUT/$name.step*.h5" >/dev/null; then resume=(--resume); else : >"$OUT/$name.log"; fi
+  "$BIN/attn-caption" train --data "$OUT/strips.h5" --model "$OUT/$name.h5" "${resume[@]}" --encoder "$ENCODER" \
+    --epochs "$EPOCHS" --lr 2e-3 --seed "$seed" --threads "$THREADS" $OPTIONS "$@" >>"$OUT/$name.log" 2>&1
   tail -n 1 "$OUT/$name.log"
 }
 
