@@ -131,7 +131,7 @@ void transformer_case(const test::TempDir& dir, const std::string& name, const s
     std::vector<int64_t> examples(kRows);
     std::iota(examples.begin(), examples.end(), int64_t{0});
     batch = models::mask_examples(batch, /*seed=*/5, examples, m.model.mask_token_id(), c.tgt_vocab,
-                                  {.select = 0.5f, .replace_mask = 0.8f, .replace_random = 0.1f});
+                                  {.select = 0.5f, .replace_mask = 0.8f, .replace_random = 0.1f, .only = {}});
     int64_t masks = 0;
     for (int64_t i = 0; i < batch.src.numel(); ++i) masks += batch.src.idata()[i] == m.model.mask_token_id();
     REQUIRE(masks > 0);
