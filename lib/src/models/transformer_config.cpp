@@ -95,9 +95,11 @@ TokenBatch mask_rows(const TokenBatch& batch, RowRng&& row_rng, int32_t mask_id,
   if (!(o.select >= 0 && o.select <= 1 && o.replace_mask >= 0 && o.replace_random >= 0 &&
         o.replace_mask + o.replace_random <= 1))
     throw ConfigError("mask_tokens: probabilities must lie in [0, 1] with replace_mask + replace_random <= 1");
-  // Tokens beyond `only` (ids the vocabulary grew past) are not selected.
-  const auto eligible = [&o](int32_t tok) {
-    return o.only.empty() || (static_cast<size_t>(tok) < o.only.size() && o.only[static_cast<size_t>(tok)]);
+  if (!o.only.empty() && static_cast<int64_t>(o.only.size()) != vocab)
+    throw ConfigError("mask_tokens: `only` has " + std::to_string(o.only.size()) + " flags for a vocabulary of " +
+                      std::to_string(vocab));
+  const auto eligible = [&o, vocab](int32_t tok) {
+    return o.only.empty() || (tok < vocab && o.only[static_cast<size_t>(tok)]);
   };
   TokenBatch out;
   out.src = batch.src.clone();

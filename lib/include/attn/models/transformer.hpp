@@ -112,10 +112,10 @@ struct TransformerConfig {
 // Returns a batch with src = the corrupted inputs, tgt = the original token at selected
 // positions and PAD (ignored by the loss) elsewhere, tgt_len = src_len, segments copied.
 // mask_id is normally Transformer::mask_token_id() (= tgt_vocab).
-// `only`, when not empty (one flag per token id), restricts the selection to the tokens it flags:
-// selective masking (Gu et al. 2020, "Train No Evil"; salient span masking in REALM, Guu et al.
-// 2020), which spends every prediction on the words a downstream task asks about instead of on
-// "the" and "to".
+// `only`, when not empty (one flag per token id, `vocab` of them), restricts the selection to the
+// tokens it flags: selective masking (Gu et al. 2020, "Train No Evil"; salient span masking in
+// REALM, Guu et al. 2020), which spends every prediction on the words a downstream task asks
+// about instead of on "the" and "to".
 struct MaskingOptions {
   float select = 0.15f, replace_mask = 0.8f, replace_random = 0.1f;
   std::vector<bool> only;
