@@ -40,6 +40,7 @@ Progress::~Progress() {
 double Progress::now() const { return opts_.clock(); }
 
 void Progress::update(int64_t step, double loss, int64_t units, double rate) {
+  if (first_step_ < 0) first_step_ = step;
   step_ = step;
   loss_ = loss;
   units_ = units;
@@ -70,15 +71,17 @@ std::string Progress::line() const {
     os << "  loss " << buf;
   }
   const double elapsed = now() - start_;
+  // The steps taken since construction: a resumed training's first step is not step 1.
+  const int64_t done = step_ - first_step_ + 1;
   if (elapsed > 0 && step_ > 0) {
     const bool in_units = !opts_.unit.empty();
     const double rate = !std::isnan(rate_) ? rate_
-                        : (in_units ? static_cast<double>(units_) : static_cast<double>(step_)) / elapsed;
+                        : (in_units ? static_cast<double>(units_) : static_cast<double>(done)) / elapsed;
     char buf[32];
     std::snprintf(buf, sizeof buf, rate >= 100 ? "%.0f" : "%.3g", rate);
     os << "  " << buf << " " << (in_units ? opts_.unit : opts_.label) << "/s";
     if (total_ > 0 && step_ < total_)
-      os << "  ETA " << format_duration(elapsed * static_cast<double>(total_ - step_) / static_cast<double>(step_));
+      os << "  ETA " << format_duration(elapsed * static_cast<double>(total_ - step_) / static_cast<double>(done));
     else
       os << "  " << format_duration(elapsed) << " elapsed";
   }

@@ -38,7 +38,8 @@ class Progress {
   Progress(const Progress&) = delete;
   Progress& operator=(const Progress&) = delete;
 
-  // Step `step` (1-based) is done. loss: NaN when there is none. units: the cumulative count
+  // Step `step` (1-based) is done; the first step seen may be later than 1 (a resumed training),
+  // and the ETA and the steps-per-second rate count from it. loss: NaN when there is none. units: the cumulative count
   // of work units so far (tokens, examples) when the rate is in units, else ignored. rate: when
   // given, the rate shown instead of units (or steps) over the time since construction; the
   // trainer's own tokens/s, for one, leaves out the time spent on validation.
@@ -64,6 +65,7 @@ class Progress {
   bool redraw_;
   double start_, last_draw_ = -1e300;
   int64_t step_ = 0, units_ = 0, drawn_step_ = -1;
+  int64_t first_step_ = -1;   // the step of the first update, -1 before it
   double loss_ = std::numeric_limits<double>::quiet_NaN();
   double rate_ = std::numeric_limits<double>::quiet_NaN();
   size_t last_len_ = 0;

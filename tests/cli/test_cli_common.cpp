@@ -262,6 +262,18 @@ TEST_CASE("progress: plain lines at a bounded rate, with rate and ETA", "[unit][
   CHECK(lines[0] == "step 1/100 (1%)  loss 2.0000  1 step/s  ETA 1:39");
   CHECK(lines[1] == "step 11/100 (11%)  loss 0.1818  1 step/s  ETA 1:29");
   CHECK(lines[10] == "step 100/100 (100%)  loss 0.0200  1 step/s  1:40 elapsed");
+
+  // A resumed training: the first step seen is 61, and the rate and ETA count from it.
+  std::ostringstream resumed_os;
+  po_.out = &resumed_os;
+  {
+    cli::Progress progress(100, po_);
+    for (int step = 61; step <= 70; ++step) {
+      now += 1.0;
+      progress(step, 1.0);
+    }
+  }
+  CHECK(resumed_os.str() == "step 61/100 (61%)  loss 1.0000  1 step/s  ETA 0:39\n");
 }
 
 TEST_CASE("progress: redraws in place on a terminal, units per second, quiet is silent",
@@ -288,11 +300,14 @@ TEST_CASE("progress: redraws in place on a terminal, units per second, quiet is 
   opts.out = &given_os;
   {
     cli::Progress progress(0, opts);
+    now = 5.0;
+    progress.update(1, 2.0, 500, 2000.0);
     now = 10.0;
     progress.set_total(40);
     progress.update(20, 1.5, 10000, 3100.0);
   }
-  CHECK(given_os.str() == "\rstep 20/40 (50%)  loss 1.5000  3100 tok/s  ETA 0:06\n");
+  CHECK(given_os.str() == "\rstep 1  loss 2.0000  2000 tok/s  0:01 elapsed"
+                          "\rstep 20/40 (50%)  loss 1.5000  3100 tok/s  ETA 0:06\n");
 
   std::ostringstream quiet_os;
   opts.quiet = true;
