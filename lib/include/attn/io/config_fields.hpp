@@ -6,6 +6,7 @@
 //     template <class C, class V> static void fields(C& c, V& v) {   // C: FooConfig or const FooConfig
 //       v("width", c.width);  v("dropout", c.dropout);  v("bias", c.bias);
 //       v("kind", c.kind, kind_name, kind_from_string);
+//       v("smoothing", c.smoothing, io::AbsentMeans{0.0f});   // a field added later (below)
 //     }
 //   };
 //   attrs = io::write_fields(config);                      // every field
@@ -14,7 +15,9 @@
 // Written as: int64_t as int64; float as the float64 of its shortest decimal (0.1f as 0.1, not
 // 0.10000000149011612); bool as int64 0/1; a string as itself; an enumeration as its name. Read
 // through ConfigReader: a missing attribute, another type, an unknown name or a failed validate()
-// is a FormatError naming the file and the attribute.
+// is a FormatError naming the file and the attribute. A field added after files were written is
+// listed with AbsentMeans{x}: a file without it reads as x, the value that reproduces what those
+// files' models did, so that they still load.
 #pragma once
 #include <charconv>
 #include <map>
@@ -24,6 +27,12 @@
 #include "attn/io/hdf5_file.hpp"
 
 namespace attn::io {
+
+// The value of a field that a file written before the field existed stands for.
+template <class T>
+struct AbsentMeans {
+  T value;
+};
 
 struct FieldWriter {
   std::map<std::string, AttrValue> attrs;
@@ -39,6 +48,10 @@ struct FieldWriter {
   void operator()(const char* key, const Enum& x, Name name, Parse) {
     attrs[key] = std::string(name(x));
   }
+  template <class T>
+  void operator()(const char* key, const T& x, AbsentMeans<T>) {
+    (*this)(key, x);
+  }
 };
 
 struct FieldReader {
@@ -50,6 +63,11 @@ struct FieldReader {
   template <class Enum, class Name, class Parse>
   void operator()(const char* key, Enum& x, Name, Parse parse) const {
     x = r.parsed(key, parse);
+  }
+  template <class T>
+  void operator()(const char* key, T& x, AbsentMeans<T> absent) const {
+    if (r.has(key)) (*this)(key, x);
+    else x = absent.value;
   }
 };
 
