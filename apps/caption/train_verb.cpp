@@ -38,6 +38,10 @@ void add_options(cli::Options& opts) {
       ("alpha-c", po::value<double>()->value_name("L")->default_value(1.0, "1")
                       ->notifier(cli::in_range<double>("alpha-c", 0.0, 1e6)),
        "lambda of the doubly stochastic penalty sum_i (1 - sum_t alpha_ti)^2 (0: off)")
+      ("alpha-entropy", po::value<double>()->value_name("G")->default_value(0.0, "0")
+                            ->notifier(cli::in_range<double>("alpha-entropy", 0.0, 1e6)),
+       "gamma of the attention-entropy penalty: gamma times the entropy of every word's attention "
+       "(0: off; not in the paper: it asks each word to look at few locations)")
       ("dropout", po::value<double>()->value_name("P")->default_value(0.0, "0")
                       ->notifier(cli::in_range<double>("dropout", 0.0, 0.99)),
        "dropout on the deep output's hidden layer");
@@ -59,6 +63,8 @@ models::CaptionerConfig config_from_options(const cli::Options& opts, const data
   c.attention = models::parse_caption_attention(opts.get<std::string>("attention"));
   c.gate = c.attention == models::CaptionAttention::soft && !opts.get<bool>("no-gate");
   c.alpha_c = c.attention == models::CaptionAttention::soft ? static_cast<float>(opts.get<double>("alpha-c")) : 0.0f;
+  c.alpha_entropy =
+      c.attention == models::CaptionAttention::soft ? static_cast<float>(opts.get<double>("alpha-entropy")) : 0.0f;
   c.dropout = static_cast<float>(opts.get<double>("dropout"));
   c.validate();
   return c;

@@ -43,7 +43,7 @@ TEST_CASE("attn-caption --help lists the verbs, train --help the options with th
   CHECK(train_help.code == 0);
   for (const char* flag : {"--encoder LIST (=conv32x3,pool2,conv64x3,pool2)", "--embed-dim N (=64)", "--hidden N (=128)",
                            "--attention-dim N (=64)", "--attention soft|mean (=soft)", "--no-gate", "--alpha-c L (=1)",
-                           "--dropout P (=0)", "--batch-size N (=32)", "--optimizer sgd|rmsprop|adam|adamw (=adam)",
+                           "--alpha-entropy G (=0)", "--dropout P (=0)", "--batch-size N (=32)", "--optimizer sgd|rmsprop|adam|adamw (=adam)",
                            "--resume", "--repeats N (=1)"})
     CHECK_THAT(train_help.out, Contains(flag));
   const Result caption_help = run(dir, "{caption} caption --help");
@@ -56,7 +56,8 @@ TEST_CASE("attn-caption: shapes -> train -> eval -> caption -> attn-plot overlay
           "[cli][attn-caption]") {
   test::TempDir dir;
   make_shapes(dir);
-  const Result train = run(dir, "{caption} train --data d.h5 --model m.h5 --epochs 2 " + std::string(kTiny));
+  const Result train =
+      run(dir, "{caption} train --data d.h5 --model m.h5 --epochs 2 --alpha-entropy 0.05 " + std::string(kTiny));
   INFO(train.err);
   REQUIRE(train.code == 0);
   CHECK_THAT(train.out, Contains("2 epochs") && Contains("sequence accuracy") && Contains("images/s"));
@@ -66,6 +67,7 @@ TEST_CASE("attn-caption: shapes -> train -> eval -> caption -> attn-plot overlay
     CHECK(m.attr_string("/config", "encoder") == "conv4x3,pool4,conv8x3,pool2");
     CHECK(m.attr_int("/config", "channels") == 3);
     CHECK(m.attr_int("/config", "gate") == 1);
+    CHECK(m.attr_double("/config", "alpha_entropy") == 0.05);
     CHECK(m.read_strings("/vocab/tgt").size() == 17);
     CHECK(m.shape("/metrics/valid_sequence_accuracy") == Shape{2});
     CHECK(m.shape("/params/decoder/attention/U") == Shape{8, 8});
@@ -136,6 +138,7 @@ TEST_CASE("attn-caption: bad data and options exit 2 or 3 with a message naming 
   CHECK(item.code == 2);
   CHECK_THAT(item.err, Contains("encoder item 'relu'"));
   CHECK(run(dir, "{caption} train --data d.h5 --model m.h5 --alpha-c -1 --quiet").code == 2);
+  CHECK(run(dir, "{caption} train --data d.h5 --model m.h5 --alpha-entropy -1 --quiet").code == 2);
   // A model on images of another size: the model file and the data set named.
   REQUIRE(run(dir, "{caption} train --data d.h5 --model m.h5 --steps 1 " + std::string(kTiny)).code == 0);
   REQUIRE(run(dir, "{data} shapes --n 8 --valid-n 4 --test-n 4 --height 40 --width 40 --max-size 12 --out small.h5 --quiet").code == 0);

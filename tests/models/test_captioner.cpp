@@ -48,7 +48,8 @@ models::CaptionBatch tiny_batch(const models::CaptionerConfig& c) {
 
 std::string describe(const models::CaptionerConfig& c) {
   return std::string(models::caption_attention_name(c.attention)) + (c.gate ? "/gate" : "/no-gate") +
-         "/alpha_c=" + std::to_string(c.alpha_c) + (c.batch_norm ? "/batch-norm" : "") +
+         "/alpha_c=" + std::to_string(c.alpha_c) + "/alpha_entropy=" + std::to_string(c.alpha_entropy) +
+         (c.batch_norm ? "/batch-norm" : "") +
          (c.coords ? "/coords" : "");
 }
 
@@ -130,6 +131,12 @@ TEST_CASE("captioner config: encoder list, validation and attributes", "[unit][c
   bad.vocab = 4;
   REQUIRE_THROWS_WITH(bad.validate(), Catch::Contains("vocab must be in [5, 2147483647], got 4"));
   auto attrs = c.to_attrs();
+  // A model written before alpha_entropy existed loads without it, as 0 (what it trained with).
+  attrs.erase("alpha_entropy");
+  CHECK(models::CaptionerConfig::from_attrs(attrs, "m.h5").alpha_entropy == 0.0f);
+  attrs["alpha_entropy"] = -0.5;
+  REQUIRE_THROWS_WITH(models::CaptionerConfig::from_attrs(attrs, "m.h5"), Catch::Contains("alpha_entropy must be >= 0"));
+  attrs = c.to_attrs();
   attrs["alpha_c"] = -1.0;
   REQUIRE_THROWS_WITH(models::CaptionerConfig::from_attrs(attrs, "m.h5"), Catch::Contains("m.h5: /config"));
   REQUIRE_THROWS_WITH(models::parse_caption_attention("hard"), Catch::Contains("unknown caption attention 'hard'"));
@@ -158,6 +165,14 @@ TEST_CASE("captioner gradients: soft attention without the gate", "[gradcheck][c
 }
 TEST_CASE("captioner gradients: soft attention without the penalty", "[gradcheck][captioner]") {
   check_model_gradients(tiny_config(CaptionAttention::soft, true, 0.0f), 30);
+}
+TEST_CASE("captioner gradients: the attention-entropy penalty, with and without the doubly stochastic one",
+          "[gradcheck][captioner]") {
+  for (const float alpha_c : {0.0f, 1.0f}) {
+    models::CaptionerConfig c = tiny_config(CaptionAttention::soft, true, alpha_c);
+    c.alpha_entropy = 0.5f;
+    check_model_gradients(c, 35);
+  }
 }
 TEST_CASE("captioner gradients: the mean-annotation ablation", "[gradcheck][captioner]") {
   check_model_gradients(tiny_config(CaptionAttention::mean, false, 0.0f), 40);
@@ -221,16 +236,17 @@ TEST_CASE("captioner: batch normalisation trains on batch statistics, evaluates 
   CHECK(moved > 0);   // the step moved them towards the batch's
 }
 
-TEST_CASE("captioner: attention rows sum to 1 over the locations, and the penalty is their coverage",
+TEST_CASE("captioner: attention rows sum to 1 over the locations, the penalty is their coverage, the entropy theirs",
           "[unit][captioner]") {
-  const models::CaptionerConfig c = tiny_config(CaptionAttention::soft, true, 2.0f);
+  models::CaptionerConfig c = tiny_config(CaptionAttention::soft, true, 2.0f);
+  c.alpha_entropy = 0.25f;
   Rng rng(5);
   models::Captioner model(c, rng);
   const models::CaptionBatch batch = tiny_batch(c);
   Tensor alpha;
   const models::CaptionStats s = model.evaluate(batch, &alpha);
   REQUIRE(alpha.shape() == Shape{2, 4, 12});
-  double penalty = 0;
+  double penalty = 0, entropy = 0;
   for (int64_t b = 0; b < 2; ++b) {
     std::vector<double> coverage(12, 0.0);
     for (int64_t t = 0; t < 4; ++t) {
@@ -238,12 +254,18 @@ TEST_CASE("captioner: attention rows sum to 1 over the locations, and the penalt
       for (int64_t i = 0; i < 12; ++i) sum += alpha.at((b * 4 + t) * 12 + i);
       const bool counted = t < batch.tgt_len.idata()[b];
       CHECK(sum == Approx(counted ? 1.0 : 0.0).margin(1e-5));
-      for (int64_t i = 0; i < 12; ++i) coverage[i] += alpha.at((b * 4 + t) * 12 + i);
+      for (int64_t i = 0; i < 12; ++i) {
+        const double a = alpha.at((b * 4 + t) * 12 + i);
+        coverage[i] += a;
+        if (counted) entropy -= a * std::log(a);
+      }
     }
     for (double v : coverage) penalty += (1 - v) * (1 - v);
   }
   CHECK(s.penalty_sum == Approx(penalty).epsilon(1e-5));
-  CHECK(s.loss_sum == Approx(s.nll_sum + 2.0 * penalty).epsilon(1e-6));
+  CHECK(s.entropy_sum == Approx(entropy).epsilon(1e-5));
+  CHECK(entropy < 6 * std::log(12.0));   // 6 counted words, none above uniform's log L
+  CHECK(s.loss_sum == Approx(s.nll_sum + 2.0 * penalty + 0.25 * entropy).epsilon(1e-6));
 }
 
 TEST_CASE("captioner: step-by-step decoding gives the teacher-forced logits and weights", "[unit][captioner]") {

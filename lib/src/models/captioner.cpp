@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 
 #include "attn/ops/activation.hpp"
 #include "attn/ops/batch_norm.hpp"
@@ -104,6 +105,21 @@ std::vector<uint8_t> rows_correct(const Tensor& logits, const Tensor& targets) {
   return ok;
 }
 
+// H(alpha) = -sum_i alpha_i log alpha_i of one row of L weights (alpha log alpha -> 0 at 0).
+double entropy(const float* alpha, int64_t L) {
+  double h = 0;
+  for (int64_t i = 0; i < L; ++i)
+    if (alpha[i] > 0) h -= static_cast<double>(alpha[i]) * std::log(static_cast<double>(alpha[i]));
+  return h;
+}
+
+// dst += scale * dH/dalpha = -scale (log alpha_i + 1). A weight that underflowed to 0 takes the
+// log of the smallest normal float instead: the softmax's backward multiplies its entry by 0.
+void add_entropy_grad(const float* alpha, int64_t L, float scale, float* dst) {
+  for (int64_t i = 0; i < L; ++i)
+    dst[i] -= scale * (std::log(std::max(alpha[i], std::numeric_limits<float>::min())) + 1.0f);
+}
+
 }  // namespace
 
 // Everything a forward pass makes that its backward needs.
@@ -129,6 +145,7 @@ struct Captioner::Run {
   Tensor O;                           // [T*B, Dd + D]: [s_t; z_t]
   nn::AttentionDecoderCache dec;
   Tensor coverage;                    // [B, L]: sum_t alpha_bti over each caption's steps
+  double entropy = 0;                 // sum over counted words of H(alpha_bt) (with alpha_entropy)
   ops::LinearCache deep;
   ops::TanhCache deep_tanh;
   ops::DropoutCache drop;
@@ -330,7 +347,10 @@ void Captioner::forward(const CaptionBatch& batch, bool training, bool keep, Rng
     if (!soft(c)) put_mean_context(run.mean, Dd, o_t, Do);
     for (int64_t b = 0; b < B; ++b) {
       if (t >= len[b]) continue;
-      if (soft(c)) add_into(run.coverage.data() + b * L, w.data() + b * L, L);
+      if (soft(c)) {
+        add_into(run.coverage.data() + b * L, w.data() + b * L, L);
+        if (c.alpha_entropy > 0) run.entropy += entropy(w.data() + b * L, L);
+      }
       float* a = attention ? attention + (b * T + t) * L : nullptr;
       if (a == nullptr) continue;
       if (soft(c)) std::memcpy(a, w.data() + b * L, static_cast<size_t>(L) * sizeof(float));
@@ -347,15 +367,25 @@ void Captioner::forward(const CaptionBatch& batch, bool training, bool keep, Rng
 
 namespace {
 
-// The sums of a batch: the words' cross-entropy, the penalty, and the captions all of whose
+// sum_b sum_i (1 - coverage_bi)^2 (0 for an undefined coverage).
+double coverage_penalty(const Tensor& coverage) {
+  double p = 0;
+  if (!coverage.defined()) return p;
+  for (const float v : coverage.values()) p += (1.0 - v) * (1.0 - v);
+  return p;
+}
+
+// The sums of a batch: the words' cross-entropy, the penalties, and the captions all of whose
 // words are right.
-CaptionStats batch_stats(const ops::CrossEntropyResult& ce, const std::vector<uint8_t>& correct, double penalty,
-                         float alpha_c, const Tensor& tgt_len) {
+CaptionStats batch_stats(const ops::CrossEntropyResult& ce, const std::vector<uint8_t>& correct,
+                         const Tensor& coverage, double entropy, const CaptionerConfig& c, const Tensor& tgt_len) {
   const int64_t B = tgt_len.dim(0);
   CaptionStats s;
   s.nll_sum = ce.nll_sum;
-  s.penalty_sum = penalty;
-  s.loss_sum = ce.sum + static_cast<double>(alpha_c) * penalty;
+  s.penalty_sum = coverage_penalty(coverage);
+  s.entropy_sum = entropy;
+  s.loss_sum = ce.sum + static_cast<double>(c.alpha_c) * s.penalty_sum +
+               static_cast<double>(c.alpha_entropy) * s.entropy_sum;
   s.tokens = ce.count;
   s.correct = ce.correct;
   s.sequences = B;
@@ -367,14 +397,6 @@ CaptionStats batch_stats(const ops::CrossEntropyResult& ce, const std::vector<ui
   return s;
 }
 
-// sum_b sum_i (1 - coverage_bi)^2 (0 for an undefined coverage).
-double coverage_penalty(const Tensor& coverage) {
-  double p = 0;
-  if (!coverage.defined()) return p;
-  for (const float v : coverage.values()) p += (1.0 - v) * (1.0 - v);
-  return p;
-}
-
 }  // namespace
 
 CaptionStats Captioner::train_step(const CaptionBatch& batch, Rng& rng) {
@@ -382,10 +404,9 @@ CaptionStats Captioner::train_step(const CaptionBatch& batch, Rng& rng) {
   Run run;
   forward(batch, /*training=*/true, /*keep=*/true, rng, run, nullptr);
   const std::vector<uint8_t> correct = rows_correct(run.logits, run.targets);
-  const double penalty = coverage_penalty(run.coverage);
   // The words' loss and its gradient in one op (over the counted words); dlogits overwrite the logits.
   const ops::CrossEntropyResult ce = ops::cross_entropy_forward_backward_inplace(run.logits, run.targets, {}, 1.0f);
-  const CaptionStats stats = batch_stats(ce, correct, penalty, c.alpha_c, batch.tgt_len);
+  const CaptionStats stats = batch_stats(ce, correct, run.coverage, run.entropy, c, batch.tgt_len);
   if (ce.count == 0) return stats;
 
   const int64_t B = run.B, T = run.T, L = run.L, D = run.D, m = c.embed_dim, Dd = c.hidden, Do = Dd + D;
@@ -397,21 +418,26 @@ CaptionStats Captioner::train_step(const CaptionBatch& batch, Rng& rng) {
   const Tensor dO = deep_.backward(dpre, run.deep);   // [T*B, Dd + D]
   Tensor dEmb = dpre.clone();                          // pre = ... + e_t
 
-  // The penalty's gradient on every counted step's weights: -2 lambda (1 - coverage) / N_tok.
+  // The penalties' gradient on every counted step's weights: -2 lambda (1 - coverage) / N_tok
+  // and -gamma (log alpha_t + 1) / N_tok; steps past a caption's end have none.
   Tensor dcover;
   if (soft(c) && c.alpha_c > 0) {
     dcover = Tensor({B, L});
     for (int64_t i = 0; i < B * L; ++i)
       dcover.data()[i] = -2.0f * c.alpha_c * (1.0f - run.coverage.data()[i]) / n_tok;
   }
+  const bool sharpen = soft(c) && c.alpha_entropy > 0;
   const int32_t* len = batch.tgt_len.idata();
   nn::AttentionDecoderGrad grad = decoder_.begin_backward(run.memory, T, B);
   for (int64_t t = T - 1; t >= 0; --t) {
-    Tensor dweights = dcover;
-    if (dcover.defined() && std::any_of(len, len + B, [&](int32_t l) { return t >= l; })) {
-      dweights = dcover.clone();   // steps past a caption's end are not in its coverage
-      for (int64_t b = 0; b < B; ++b)
-        if (t >= len[b]) std::fill_n(dweights.data() + b * L, L, 0.0f);
+    Tensor dweights;
+    if (dcover.defined() || sharpen) {
+      dweights = dcover.defined() ? dcover.clone() : Tensor({B, L});
+      for (int64_t b = 0; b < B; ++b) {
+        float* row = dweights.data() + b * L;
+        if (t >= len[b]) std::fill_n(row, L, 0.0f);
+        else if (sharpen) add_entropy_grad(run.dec.steps[t].weights.data() + b * L, L, c.alpha_entropy / n_tok, row);
+      }
     }
     decoder_.step_backward(t, dO.data() + t * B * Do, Do, run.O.data() + t * B * Do, Do, run.dec, run.memory, grad,
                            dweights);
@@ -453,7 +479,7 @@ CaptionStats Captioner::training_loss(const CaptionBatch& batch, Rng& rng) const
   forward(batch, /*training=*/true, /*keep=*/false, rng, run, nullptr);
   const std::vector<uint8_t> correct = rows_correct(run.logits, run.targets);
   const ops::CrossEntropyResult ce = ops::cross_entropy_forward(run.logits, run.targets, {}, nullptr);
-  return batch_stats(ce, correct, coverage_penalty(run.coverage), config_.alpha_c, batch.tgt_len);
+  return batch_stats(ce, correct, run.coverage, run.entropy, config_, batch.tgt_len);
 }
 
 CaptionStats Captioner::evaluate(const CaptionBatch& batch, Tensor* attention) const {
@@ -468,7 +494,7 @@ CaptionStats Captioner::evaluate(const CaptionBatch& batch, Tensor* attention) c
   if (attention != nullptr) *attention = weights;
   const std::vector<uint8_t> correct = rows_correct(run.logits, run.targets);
   const ops::CrossEntropyResult ce = ops::cross_entropy_forward(run.logits, run.targets, {}, nullptr);
-  return batch_stats(ce, correct, coverage_penalty(run.coverage), config_.alpha_c, batch.tgt_len);
+  return batch_stats(ce, correct, run.coverage, run.entropy, config_, batch.tgt_len);
 }
 
 // ---- step-by-step decoding -------------------------------------------------------------------

@@ -89,6 +89,8 @@ void CaptionerConfig::validate() const {
   check_range("captioner", "hidden", hidden, 1, kMaxWidth);
   check_range("captioner", "attention_dim", attention_dim, 1, kMaxWidth);
   require(alpha_c >= 0.0f && std::isfinite(alpha_c), "alpha_c must be >= 0, got " + std::to_string(alpha_c));
+  require(alpha_entropy >= 0.0f && std::isfinite(alpha_entropy),
+          "alpha_entropy must be >= 0, got " + std::to_string(alpha_entropy));
   require(dropout >= 0.0f && dropout < 1.0f, "dropout must be in [0, 1), got " + std::to_string(dropout));
   require(attention == CaptionAttention::soft || !gate, "the gate needs soft attention (attention is mean)");
   (void)grid();   // the encoder list parses and leaves a location

@@ -30,7 +30,11 @@
 //   L = (1 / N_tok) [ sum_{b,t} -log p(y_bt) + lambda sum_b sum_i (1 - sum_t alpha_bti)^2 ]
 // sum_t over the caption's own steps. The authors' code sums the words' losses per caption and
 // averages both terms over captions; dividing both by N_tok keeps their ratio, so lambda
-// (alpha_c) means what it means there.
+// (alpha_c) means what it means there. Optionally (alpha_entropy = gamma > 0, not in the paper)
+// the loss adds (gamma / N_tok) sum_{b,t} H(alpha_bt), H(alpha) = -sum_i alpha_i log alpha_i, the
+// entropy of every counted word's attention: it asks each word to look at few locations. A spread
+// attention puts its single largest weight on the edge of the object as often as on it
+// (experiments/caption-mnist), and the peak is what the attention-correctness score reads.
 //
 // Cost: the encoder is one im2col GEMM per convolution for the whole batch; the embedding part
 // of the cell input, the deep output and the output layer are one GEMM each over all T B rows;
@@ -50,6 +54,7 @@
 
 #include "attn/core/rng.hpp"
 #include "attn/core/tensor.hpp"
+#include "attn/io/config_fields.hpp"
 #include "attn/io/hdf5_file.hpp"
 #include "attn/models/token_batch.hpp"
 #include "attn/nn/attention_decoder.hpp"
@@ -90,6 +95,7 @@ struct CaptionerConfig {
   CaptionAttention attention = CaptionAttention::soft;
   bool gate = true;                      // the gating scalar beta_t (soft attention only)
   float alpha_c = 1.0f;                  // lambda of the doubly stochastic penalty (soft only)
+  float alpha_entropy = 0.0f;            // gamma of the attention-entropy penalty (soft only)
   float dropout = 0.0f;                  // on the deep output's hidden layer
 
   template <class C, class V>
@@ -107,6 +113,7 @@ struct CaptionerConfig {
     v("attention", c.attention, caption_attention_name, parse_caption_attention);
     v("gate", c.gate);
     v("alpha_c", c.alpha_c);
+    v("alpha_entropy", c.alpha_entropy, io::AbsentMeans{0.0f});   // added 2026-11-29
     v("dropout", c.dropout);
   }
 
@@ -133,9 +140,11 @@ struct CaptionBatch {
 
 // Sums over a batch's captions.
 struct CaptionStats {
-  double loss_sum = 0;        // sum of the words' -log p plus lambda times the penalty
+  double loss_sum = 0;        // sum of the words' -log p plus lambda times the penalty plus
+                              // gamma times the entropy
   double nll_sum = 0;         // sum of the words' -log p
   double penalty_sum = 0;     // sum_b sum_i (1 - sum_t alpha_bti)^2 (0 without soft attention)
+  double entropy_sum = 0;     // sum over counted words of H(alpha_bt) (0 unless alpha_entropy > 0)
   int64_t tokens = 0;         // counted words (EOS included)
   int64_t correct = 0;        // words whose argmax is right (teacher forced)
   int64_t sequences = 0;      // captions
