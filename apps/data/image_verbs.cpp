@@ -38,7 +38,10 @@ int cmd_mnist_strips(int argc, char** argv) {
       ("warp-shear", po::value<double>()->value_name("X")->default_value(0, "0")
                          ->notifier(cli::in_range<double>("warp-shear", 0, 1)),
        "training strips only: shear each digit (x += s y) by s uniform in +-X; the three warps\n"
-       "together make one affine map about the digit's centre, drawn for each digit placed");
+       "together make one affine map about the digit's centre, drawn for each digit placed")
+      ("warp-shift-y", int_value(0)->notifier(cli::in_range<int64_t>("warp-shift-y", 0, 8)),
+       "training strips only: then move each digit up or down in its 28 x 28 cell by a whole number\n"
+       "of rows uniform in +-N (the strip's own jitter, 0..height - 28 rows, comes on top)");
   if (!opts.parse(argc, argv)) return 0;
   cli::require_at_least(opts, "max-digits", "min-digits");
 
@@ -49,7 +52,7 @@ int cmd_mnist_strips(int argc, char** argv) {
   cfg.width = opts.get<int64_t>("width");
   cfg.max_gap = opts.get<int64_t>("max-gap");
   cfg.train_warp = {static_cast<float>(opts.get<double>("warp-rotate")), static_cast<float>(opts.get<double>("warp-scale")),
-                    static_cast<float>(opts.get<double>("warp-shear"))};
+                    static_cast<float>(opts.get<double>("warp-shear")), opts.get<int64_t>("warp-shift-y")};
   datasets::check_mnist_strips_config(cfg);   // a usage error before any file is read
   const datasets::MnistDigits mnist = datasets::read_mnist(opts.get<std::string>("data-dir"));
   const datasets::SplitSizes sizes = split_sizes(opts);

@@ -28,6 +28,14 @@ void draw_warp(const DigitWarp& warp, Rng& rng, float a[4]) {
   a[0] = c, a[1] = c * h - n, a[2] = n, a[3] = n * h + c;
 }
 
+// Moves the rows x cols image in `buf` down by dy rows (up for dy < 0), filling with 0.
+void shift_rows(std::vector<uint8_t>& buf, int64_t rows, int64_t cols, int64_t dy) {
+  std::vector<uint8_t> out(buf.size(), 0);
+  for (int64_t r = std::max<int64_t>(0, dy); r < std::min(rows, rows + dy); ++r)
+    std::copy_n(buf.begin() + (r - dy) * cols, cols, out.begin() + r * cols);
+  buf.swap(out);
+}
+
 }  // namespace
 
 void warp_digit(const uint8_t* digit, int64_t rows, int64_t cols, const float a[4], uint8_t* out) {
@@ -64,6 +72,8 @@ void check_mnist_strips_config(const MnistStripsConfig& cfg, int64_t rows, int64
     throw ConfigError(task + "the warp's scale must be in 0..0.5, got " + str(w.scale));
   if (!(w.shear >= 0 && w.shear <= 1))
     throw ConfigError(task + "the warp's shear must be in 0..1, got " + str(w.shear));
+  if (!(w.shift_y >= 0 && w.shift_y <= 8))
+    throw ConfigError(task + "the warp's vertical shift must be in 0..8 rows, got " + str(w.shift_y));
   if (cfg.height < rows)
     throw ConfigError(task + "height " + str(cfg.height) + " is less than the digits' " + str(rows) + " rows");
   const int64_t need = cfg.max_digits * cols + (cfg.max_digits - 1) * cfg.max_gap;
@@ -144,6 +154,8 @@ MnistStrips make_mnist_strips(const MnistDigits& mnist, const MnistStripsConfig&
           float a[4];
           draw_warp(cfg.train_warp, rng, a);
           warp_digit(digit, DH, DW, a, warped.data());
+          if (cfg.train_warp.shift_y > 0)
+            shift_rows(warped, DH, DW, rng.uniform_int(2 * cfg.train_warp.shift_y + 1) - cfg.train_warp.shift_y);
           digit = warped.data();
           box = ink_box(digit, DH, DW, DW);
         }

@@ -356,6 +356,41 @@ TEST_CASE("mnist-strips' training warp: training digits warped, labels and boxes
   CHECK_THROWS_WITH(check_mnist_strips_config(cfg), Contains("scale must be in 0..0.5, got 0.6"));
 }
 
+TEST_CASE("mnist-strips' vertical shift: training digits move up to N rows in their cells, nothing else changes",
+          "[unit][mnist-strips]") {
+  test::TempDir dir;
+  const MnistDigits mnist = fixture_digits(dir, 60);
+  MnistStripsConfig plain, cfg;
+  cfg.train_warp.shift_y = 4;
+  const SplitSizes sizes{40, 8, 8};
+  const MnistStrips d = make_mnist_strips(mnist, cfg, sizes, 3), p = make_mnist_strips(mnist, plain, sizes, 3);
+  check_strips(d, mnist, cfg);
+  CHECK(same_split(d.splits.valid, p.splits.valid));
+  CHECK(same_split(d.splits.test, p.splits.test));
+  // A whole-row shift keeps the digit's ink (unless it leaves the cell) and moves its box by the
+  // shift plus the strip's jitter: from -4 to 4 + (32 - 28) rows against MNIST's own ink box,
+  // outside the jitter's 0..4 for some digits.
+  const CaptionSplit& train = d.splits.train;
+  int64_t kept = 0, digits = 0, outside_jitter = 0;
+  for (int64_t i = 0; i < train.size(); ++i) {
+    const Caption c = caption(train, i);
+    const std::vector<float> pixels = plane(train, i);
+    for (size_t t = 0; t < c.words.size(); ++t, ++digits) {
+      const int32_t src = d.mnist_index.train.idata()[i * plain.max_digits + static_cast<int64_t>(t)];
+      if (!shows_mnist_ink(pixels, plain.width, c.boxes[t], mnist.images, src)) continue;
+      ++kept;
+      const int64_t offset = c.boxes[t].y0 - ink_box(mnist.images.image(src), 28, 28, 28).y0;
+      CHECK(offset >= -4);
+      CHECK(offset <= 8);
+      outside_jitter += offset < 0 || offset > 4;
+    }
+  }
+  CHECK(kept * 10 >= digits * 9);
+  CHECK(outside_jitter > 0);
+  cfg.train_warp.shift_y = 9;
+  CHECK_THROWS_WITH(check_mnist_strips_config(cfg), Contains("vertical shift must be in 0..8 rows, got 9"));
+}
+
 TEST_CASE("mnist-strips refuses options that do not fit and pools too small", "[unit][mnist-strips]") {
   MnistStripsConfig cfg;
   cfg.width = 150;

@@ -30,11 +30,14 @@ inline constexpr const char* kMnistImagesFile = "t10k-images-idx3-ubyte.gz";
 inline constexpr const char* kMnistLabelsFile = "t10k-labels-idx1-ubyte.gz";
 
 // A random affine warp of a digit about its cell's centre, drawn for every placement: rotation
-// uniform in +-rotate degrees, scale in 1 +- scale, horizontal shear in +-shear (x += shear y).
-// All 0: no warp, and no random draws (the strips of a seed stay those of earlier versions).
+// uniform in +-rotate degrees, scale in 1 +- scale, horizontal shear in +-shear (x += shear y);
+// then a vertical shift of the result within its cell by a whole number of rows uniform in
+// +-shift_y (ink pushed out of the cell is cut off). All 0: no warp, and no random draws (the
+// strips of a seed stay those of earlier versions; shift_y 0 draws nothing for the shift).
 struct DigitWarp {
   float rotate = 0, scale = 0, shear = 0;
-  bool any() const { return rotate != 0 || scale != 0 || shear != 0; }
+  int64_t shift_y = 0;
+  bool any() const { return rotate != 0 || scale != 0 || shear != 0 || shift_y != 0; }
 };
 
 struct MnistStripsConfig {
