@@ -174,6 +174,17 @@ void check_strips(const MnistStrips& d, const MnistDigits& mnist, const MnistStr
   for (int32_t v : used[2]) CHECK((!used[0].count(v) && !used[1].count(v)));
 }
 
+// Strips of seed 3 with cfg's training warp, checked (check_strips), whose valid and test splits
+// are the same bits as without the warp.
+MnistStrips checked_warped_strips(const MnistDigits& mnist, const MnistStripsConfig& cfg, const SplitSizes& sizes) {
+  MnistStrips d = make_mnist_strips(mnist, cfg, sizes, 3);
+  const MnistStrips plain = make_mnist_strips(mnist, MnistStripsConfig{}, sizes, 3);
+  check_strips(d, mnist, cfg);
+  CHECK(same_split(d.splits.valid, plain.splits.valid));
+  CHECK(same_split(d.splits.test, plain.splits.test));
+  return d;
+}
+
 }  // namespace
 
 TEST_CASE("read_idx_images and read_idx_labels read MNIST IDX files, plain or gzip", "[io][mnist]") {
@@ -329,13 +340,10 @@ TEST_CASE("mnist-strips' training warp: training digits warped, labels and boxes
           "[unit][mnist-strips]") {
   test::TempDir dir;
   const MnistDigits mnist = fixture_digits(dir, 60);
-  MnistStripsConfig plain, cfg;
+  MnistStripsConfig cfg;
   cfg.train_warp = {15, 0.1f, 0.3f};
   const SplitSizes sizes{40, 8, 8};
-  const MnistStrips d = make_mnist_strips(mnist, cfg, sizes, 3), p = make_mnist_strips(mnist, plain, sizes, 3);
-  check_strips(d, mnist, cfg);
-  CHECK(same_split(d.splits.valid, p.splits.valid));
-  CHECK(same_split(d.splits.test, p.splits.test));
+  const MnistStrips d = checked_warped_strips(mnist, cfg, sizes);
   // Every training digit is its own warp: its ink differs from its MNIST image's at the same place.
   const CaptionSplit& train = d.splits.train;
   int64_t digits = 0, changed = 0;
@@ -343,8 +351,8 @@ TEST_CASE("mnist-strips' training warp: training digits warped, labels and boxes
     const Caption c = caption(train, i);
     const std::vector<float> pixels = plane(train, i);
     for (size_t t = 0; t < c.words.size(); ++t, ++digits) {
-      const int32_t src = d.mnist_index.train.idata()[i * plain.max_digits + static_cast<int64_t>(t)];
-      changed += !shows_mnist_ink(pixels, plain.width, c.boxes[t], mnist.images, src);
+      const int32_t src = d.mnist_index.train.idata()[i * cfg.max_digits + static_cast<int64_t>(t)];
+      changed += !shows_mnist_ink(pixels, cfg.width, c.boxes[t], mnist.images, src);
     }
   }
   CHECK(changed == digits);
@@ -360,13 +368,9 @@ TEST_CASE("mnist-strips' vertical shift: training digits move up to N rows in th
           "[unit][mnist-strips]") {
   test::TempDir dir;
   const MnistDigits mnist = fixture_digits(dir, 60);
-  MnistStripsConfig plain, cfg;
+  MnistStripsConfig cfg;
   cfg.train_warp.shift_y = 4;
-  const SplitSizes sizes{40, 8, 8};
-  const MnistStrips d = make_mnist_strips(mnist, cfg, sizes, 3), p = make_mnist_strips(mnist, plain, sizes, 3);
-  check_strips(d, mnist, cfg);
-  CHECK(same_split(d.splits.valid, p.splits.valid));
-  CHECK(same_split(d.splits.test, p.splits.test));
+  const MnistStrips d = checked_warped_strips(mnist, cfg, {40, 8, 8});
   // A whole-row shift keeps the digit's ink (unless it leaves the cell) and moves its box by the
   // shift plus the strip's jitter: from -4 to 4 + (32 - 28) rows against MNIST's own ink box,
   // outside the jitter's 0..4 for some digits.
@@ -376,8 +380,8 @@ TEST_CASE("mnist-strips' vertical shift: training digits move up to N rows in th
     const Caption c = caption(train, i);
     const std::vector<float> pixels = plane(train, i);
     for (size_t t = 0; t < c.words.size(); ++t, ++digits) {
-      const int32_t src = d.mnist_index.train.idata()[i * plain.max_digits + static_cast<int64_t>(t)];
-      if (!shows_mnist_ink(pixels, plain.width, c.boxes[t], mnist.images, src)) continue;
+      const int32_t src = d.mnist_index.train.idata()[i * cfg.max_digits + static_cast<int64_t>(t)];
+      if (!shows_mnist_ink(pixels, cfg.width, c.boxes[t], mnist.images, src)) continue;
       ++kept;
       const int64_t offset = c.boxes[t].y0 - ink_box(mnist.images.image(src), 28, 28, 28).y0;
       CHECK(offset >= -4);
