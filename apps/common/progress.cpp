@@ -71,9 +71,9 @@ std::string Progress::line() const {
     os << "  loss " << buf;
   }
   const double elapsed = now() - start_;
-  // The steps taken since construction: a resumed training's first step is not step 1.
-  const int64_t done = step_ - first_step_ + 1;
   if (elapsed > 0 && step_ > 0) {
+    // The steps taken since construction: a resumed training's first step is not step 1.
+    const int64_t done = step_ - first_step_ + 1;
     const bool in_units = !opts_.unit.empty();
     const double rate = !std::isnan(rate_) ? rate_
                         : (in_units ? static_cast<double>(units_) : static_cast<double>(done)) / elapsed;

@@ -39,10 +39,11 @@ class Progress {
   Progress& operator=(const Progress&) = delete;
 
   // Step `step` (1-based) is done; the first step seen may be later than 1 (a resumed training),
-  // and the ETA and the steps-per-second rate count from it. loss: NaN when there is none. units: the cumulative count
-  // of work units so far (tokens, examples) when the rate is in units, else ignored. rate: when
-  // given, the rate shown instead of units (or steps) over the time since construction; the
-  // trainer's own tokens/s, for one, leaves out the time spent on validation.
+  // and the ETA and the steps-per-second rate count from it. loss: NaN when there is none.
+  // units: the cumulative count of work units so far (tokens, examples) when the rate is in
+  // units, else ignored. rate: when given, the rate shown instead of units (or steps) over the
+  // time since construction; the trainer's own tokens/s, for one, leaves out the time spent on
+  // validation.
   void update(int64_t step, double loss = std::numeric_limits<double>::quiet_NaN(), int64_t units = 0,
               double rate = std::numeric_limits<double>::quiet_NaN());
   // The number of steps, once known (a Progress made before the work starts may learn it late).

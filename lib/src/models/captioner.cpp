@@ -430,8 +430,10 @@ CaptionStats Captioner::train_step(const CaptionBatch& batch, Rng& rng) {
   const int32_t* len = batch.tgt_len.idata();
   nn::AttentionDecoderGrad grad = decoder_.begin_backward(run.memory, T, B);
   for (int64_t t = T - 1; t >= 0; --t) {
-    Tensor dweights;
-    if (dcover.defined() || sharpen) {
+    // dcover itself when every caption counts step t and there is no entropy term: no copy.
+    Tensor dweights = dcover;
+    const bool ragged = std::any_of(len, len + B, [&](int32_t l) { return t >= l; });
+    if (sharpen || (dcover.defined() && ragged)) {
       dweights = dcover.defined() ? dcover.clone() : Tensor({B, L});
       for (int64_t b = 0; b < B; ++b) {
         float* row = dweights.data() + b * L;

@@ -5,8 +5,9 @@
 //
 // What is measured:
 //   loss                 the training objective per word: cross-entropy plus lambda times the
-//                        doubly stochastic penalty, over the counted words (EOS included)
-//   perplexity           exp(cross-entropy per word), without the penalty
+//                        doubly stochastic penalty plus gamma times the attention's entropy,
+//                        over the counted words (EOS included)
+//   perplexity           exp(cross-entropy per word), without the penalties
 //   token accuracy       words whose teacher-forced argmax is right
 //   sequence accuracy    captions all of whose words (EOS included) are right; teacher forced,
 //                        that is exactly the captions greedy search reproduces; of generated
