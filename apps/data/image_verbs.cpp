@@ -41,7 +41,15 @@ int cmd_mnist_strips(int argc, char** argv) {
        "together make one affine map about the digit's centre, drawn for each digit placed")
       ("warp-shift-y", int_value(0)->notifier(cli::in_range<int64_t>("warp-shift-y", 0, 8)),
        "training strips only: then move each digit up or down in its 28 x 28 cell by a whole number\n"
-       "of rows uniform in +-N (the strip's own jitter, 0..height - 28 rows, comes on top)");
+       "of rows uniform in +-N (the strip's own jitter, 0..height - 28 rows, comes on top)")
+      ("warp-elastic", po::value<double>()->value_name("ALPHA")->default_value(0, "0")
+                           ->notifier(cli::in_range<double>("warp-elastic", 0, 100)),
+       "training strips only: an elastic distortion on top of the affine warp (Simard et al. 2003): "
+       "each pixel samples the digit up to a few pixels away, along a random field smoothed by a "
+       "Gaussian of --warp-elastic-sigma pixels and scaled by ALPHA (they used 34 with sigma 4)")
+      ("warp-elastic-sigma", po::value<double>()->value_name("S")->default_value(4, "4")
+                                 ->notifier(cli::in_range<double>("warp-elastic-sigma", 1, 14)),
+       "the elastic field's smoothness in pixels: larger is smoother and, for one ALPHA, weaker");
   if (!opts.parse(argc, argv)) return 0;
   cli::require_at_least(opts, "max-digits", "min-digits");
 
@@ -52,7 +60,9 @@ int cmd_mnist_strips(int argc, char** argv) {
   cfg.width = opts.get<int64_t>("width");
   cfg.max_gap = opts.get<int64_t>("max-gap");
   cfg.train_warp = {static_cast<float>(opts.get<double>("warp-rotate")), static_cast<float>(opts.get<double>("warp-scale")),
-                    static_cast<float>(opts.get<double>("warp-shear")), opts.get<int64_t>("warp-shift-y")};
+                    static_cast<float>(opts.get<double>("warp-shear")), opts.get<int64_t>("warp-shift-y"),
+                    static_cast<float>(opts.get<double>("warp-elastic")),
+                    static_cast<float>(opts.get<double>("warp-elastic-sigma"))};
   datasets::check_mnist_strips_config(cfg);   // a usage error before any file is read
   const datasets::MnistDigits mnist = datasets::read_mnist(opts.get<std::string>("data-dir"));
   const datasets::SplitSizes sizes = split_sizes(opts);

@@ -38,7 +38,8 @@ void shift_rows(std::vector<uint8_t>& buf, int64_t rows, int64_t cols, int64_t d
 
 }  // namespace
 
-void warp_digit(const uint8_t* digit, int64_t rows, int64_t cols, const float a[4], uint8_t* out) {
+void warp_digit(const uint8_t* digit, int64_t rows, int64_t cols, const float a[4], uint8_t* out,
+                const float* displacement) {
   const float det = a[0] * a[3] - a[1] * a[2];
   if (!(std::abs(det) > 1e-6f)) throw ConfigError("mnist-strips: a digit warp must be invertible");
   const float i0 = a[3] / det, i1 = -a[1] / det, i2 = -a[2] / det, i3 = a[0] / det;   // the inverse
@@ -49,13 +50,41 @@ void warp_digit(const uint8_t* digit, int64_t rows, int64_t cols, const float a[
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t c = 0; c < cols; ++c) {
       const float dx = static_cast<float>(c) - cx, dy = static_cast<float>(r) - cy;
-      const float x = i0 * dx + i1 * dy + cx, y = i2 * dx + i3 * dy + cy;
+      float x = i0 * dx + i1 * dy + cx, y = i2 * dx + i3 * dy + cy;
+      if (displacement) x += displacement[r * cols + c], y += displacement[(rows + r) * cols + c];
       const float fx = std::floor(x), fy = std::floor(y), wx = x - fx, wy = y - fy;
       const auto x0 = static_cast<int64_t>(fx), y0 = static_cast<int64_t>(fy);
       const float v = (1 - wy) * ((1 - wx) * at(y0, x0) + wx * at(y0, x0 + 1)) +
                       wy * ((1 - wx) * at(y0 + 1, x0) + wx * at(y0 + 1, x0 + 1));
       out[r * cols + c] = static_cast<uint8_t>(std::lround(std::clamp(v, 0.0f, 255.0f)));
     }
+}
+
+std::vector<float> elastic_field(int64_t rows, int64_t cols, float alpha, float sigma, Rng& rng) {
+  const int64_t radius = static_cast<int64_t>(std::ceil(3 * sigma));
+  std::vector<float> kernel(static_cast<size_t>(2 * radius + 1));
+  float total = 0;
+  for (int64_t k = -radius; k <= radius; ++k)
+    total += kernel[static_cast<size_t>(k + radius)] = std::exp(-0.5f * static_cast<float>(k * k) / (sigma * sigma));
+  for (float& w : kernel) w /= total;
+  const int64_t n = rows * cols;
+  std::vector<float> field(static_cast<size_t>(2 * n)), rowpass(static_cast<size_t>(n));
+  rng.fill_uniform(field, -1, 1);
+  for (int64_t plane = 0; plane < 2; ++plane) {   // separable: along rows, then along columns
+    float* f = field.data() + plane * n;
+    std::fill(rowpass.begin(), rowpass.end(), 0.0f);
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t c = 0; c < cols; ++c)
+        for (int64_t k = std::max(-radius, -c); k <= std::min(radius, cols - 1 - c); ++k)
+          rowpass[static_cast<size_t>(r * cols + c)] += kernel[static_cast<size_t>(k + radius)] * f[r * cols + c + k];
+    std::fill(f, f + n, 0.0f);
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t k = std::max(-radius, -r); k <= std::min(radius, rows - 1 - r); ++k)
+        for (int64_t c = 0; c < cols; ++c)
+          f[r * cols + c] += kernel[static_cast<size_t>(k + radius)] * rowpass[static_cast<size_t>((r + k) * cols + c)];
+  }
+  for (float& v : field) v *= alpha;
+  return field;
 }
 
 void check_mnist_strips_config(const MnistStripsConfig& cfg, int64_t rows, int64_t cols) {
@@ -74,6 +103,10 @@ void check_mnist_strips_config(const MnistStripsConfig& cfg, int64_t rows, int64
     throw ConfigError(task + "the warp's shear must be in 0..1, got " + str(w.shear));
   if (!(w.shift_y >= 0 && w.shift_y <= 8))
     throw ConfigError(task + "the warp's vertical shift must be in 0..8 rows, got " + str(w.shift_y));
+  if (!(w.elastic >= 0 && w.elastic <= 100))
+    throw ConfigError(task + "the elastic distortion's alpha must be in 0..100 pixels, got " + str(w.elastic));
+  if (!(w.elastic_sigma >= 1 && w.elastic_sigma <= 14))
+    throw ConfigError(task + "the elastic distortion's sigma must be in 1..14 pixels, got " + str(w.elastic_sigma));
   if (cfg.height < rows)
     throw ConfigError(task + "height " + str(cfg.height) + " is less than the digits' " + str(rows) + " rows");
   const int64_t need = cfg.max_digits * cols + (cfg.max_digits - 1) * cfg.max_gap;
@@ -153,7 +186,10 @@ MnistStrips make_mnist_strips(const MnistDigits& mnist, const MnistStripsConfig&
         if (warp) {
           float a[4];
           draw_warp(cfg.train_warp, rng, a);
-          warp_digit(digit, DH, DW, a, warped.data());
+          const std::vector<float> field = cfg.train_warp.elastic > 0
+              ? elastic_field(DH, DW, cfg.train_warp.elastic, cfg.train_warp.elastic_sigma, rng)
+              : std::vector<float>{};
+          warp_digit(digit, DH, DW, a, warped.data(), field.empty() ? nullptr : field.data());
           if (cfg.train_warp.shift_y > 0)
             shift_rows(warped, DH, DW, rng.uniform_int(2 * cfg.train_warp.shift_y + 1) - cfg.train_warp.shift_y);
           digit = warped.data();

@@ -119,6 +119,9 @@ TEST_CASE("attn-data mnist-strips: bad options exit 2, bad or missing MNIST file
   r = attn_data(dir, "mnist-strips --data-dir mnist --warp-shift-y 9 --out x.h5 --quiet");
   CHECK(r.code == 2);
   CHECK_THAT(r.err, Contains("--warp-shift-y must be in [0, 8], got 9"));
+  r = attn_data(dir, "mnist-strips --data-dir mnist --warp-elastic 34 --warp-elastic-sigma 0.5 --out x.h5 --quiet");
+  CHECK(r.code == 2);
+  CHECK_THAT(r.err, Contains("--warp-elastic-sigma must be in [1, 14], got 0.5"));
 
   r = attn_data(dir, "mnist-strips --data-dir nowhere --out x.h5 --quiet");
   CHECK(r.code == 3);

@@ -336,6 +336,50 @@ TEST_CASE("warp_digit: the identity copies, quarter and half turns move every pi
   CHECK_THROWS_WITH(warp_digit(digit.data(), S, S, singular, out.data()), Contains("must be invertible"));
 }
 
+TEST_CASE("warp_digit's displacement moves pixels exactly; elastic_field is smooth and scales with alpha",
+          "[unit][mnist-strips]") {
+  constexpr int64_t S = 28;
+  std::vector<uint8_t> digit(S * S), out(S * S);
+  for (int64_t i = 0; i < S * S; ++i) digit[static_cast<size_t>(i)] = static_cast<uint8_t>((i * 37) % 251);
+  // Every pixel samples the input 1 column right and 2 rows up: output (r, c) shows (r - 2, c + 1).
+  std::vector<float> field(2 * S * S);
+  std::fill(field.begin(), field.begin() + S * S, 1.0f);
+  std::fill(field.begin() + S * S, field.end(), -2.0f);
+  const float identity[4] = {1, 0, 0, 1};
+  warp_digit(digit.data(), S, S, identity, out.data(), field.data());
+  for (int64_t r = 0; r < S; ++r)
+    for (int64_t c = 0; c < S; ++c)
+      REQUIRE(out[static_cast<size_t>(r * S + c)] ==
+              (r < 2 || c == S - 1 ? 0 : digit[static_cast<size_t>((r - 2) * S + c + 1)]));
+
+  // Simard et al.'s field, over 50 draws: offsets of about a pixel (alpha 34, sigma 4: a mean of
+  // 1.1 pixels in the middle, where the Gaussian sees no border), neighbours alike, and a
+  // narrower Gaussian gives a rougher field; exactly twice as far for twice alpha.
+  auto mean_abs = [&](float sigma, bool step) {
+    Rng rng(5);
+    double sum = 0;
+    int64_t n = 0;
+    for (int draw = 0; draw < 50; ++draw) {
+      const std::vector<float> v = elastic_field(S, S, 34, sigma, rng);
+      REQUIRE(v.size() == static_cast<size_t>(2 * S * S));
+      for (int64_t p = 0; p < 2; ++p)
+        for (int64_t r = 12; r < 16; ++r)
+          for (int64_t x = 12; x < 16; ++x, ++n) {
+            const size_t i = static_cast<size_t>((p * S + r) * S + x);
+            sum += std::abs(step ? v[i + 1] - v[i] : v[i]);
+          }
+    }
+    return sum / static_cast<double>(n);
+  };
+  CHECK(mean_abs(4, false) > 0.8);
+  CHECK(mean_abs(4, false) < 1.5);
+  CHECK(mean_abs(4, true) < 0.3 * mean_abs(4, false));
+  CHECK(mean_abs(1, true) > 0.5 * mean_abs(1, false));
+  Rng a(5), b(5);
+  const std::vector<float> f = elastic_field(S, S, 34, 4, a), twice = elastic_field(S, S, 68, 4, b);
+  for (size_t i = 0; i < f.size(); ++i) REQUIRE(twice[i] == 2 * f[i]);
+}
+
 TEST_CASE("mnist-strips' training warp: training digits warped, labels and boxes kept, valid and test untouched",
           "[unit][mnist-strips]") {
   test::TempDir dir;
@@ -393,6 +437,30 @@ TEST_CASE("mnist-strips' vertical shift: training digits move up to N rows in th
   CHECK(outside_jitter > 0);
   cfg.train_warp.shift_y = 9;
   CHECK_THROWS_WITH(check_mnist_strips_config(cfg), Contains("vertical shift must be in 0..8 rows, got 9"));
+}
+
+TEST_CASE("mnist-strips' elastic distortion: every training digit its own, labels kept, valid and test untouched",
+          "[unit][mnist-strips]") {
+  test::TempDir dir;
+  const MnistDigits mnist = fixture_digits(dir, 60);
+  MnistStripsConfig cfg;
+  cfg.train_warp.elastic = 34;
+  const MnistStrips d = checked_warped_strips(mnist, cfg, {40, 8, 8});
+  const CaptionSplit& train = d.splits.train;
+  int64_t digits = 0, changed = 0;
+  for (int64_t i = 0; i < train.size(); ++i) {
+    const Caption c = caption(train, i);
+    const std::vector<float> pixels = plane(train, i);
+    for (size_t t = 0; t < c.words.size(); ++t, ++digits) {
+      const int32_t src = d.mnist_index.train.idata()[i * cfg.max_digits + static_cast<int64_t>(t)];
+      changed += !shows_mnist_ink(pixels, cfg.width, c.boxes[t], mnist.images, src);
+    }
+  }
+  CHECK(changed == digits);
+  cfg.train_warp.elastic = 101;
+  CHECK_THROWS_WITH(check_mnist_strips_config(cfg), Contains("alpha must be in 0..100 pixels, got 101"));
+  cfg.train_warp = {.elastic = 34, .elastic_sigma = 0.5f};
+  CHECK_THROWS_WITH(check_mnist_strips_config(cfg), Contains("sigma must be in 1..14 pixels, got 0.5"));
 }
 
 TEST_CASE("mnist-strips refuses options that do not fit and pools too small", "[unit][mnist-strips]") {

@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "attn/core/rng.hpp"
 #include "attn/datasets/captions.hpp"
 #include "attn/datasets/idx.hpp"
 #include "attn/datasets/splits.hpp"
@@ -31,13 +32,16 @@ inline constexpr const char* kMnistLabelsFile = "t10k-labels-idx1-ubyte.gz";
 
 // A random affine warp of a digit about its cell's centre, drawn for every placement: rotation
 // uniform in +-rotate degrees, scale in 1 +- scale, horizontal shear in +-shear (x += shear y);
+// with elastic > 0, an elastic distortion on top (Simard et al. 2003: each pixel samples the
+// input elastic_field(elastic, elastic_sigma) pixels away from where the affine map puts it);
 // then a vertical shift of the result within its cell by a whole number of rows uniform in
 // +-shift_y (ink pushed out of the cell is cut off). All 0: no warp, and no random draws (the
-// strips of a seed stay those of earlier versions; shift_y 0 draws nothing for the shift).
+// strips of a seed stay those of earlier versions; shift_y 0 and elastic 0 draw nothing).
 struct DigitWarp {
   float rotate = 0, scale = 0, shear = 0;
   int64_t shift_y = 0;
-  bool any() const { return rotate != 0 || scale != 0 || shear != 0 || shift_y != 0; }
+  float elastic = 0, elastic_sigma = 4;   // Simard et al.'s alpha and sigma, in pixels
+  bool any() const { return rotate != 0 || scale != 0 || shear != 0 || shift_y != 0 || elastic != 0; }
 };
 
 struct MnistStripsConfig {
@@ -75,8 +79,16 @@ void check_mnist_strips_config(const MnistStripsConfig& cfg, int64_t rows = kMni
 
 // Writes into `out` (rows x cols) the image `digit` moved by the affine map `a` (x' = a[0] x +
 // a[1] y, y' = a[2] x + a[3] y about the image's centre): each output pixel is the bilinear
-// sample of the input at the inverse map of its centre, 0 outside the input, rounded.
-void warp_digit(const uint8_t* digit, int64_t rows, int64_t cols, const float a[4], uint8_t* out);
+// sample of the input at the inverse map of its centre, 0 outside the input, rounded. With a
+// `displacement` (rows x cols x-offsets, then as many y-offsets), output pixel p samples the
+// input at that inverse map plus displacement(p).
+void warp_digit(const uint8_t* digit, int64_t rows, int64_t cols, const float a[4], uint8_t* out,
+                const float* displacement = nullptr);
+
+// An elastic displacement field (Simard et al. 2003) for warp_digit: x- and y-offsets each
+// uniform in [-1, 1) per pixel, smoothed by a Gaussian of standard deviation `sigma` pixels
+// (truncated at 3 sigma, 0 outside the image) and multiplied by `alpha`; 2 x rows x cols values.
+std::vector<float> elastic_field(int64_t rows, int64_t cols, float alpha, float sigma, Rng& rng);
 
 // "zero" .. "nine" (ids 4..13 in the vocabulary).
 std::vector<std::string> digit_words();
