@@ -8,8 +8,12 @@ digits, with the same random affine warp as `--warp-rotate 10 --warp-scale 0.1 -
 (drawn per image and epoch here, once per strip there), chooses the epoch on the 1,000
 validation digits, and reports test accuracy on the 1,000 test digits, per seed, with the 3-digit
 strip accuracy it would give if the three digits were read independently (accuracy cubed).
+`--elastic ALPHA` adds the elastic distortion of `--warp-elastic ALPHA --warp-elastic-sigma S`
+(Simard et al. 2003; uniform offsets smoothed by a Gaussian of S pixels, zero beyond the image,
+times ALPHA pixels) to the affine map.
 
 usage: digit_ceiling.py MNIST_DIR [--seeds 1 2 3] [--epochs 30] [--threads 2] [--width 32]
+                        [--elastic ALPHA] [--elastic-sigma S]
 """
 import argparse
 import gzip
@@ -39,8 +43,20 @@ def splits(mnist_dir):
     return {k: (torch.from_numpy(images[m])[:, None], torch.from_numpy(labels[m])) for k, m in pick.items()}
 
 
-def warp(x, gen, rotate=10.0, scale=0.1, shear=0.2):
-    """A random affine map per image about its centre: rotation, isotropic scale, x-shear."""
+def elastic_offsets(n, size, alpha, sigma, gen):
+    """Simard et al.'s displacement fields [n, size, size, 2] (x, y) in pixels."""
+    radius = math.ceil(3 * sigma)
+    k = torch.exp(-0.5 * (torch.arange(-radius, radius + 1, dtype=torch.float32) / sigma) ** 2)
+    k = (k / k.sum()).repeat(2, 1, 1, 1)   # one kernel per field, as a depthwise convolution
+    f = torch.rand(n, 2, size, size, generator=gen) * 2 - 1
+    f = F.conv2d(f, k.view(2, 1, 1, -1), padding=(0, radius), groups=2)   # along rows
+    f = F.conv2d(f, k.view(2, 1, -1, 1), padding=(radius, 0), groups=2)   # along columns
+    return alpha * f.permute(0, 2, 3, 1)
+
+
+def warp(x, gen, rotate=10.0, scale=0.1, shear=0.2, elastic=0.0, elastic_sigma=4.0):
+    """A random affine map per image about its centre: rotation, isotropic scale, x-shear; and
+    with elastic > 0, an elastic displacement on top."""
     n = x.shape[0]
     u = lambda: torch.rand(n, generator=gen) * 2 - 1
     a, s, h = u() * math.radians(rotate), 1 + u() * scale, u() * shear
@@ -49,6 +65,8 @@ def warp(x, gen, rotate=10.0, scale=0.1, shear=0.2):
     m = torch.stack([torch.stack([cos, -sin + h * cos, torch.zeros(n)], 1),
                      torch.stack([sin, cos + h * sin, torch.zeros(n)], 1)], 1) / s[:, None, None]
     grid = F.affine_grid(m, x.shape, align_corners=False)
+    if elastic > 0:   # pixels to grid_sample's [-1, 1] coordinates: 2 / size per pixel
+        grid = grid + elastic_offsets(n, x.shape[-1], elastic, elastic_sigma, gen) * (2 / x.shape[-1])
     return F.grid_sample(x, grid, mode="bilinear", padding_mode="zeros", align_corners=False)
 
 
@@ -67,7 +85,7 @@ def accuracy(model, x, y):
         return (model(x).argmax(1) == y).float().mean().item()
 
 
-def run(data, seed, epochs, width):
+def run(data, seed, epochs, width, elastic, elastic_sigma):
     torch.manual_seed(seed)
     gen = torch.Generator().manual_seed(seed)
     model = classifier(width)
@@ -80,7 +98,7 @@ def run(data, seed, epochs, width):
         order = torch.randperm(len(y), generator=gen)
         for i in range(0, len(y), 64):
             idx = order[i:i + 64]
-            loss = F.cross_entropy(model(warp(x[idx], gen)), y[idx])
+            loss = F.cross_entropy(model(warp(x[idx], gen, elastic=elastic, elastic_sigma=elastic_sigma)), y[idx])
             opt.zero_grad()
             loss.backward()
             opt.step()
@@ -98,6 +116,8 @@ def main():
     ap.add_argument("--epochs", type=int, default=30)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--width", type=int, default=32)
+    ap.add_argument("--elastic", type=float, default=0.0)
+    ap.add_argument("--elastic-sigma", type=float, default=4.0)
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     data = splits(a.mnist_dir)
@@ -107,13 +127,14 @@ def main():
     tests = []
     for seed in a.seeds:
         t0 = time.time()
-        (valid, epoch, test), params = run(data, seed, a.epochs, a.width)
+        (valid, epoch, test), params = run(data, seed, a.epochs, a.width, a.elastic, a.elastic_sigma)
         tests.append(test)
         print(f"| {seed} | {epoch} | {100 * valid:.1f} | {100 * test:.1f} | {100 * test ** 3:.1f} | "
               f"{time.time() - t0:.0f} |", flush=True)
     med = float(np.median(tests))
     print(f"| **median** | | | **{100 * med:.1f}** | **{100 * med ** 3:.1f}** | |")
-    print(f"classifier: {params} parameters, width {a.width}, {a.epochs} epochs")
+    print(f"classifier: {params} parameters, width {a.width}, {a.epochs} epochs, elastic {a.elastic} "
+          f"(sigma {a.elastic_sigma})")
 
 
 if __name__ == "__main__":
