@@ -395,7 +395,7 @@ TEST_CASE("warp_digit's displacement moves pixels exactly; elastic_field is smoo
   for (size_t i = 0; i < f.size(); ++i) REQUIRE(twice[i] == 2 * f[i]);
 }
 
-TEST_CASE("mnist-strips' training warp: training digits warped, labels and boxes kept, valid and test untouched",
+TEST_CASE("mnist-strips' training warps (affine, elastic): digits warped, labels and boxes kept, valid and test untouched",
           "[unit][mnist-strips]") {
   test::TempDir dir;
   const MnistDigits mnist = fixture_digits(dir, 60);
@@ -411,6 +411,14 @@ TEST_CASE("mnist-strips' training warp: training digits warped, labels and boxes
   CHECK_THROWS_WITH(check_mnist_strips_config(cfg), Contains("rotation must be in 0..90 degrees, got 91"));
   cfg.train_warp = {0, 0.6f, 0};
   CHECK_THROWS_WITH(check_mnist_strips_config(cfg), Contains("scale must be in 0..0.5, got 0.6"));
+
+  // The elastic distortion alone: again every training digit its own, valid and test untouched.
+  cfg.train_warp = {.elastic = 34};
+  CHECK(unchanged_training_digits(checked_warped_strips(mnist, cfg, sizes), mnist, cfg) == 0);
+  cfg.train_warp.elastic = 101;
+  CHECK_THROWS_WITH(check_mnist_strips_config(cfg), Contains("alpha must be in 0..100 pixels, got 101"));
+  cfg.train_warp = {.elastic = 34, .elastic_sigma = 0.5f};
+  CHECK_THROWS_WITH(check_mnist_strips_config(cfg), Contains("sigma must be in 1..14 pixels, got 0.5"));
 }
 
 TEST_CASE("mnist-strips' vertical shift: training digits move up to N rows in their cells, nothing else changes",
@@ -442,19 +450,6 @@ TEST_CASE("mnist-strips' vertical shift: training digits move up to N rows in th
   CHECK(outside_jitter > 0);
   cfg.train_warp.shift_y = 9;
   CHECK_THROWS_WITH(check_mnist_strips_config(cfg), Contains("vertical shift must be in 0..8 rows, got 9"));
-}
-
-TEST_CASE("mnist-strips' elastic distortion: every training digit its own, labels kept, valid and test untouched",
-          "[unit][mnist-strips]") {
-  test::TempDir dir;
-  const MnistDigits mnist = fixture_digits(dir, 60);
-  MnistStripsConfig cfg;
-  cfg.train_warp.elastic = 34;
-  CHECK(unchanged_training_digits(checked_warped_strips(mnist, cfg, {40, 8, 8}), mnist, cfg) == 0);
-  cfg.train_warp.elastic = 101;
-  CHECK_THROWS_WITH(check_mnist_strips_config(cfg), Contains("alpha must be in 0..100 pixels, got 101"));
-  cfg.train_warp = {.elastic = 34, .elastic_sigma = 0.5f};
-  CHECK_THROWS_WITH(check_mnist_strips_config(cfg), Contains("sigma must be in 1..14 pixels, got 0.5"));
 }
 
 TEST_CASE("mnist-strips refuses options that do not fit and pools too small", "[unit][mnist-strips]") {
