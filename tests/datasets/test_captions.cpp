@@ -351,7 +351,7 @@ TEST_CASE("warp_digit: the identity copies, quarter and half turns move every pi
   CHECK_THROWS_WITH(warp_digit(digit.data(), S, S, singular, out.data()), Contains("must be invertible"));
 }
 
-TEST_CASE("warp_digit's displacement moves pixels exactly; elastic_field is smooth and scales with alpha",
+TEST_CASE("warp_digit's displacement moves pixels exactly, and elastic_field is smooth and scales with alpha",
           "[unit][mnist-strips]") {
   constexpr int64_t S = 28;
   std::vector<uint8_t> digit(S * S), out(S * S);
