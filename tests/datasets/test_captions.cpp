@@ -185,18 +185,25 @@ MnistStrips checked_warped_strips(const MnistDigits& mnist, const MnistStripsCon
   return d;
 }
 
-// How many training digits show their MNIST image's ink unchanged where they were placed.
-int64_t unchanged_training_digits(const MnistStrips& d, const MnistDigits& mnist, const MnistStripsConfig& cfg) {
+// Calls f(box, src, unchanged) for every digit of the training strips: its box, its MNIST image,
+// and whether it shows that image's ink unchanged where it was placed.
+template <class F>
+void for_each_training_digit(const MnistStrips& d, const MnistDigits& mnist, const MnistStripsConfig& cfg, F f) {
   const CaptionSplit& train = d.splits.train;
-  int64_t unchanged = 0;
   for (int64_t i = 0; i < train.size(); ++i) {
     const Caption c = caption(train, i);
     const std::vector<float> pixels = plane(train, i);
     for (size_t t = 0; t < c.words.size(); ++t) {
       const int32_t src = d.mnist_index.train.idata()[i * cfg.max_digits + static_cast<int64_t>(t)];
-      unchanged += shows_mnist_ink(pixels, cfg.width, c.boxes[t], mnist.images, src);
+      f(c.boxes[t], src, shows_mnist_ink(pixels, cfg.width, c.boxes[t], mnist.images, src));
     }
   }
+}
+
+// How many training digits show their MNIST image's ink unchanged where they were placed.
+int64_t unchanged_training_digits(const MnistStrips& d, const MnistDigits& mnist, const MnistStripsConfig& cfg) {
+  int64_t unchanged = 0;
+  for_each_training_digit(d, mnist, cfg, [&](const Box&, int32_t, bool same) { unchanged += same; });
   return unchanged;
 }
 
@@ -431,21 +438,16 @@ TEST_CASE("mnist-strips' vertical shift: training digits move up to N rows in th
   // A whole-row shift keeps the digit's ink (unless it leaves the cell) and moves its box by the
   // shift plus the strip's jitter: from -4 to 4 + (32 - 28) rows against MNIST's own ink box,
   // outside the jitter's 0..4 for some digits.
-  const CaptionSplit& train = d.splits.train;
   int64_t kept = 0, digits = 0, outside_jitter = 0;
-  for (int64_t i = 0; i < train.size(); ++i) {
-    const Caption c = caption(train, i);
-    const std::vector<float> pixels = plane(train, i);
-    for (size_t t = 0; t < c.words.size(); ++t, ++digits) {
-      const int32_t src = d.mnist_index.train.idata()[i * cfg.max_digits + static_cast<int64_t>(t)];
-      if (!shows_mnist_ink(pixels, cfg.width, c.boxes[t], mnist.images, src)) continue;
-      ++kept;
-      const int64_t offset = c.boxes[t].y0 - ink_box(mnist.images.image(src), 28, 28, 28).y0;
-      CHECK(offset >= -4);
-      CHECK(offset <= 8);
-      outside_jitter += offset < 0 || offset > 4;
-    }
-  }
+  for_each_training_digit(d, mnist, cfg, [&](const Box& box, int32_t src, bool same) {
+    ++digits;
+    if (!same) return;
+    ++kept;
+    const int64_t offset = box.y0 - ink_box(mnist.images.image(src), 28, 28, 28).y0;
+    CHECK(offset >= -4);
+    CHECK(offset <= 8);
+    outside_jitter += offset < 0 || offset > 4;
+  });
   CHECK(kept * 10 >= digits * 9);
   CHECK(outside_jitter > 0);
   cfg.train_warp.shift_y = 9;
