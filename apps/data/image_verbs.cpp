@@ -77,8 +77,10 @@ int cmd_shapes(int argc, char** argv) {
   cli::Options opts(kTool, "--out FILE [options]",
                     "Image captioning: scenes of two coloured shapes on black (circle, square, triangle;\n"
                     "red, green, blue, yellow) captioned with their relation: \"a red circle above a blue\n"
-                    "square\" (above, below, left of, right of). The colour and shape words carry their\n"
-                    "object's box. Layout and the relation rule: datasets/README.md.");
+                    "square\" (above, below, left of, right of). The object whose colour comes first in\n"
+                    "the list above (then its shape) is named first, so that a scene has one caption. The\n"
+                    "colour and shape words carry their object's box. Layout and the relation rule:\n"
+                    "datasets/README.md.");
   add_generator_options(opts, 10000, 1000);
   opts.add()
       ("height", int_value(48)->notifier(cli::positive<int64_t>("height")), "image height in pixels")

@@ -121,8 +121,11 @@ Splits<CaptionSplit> make_shapes(const ShapesConfig& cfg, const SplitSizes& size
       Object a, b;
       const int64_t pair = r.uniform_int(kColours * kShapes), other = r.uniform_int(kColours * kShapes - 1);
       const int64_t second = other < pair ? other : other + 1;   // a (colour, shape) unlike the first
-      a.colour = static_cast<int>(pair / kShapes), a.shape = static_cast<int>(pair % kShapes);
-      b.colour = static_cast<int>(second / kShapes), b.shape = static_cast<int>(second % kShapes);
+      // The caption names first the object earlier in (colour, shape) order, so that a scene has
+      // one caption: "A above B" and "B below A" describe the same scene.
+      const int64_t first_named = std::min(pair, second), second_named = std::max(pair, second);
+      a.colour = static_cast<int>(first_named / kShapes), a.shape = static_cast<int>(first_named % kShapes);
+      b.colour = static_cast<int>(second_named / kShapes), b.shape = static_cast<int>(second_named % kShapes);
       const int rel = static_cast<int>(r.uniform_int(kRelations));
       for (Object* o : {&a, &b}) o->size = cfg.min_size + r.uniform_int(cfg.max_size - cfg.min_size + 1);
       for (int64_t tries = 0;; ++tries) {
@@ -163,13 +166,8 @@ Splits<CaptionSplit> make_shapes(const ShapesConfig& cfg, const SplitSizes& size
       boxes.insert(boxes.end(), {nullptr, &b.box, &b.box});
       s.set_caption(e, words, boxes);
 
-      // The input is the image: the two objects in a fixed order, so that "A above B" and the
-      // same scene as "B below A" count as the same input.
-      std::array<int64_t, 5> ka = {a.colour, a.shape, a.size, a.y, a.x}, kb = {b.colour, b.shape, b.size, b.y, b.x};
-      if (kb < ka) std::swap(ka, kb);
-      std::array<int64_t, 10> key{};
-      std::copy(ka.begin(), ka.end(), key.begin());
-      std::copy(kb.begin(), kb.end(), key.begin() + 5);
+      // The input is the image: the two objects, in their fixed naming order.
+      const std::array<int64_t, 10> key = {a.colour, a.shape, a.size, a.y, a.x, b.colour, b.shape, b.size, b.y, b.x};
       return hash_bytes(key.data(), sizeof(key), 0);
     });
     return s;

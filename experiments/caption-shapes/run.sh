@@ -10,9 +10,10 @@
 #
 # Usage: experiments/caption-shapes/run.sh [BUILD_DIR]
 # Environment (defaults in brackets): SEEDS ["1 2 3"], LAMBDAS ["0 1"], N [10000 training scenes],
-# EPOCHS [10], ENCODER [conv32x3,pool2,conv64x3,pool2], OPTIONS [extra train options], THREADS [1],
-# PARALLEL [2], REUSE [0], PYTHON [/usr/bin/python3, with h5py].
-# Results: results/caption-shapes/ — shapes.h5; l<lambda>_s<seed>.h5 and .log; caps_*.h5; table.md;
+# EPOCHS [20], ENCODER [conv32x3,pool2,conv64x3,pool2], OPTIONS [extra train options], THREADS [1],
+# PARALLEL [2], REUSE [0; 1 keeps trained models and continues interrupted ones from their newest
+# checkpoint], PYTHON [/usr/bin/python3, with h5py], RESULTS [results/caption-shapes].
+# Results: $RESULTS — shapes.h5; l<lambda>_s<seed>.h5 and .log; caps_*.h5; table.md;
 # looked_l<lambda>.png.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -21,14 +22,14 @@ BIN=$BUILD/apps
 SEEDS=${SEEDS:-1 2 3}
 LAMBDAS=${LAMBDAS:-0 1}
 N=${N:-10000}
-EPOCHS=${EPOCHS:-10}
+EPOCHS=${EPOCHS:-20}
 ENCODER=${ENCODER:-conv32x3,pool2,conv64x3,pool2}
 OPTIONS=${OPTIONS:-}
 THREADS=${THREADS:-1}
 PARALLEL=${PARALLEL:-2}
 REUSE=${REUSE:-0}
 PYTHON=${PYTHON:-/usr/bin/python3}
-OUT=$ROOT/results/caption-shapes
+OUT=${RESULTS:-$ROOT/results/caption-shapes}
 export OMP_WAIT_POLICY=PASSIVE
 for tool in attn-data attn-caption attn-plot; do
   [ -x "$BIN/$tool" ] || { echo "caption-shapes: $BIN/$tool is missing; build first (make -f Makefile.scripts build)" >&2; exit 1; }
@@ -40,11 +41,15 @@ start=$SECONDS
 echo "== data: $N training scenes (48 x 48), 1000 valid, 1000 test"
 "$BIN/attn-data" shapes --n "$N" --valid-n 1000 --test-n 1000 --seed 1 --out "$OUT/shapes.h5" --quiet
 
-train() {   # train NAME SEED LAMBDA
+# train NAME SEED LAMBDA: NAME.h5, unless REUSE=1 keeps it; with REUSE=1 a training interrupted
+# after a checkpoint (OPTIONS="--checkpoint-every N") continues from its newest one.
+train() {
+  local resume=()
   [ "$REUSE" = 1 ] && [ -f "$OUT/$1.h5" ] && return 0
+  if [ "$REUSE" = 1 ] && compgen -G "$OUT/$1.step*.h5" >/dev/null; then resume=(--resume); else : >"$OUT/$1.log"; fi
   # shellcheck disable=SC2086
-  "$BIN/attn-caption" train --data "$OUT/shapes.h5" --model "$OUT/$1.h5" --encoder "$ENCODER" --epochs "$EPOCHS" \
-    --lr 2e-3 --seed "$2" --alpha-c "$3" --coords --threads "$THREADS" $OPTIONS >"$OUT/$1.log" 2>&1
+  "$BIN/attn-caption" train --data "$OUT/shapes.h5" --model "$OUT/$1.h5" "${resume[@]}" --encoder "$ENCODER" \
+    --epochs "$EPOCHS" --lr 2e-3 --seed "$2" --alpha-c "$3" --coords --threads "$THREADS" $OPTIONS >>"$OUT/$1.log" 2>&1
   tail -n 1 "$OUT/$1.log"
 }
 

@@ -498,7 +498,8 @@ TEST_CASE("mnist-strips from the real MNIST test set", "[data][mnist-strips]") {
   check_strips(make_mnist_strips(mnist, cfg, {40, 10, 10}, 1), mnist, cfg);
 }
 
-TEST_CASE("shapes: captions name two objects whose boxes hold their pixels and show the relation", "[unit][shapes]") {
+TEST_CASE("shapes: captions name two objects in (colour, shape) order, whose boxes hold their pixels and show the relation",
+          "[unit][shapes]") {
   const std::vector<std::string> vocab = caption_vocabulary(shapes_words());
   const auto word = [&](int32_t id) { return vocab.at(static_cast<size_t>(id)); };
   const ShapesConfig cfg;
@@ -531,7 +532,9 @@ TEST_CASE("shapes: captions name two objects whose boxes hold their pixels and s
       const Box a = c.boxes[1], b = c.boxes[b_at + 1];
       CHECK((a.y0 == c.boxes[2].y0 && a.x0 == c.boxes[2].x0 && a.y1 == c.boxes[2].y1 && a.x1 == c.boxes[2].x1));
       CHECK((b.y0 == c.boxes[b_at + 2].y0 && b.x1 == c.boxes[b_at + 2].x1));
-      CHECK((w[1] != w[b_at + 1] || w[2] != w[b_at + 2]));   // two distinct objects
+      // Two distinct objects, the one earlier in (colour, shape) order named first: one caption
+      // per scene (the word ids follow that order).
+      CHECK(std::pair{c.words[1], c.words[2]} < std::pair{c.words[b_at + 1], c.words[b_at + 2]});
 
       // Pixels: each box is tight around non-zero pixels of its colour; nothing outside them.
       const int64_t H = 48, W = 48;

@@ -3,11 +3,12 @@
 // carry its box (captions.hpp), so attention can be scored per word.
 //
 // A scene (datasets/README.md, "shapes"): two objects of distinct (colour, shape), colours
-// red, green, blue, yellow and shapes circle, square, triangle, all uniform; a relation drawn
-// uniformly from above, below, left of, right of; each object a size s ~ U{min_size..max_size}
-// and a top-left corner uniform over the image; the positions are redrawn until the scene
-// shows the relation. "A <rel> B" holds when, with the objects' ink boxes (tight boxes of their
-// pixels) and their centres (cy, cx) = ((y0 + y1) / 2, (x0 + x1) / 2):
+// red, green, blue, yellow and shapes circle, square, triangle, the pair uniform; the object
+// earlier in (colour, shape) order is named first (A), so that every scene has exactly one
+// caption; a relation drawn uniformly from above, below, left of, right of; each object a size
+// s ~ U{min_size..max_size} and a top-left corner uniform over the image; the positions are
+// redrawn until the scene shows the relation. "A <rel> B" holds when, with the objects' ink
+// boxes (tight boxes of their pixels) and their centres (cy, cx) = ((y0 + y1) / 2, (x0 + x1) / 2):
 //   above:    A.y1 <= B.y0 and |dy| >= 2 |dx|      (dy = B.cy - A.cy, dx = B.cx - A.cx)
 //   below:    B.y1 <= A.y0 and |dy| >= 2 |dx|
 //   left of:  A.x1 <= B.x0 and |dx| >= 2 |dy|
