@@ -39,6 +39,8 @@ DATA_DIR=${DATA_DIR:-$ROOT/../shared/data/mnist}
 PYTHON=${PYTHON:-/usr/bin/python3}
 OUT=${RESULTS:-$ROOT/results/caption-mnist}
 export OMP_WAIT_POLICY=PASSIVE
+# shellcheck source=experiments/lib/reuse.sh
+source "$ROOT/experiments/lib/reuse.sh"
 for tool in attn-data attn-caption attn-plot; do
   [ -x "$BIN/$tool" ] || { echo "caption-mnist: $BIN/$tool is missing; build first (make -f Makefile.scripts build)" >&2; exit 1; }
 done
@@ -60,8 +62,7 @@ echo "== data: $N training strips of 1-5 digits (32 x 160), 1000 valid, 1000 tes
 train() {
   local name=$1 seed=$2 resume=()
   shift 2
-  [ "$REUSE" = 1 ] && [ -f "$OUT/$name.h5" ] && return 0
-  if [ "$REUSE" = 1 ] && compgen -G "$OUT/$name.step*.h5" >/dev/null; then resume=(--resume); else : >"$OUT/$name.log"; fi
+  case $(reuse_plan "$OUT/$name.h5" "$OUT/$name.log") in keep) return 0 ;; resume) resume=(--resume) ;; esac
   "$BIN/attn-caption" train --data "$OUT/strips.h5" --model "$OUT/$name.h5" "${resume[@]}" --encoder "$ENCODER" \
     --epochs "$EPOCHS" --lr 2e-3 --seed "$seed" --threads "$THREADS" $OPTIONS "$@" >>"$OUT/$name.log" 2>&1
   tail -n 1 "$OUT/$name.log"

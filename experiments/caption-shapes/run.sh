@@ -31,6 +31,8 @@ REUSE=${REUSE:-0}
 PYTHON=${PYTHON:-/usr/bin/python3}
 OUT=${RESULTS:-$ROOT/results/caption-shapes}
 export OMP_WAIT_POLICY=PASSIVE
+# shellcheck source=experiments/lib/reuse.sh
+source "$ROOT/experiments/lib/reuse.sh"
 for tool in attn-data attn-caption attn-plot; do
   [ -x "$BIN/$tool" ] || { echo "caption-shapes: $BIN/$tool is missing; build first (make -f Makefile.scripts build)" >&2; exit 1; }
 done
@@ -45,8 +47,7 @@ echo "== data: $N training scenes (48 x 48), 1000 valid, 1000 test"
 # after a checkpoint (OPTIONS="--checkpoint-every N") continues from its newest one.
 train() {
   local resume=()
-  [ "$REUSE" = 1 ] && [ -f "$OUT/$1.h5" ] && return 0
-  if [ "$REUSE" = 1 ] && compgen -G "$OUT/$1.step*.h5" >/dev/null; then resume=(--resume); else : >"$OUT/$1.log"; fi
+  case $(reuse_plan "$OUT/$1.h5" "$OUT/$1.log") in keep) return 0 ;; resume) resume=(--resume) ;; esac
   # shellcheck disable=SC2086
   "$BIN/attn-caption" train --data "$OUT/shapes.h5" --model "$OUT/$1.h5" "${resume[@]}" --encoder "$ENCODER" \
     --epochs "$EPOCHS" --lr 2e-3 --seed "$2" --alpha-c "$3" --coords --threads "$THREADS" $OPTIONS >>"$OUT/$1.log" 2>&1

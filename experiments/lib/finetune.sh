@@ -5,6 +5,8 @@
 # (and REUSE=1 to keep finished runs), makes its data, and calls these.
 
 FT_HELP=$ROOT/experiments/lib/finetune.py   # its `steps` and `select` verbs
+# shellcheck source=experiments/lib/reuse.sh
+source "$ROOT/experiments/lib/reuse.sh"
 export OMP_WAIT_POLICY=PASSIVE
 
 # ft_check_tools NAME: the tools and h5py are there, or exit naming the experiment.
@@ -23,8 +25,7 @@ ft_pretrain() {
   local arch=$1 data=$2 t0=$SECONDS model=$OUT/pretrain/$1.h5 log=$OUT/pretrain/$1.log resume=()
   local extra=${PRE_OPTIONS:-}
   if [ "$arch" = mlm ]; then extra="$extra ${MLM_OPTIONS:-}"; fi
-  if [ "${REUSE:-0}" = 1 ] && [ -f "$model" ]; then return; fi
-  if [ "${REUSE:-0}" = 1 ] && compgen -G "$OUT/pretrain/$arch.step*.h5" >/dev/null; then resume=(--resume); else : >"$log"; fi
+  case $(reuse_plan "$model" "$log") in keep) return ;; resume) resume=(--resume) ;; esac
   # shellcheck disable=SC2086
   "$BIN/attn-transformer" train --arch "$arch" --data "$data" --model "$model" "${resume[@]}" \
     $MODEL $extra --epochs "$PRE_EPOCHS" --warmup 1000 --seed 1 --threads "$THREADS" \
