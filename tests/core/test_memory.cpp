@@ -32,14 +32,14 @@ TEST_CASE("tensors are counted against the memory budget and given back when fre
   CHECK(memory_in_use() == before);
 }
 
-TEST_CASE("freed blocks are reused by size class, and tensors in use plus cached blocks stay within the peak in use", "[unit][memory]") {
+TEST_CASE("freed blocks are reused by size class, and tensors in use plus cached blocks stay within twice the peak in use", "[unit][memory]") {
   // Batches of varying length, as length bucketing makes them: 200 sizes from 1 to 3 MB.
   const size_t floor = size_t{64} << 20;
   for (int64_t rows = 1000; rows < 3000; rows += 10) {
     const Tensor a({rows, 256});
     const Tensor b({rows, 512});
   }
-  CHECK(memory_in_use() + memory_cached() <= std::max(memory_peak(), memory_in_use() + floor));
+  CHECK(memory_in_use() + memory_cached() <= std::max(2 * memory_peak(), memory_in_use() + floor));
   CHECK(memory_cached() > 0);
   // A block comes back for any request of its class: 1,000 and 1,010 rows of 256 floats share
   // one (1,024,000 and 1,034,240 bytes; classes of 64 KiB between 1 and 2 MiB).
@@ -48,6 +48,23 @@ TEST_CASE("freed blocks are reused by size class, and tensors in use plus cached
     const Tensor c({1010, 256});
     CHECK(memory_cached() < cached);   // taken from the cache, not mapped afresh
   }
+}
+
+TEST_CASE("a step whose phases use different sizes takes every block from the cache after its first round", "[unit][memory]") {
+  // A forward that holds two 96 MiB blocks, then a backward that holds two 128 MiB ones: the
+  // step's peak is 256 MiB, its blocks 448 MiB. Held to the peak, the cache unmapped the forward's
+  // blocks to keep the backward's, and mapped them again every step. Uninitialized: the pages are
+  // never touched, so nothing is resident.
+  const auto phase = [](int64_t mib) {
+    const Tensor a = Tensor::uninitialized({mib << 18});
+    const Tensor b = Tensor::uninitialized({mib << 18});
+  };
+  phase(96);
+  phase(128);
+  const size_t cached = memory_cached();
+  REQUIRE(cached >= (size_t{448} << 20));
+  const Tensor forward = Tensor::uninitialized({int64_t{96} << 18});
+  CHECK(memory_cached() == cached - (size_t{96} << 20));   // taken from the cache, not mapped afresh
 }
 
 TEST_CASE("a tensor past the budget is refused before it is allocated, naming it and its purpose",
