@@ -355,6 +355,9 @@ void train_one(const Options& opts, const TrainVerb& verb, int64_t seed, const s
   if (opts.has("resume")) {
     const std::string resume = opts.get<std::string>("resume");
     in.resume = resume.empty() ? train::latest_checkpoint(model) : resume;
+    // Every value is restored from the checkpoint: drawing them would be work thrown away, and
+    // for a damaged /config that asks for more memory than the machine has, minutes of it.
+    in.init_rng = Rng::drawing_nothing();
   }
   train::TrainConfig tc = train_config(opts, in.resume);
   // A resumed model is sized by its checkpoint's /config; a new one by the options.

@@ -48,7 +48,7 @@ struct TrainInputs {
   data::KeepData keep_data = data::KeepData::automatic;   // --keep-data: where its rows are kept
   std::string resume;   // the checkpoint to continue from: --resume FILE, or --resume alone the
                         // newest checkpoint of --model; "" for a fresh run
-  Rng init_rng;         // initialises a fresh model: Rng(--seed).fork(1)
+  Rng init_rng;         // initialises a fresh model: Rng(--seed).fork(1); draws nothing on --resume
   // The /config of the checkpoint resumed, which must be a model of `kind` (FormatError naming
   // the file otherwise).
   std::map<std::string, io::AttrValue> resumed_config(const std::string& kind) const;

@@ -1,7 +1,10 @@
 // The memory budget: tensors are counted against it, and a tensor that would not fit is refused
 // with a MemoryError naming the tensor, the bytes and the scope that sized it.
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdint>
+#include <fstream>
 #include <string>
 
 #include "attn/core/memory.hpp"
@@ -12,6 +15,14 @@ using namespace attn;
 using Catch::Contains;
 
 namespace {
+
+// Bytes of this process's memory that are resident (Linux: /proc/self/statm's second field, pages).
+size_t resident_bytes() {
+  std::ifstream statm("/proc/self/statm");
+  size_t total = 0, resident = 0;
+  statm >> total >> resident;
+  return resident * static_cast<size_t>(sysconf(_SC_PAGESIZE));
+}
 
 // Restores the default budget when a test ends, whatever it threw.
 struct BudgetOf {
@@ -65,6 +76,27 @@ TEST_CASE("a step whose phases use different sizes takes every block from the ca
   REQUIRE(cached >= (size_t{448} << 20));
   const Tensor forward = Tensor::uninitialized({int64_t{96} << 18});
   CHECK(memory_cached() == cached - (size_t{96} << 20));   // taken from the cache, not mapped afresh
+}
+
+TEST_CASE("a zero tensor fresh from the system touches no page, and one taken from the cache is zeroed again",
+          "[unit][memory]") {
+  // Fresh anonymous pages read as zero; filling them would make every page resident for nothing
+  // (a model sized by a damaged /config paid 16 GiB of it before the next tensor was refused).
+  const int64_t n = int64_t{300} << 18;   // 300 MiB: a size class no other test uses
+  const size_t cached = memory_cached(), before = resident_bytes();
+  {
+    Tensor fresh({n});
+    CHECK(memory_cached() == cached);   // mapped afresh, not taken from the cache
+    CHECK(resident_bytes() < before + (size_t{16} << 20));
+    CHECK(fresh.data()[0] == 0.0f);
+    CHECK(fresh.data()[n - 1] == 0.0f);
+    fresh.fill(1.0f);
+  }
+  const size_t given = memory_cached();
+  REQUIRE(given > cached);   // the written block went to the cache (older blocks may have left it)
+  const Tensor reused({n});
+  CHECK(memory_cached() < given);   // and came back from it, written on: zeroed again
+  CHECK(std::all_of(reused.data(), reused.data() + n, [](float v) { return v == 0.0f; }));
 }
 
 TEST_CASE("a tensor past the budget is refused before it is allocated, naming it and its purpose",

@@ -54,11 +54,17 @@ class BlockCache {
   // The bytes a block for `bytes` really takes (what the memory budget counts).
   static size_t block_bytes(size_t bytes) { return bytes >= kCacheMin ? class_size(bytes) : bytes; }
 
-  void* take(size_t bytes) {   // bytes: block_bytes of the request
+  // A block for `bytes` (block_bytes of the request); `zeroed` when it is fresh from mmap, whose
+  // pages read as zero until written: filling them would only fault every page in for nothing.
+  struct Taken {
+    void* ptr;
+    bool zeroed;
+  };
+  Taken take(size_t bytes) {
     if (bytes < kCacheMin) {
       void* p = std::aligned_alloc(64, bytes);
       if (!p) throw std::bad_alloc();
-      return p;
+      return {p, false};
     }
     {
       std::lock_guard<std::mutex> lock(mutex_);
@@ -69,12 +75,12 @@ class BlockCache {
         void* p = block->ptr;
         order_.erase(block);
         cached_ -= bytes;
-        return p;
+        return {p, false};
       }
     }
     void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED) throw std::bad_alloc();
-    return p;
+    return {p, true};
   }
 
   size_t cached() {
@@ -138,13 +144,15 @@ struct Tensor::Storage {
     if (!try_reserve_memory(bytes))
       throw_out_of_memory(size, std::string(dtype == DType::f32 ? "a " : "an ") + dtype_name(dtype) + " tensor " +
                                        to_string(shape));
+    BlockCache::Taken block{};
     try {
-      ptr = block_cache().take(bytes);
+      block = block_cache().take(bytes);
     } catch (...) {
       release_memory(bytes);
       throw;
     }
-    if (zero_fill) std::memset(ptr, 0, bytes);
+    ptr = block.ptr;
+    if (zero_fill && !block.zeroed) std::memset(ptr, 0, bytes);
   }
   ~Storage() {
     release_memory(bytes);
