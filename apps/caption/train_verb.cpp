@@ -4,6 +4,7 @@
 #include <optional>
 #include <string>
 
+#include "attn/core/error.hpp"
 #include "attn/train/caption_run.hpp"
 #include "common/options.hpp"
 #include "common/training.hpp"
@@ -42,6 +43,9 @@ void add_options(cli::Options& opts) {
                             ->notifier(cli::in_range<double>("alpha-entropy", 0.0, 1e6)),
        "gamma of the attention-entropy penalty: gamma times the entropy of every word's attention "
        "(0: off; not in the paper: it asks each word to look at few locations)")
+      ("alpha-entropy-epochs", int_value(0)->notifier(cli::at_least<int64_t>("alpha-entropy-epochs", 0)),
+       "with --alpha-entropy: keep the entropy penalty for the first N epochs only, then train on the words' "
+       "loss alone (0: throughout); a training option like --epochs, taken from the command line on --resume")
       ("dropout", po::value<double>()->value_name("P")->default_value(0.0, "0")
                       ->notifier(cli::in_range<double>("dropout", 0.0, 0.99)),
        "dropout on the deep output's hidden layer");
@@ -90,7 +94,12 @@ std::unique_ptr<cli::TrainRun> prepare(const cli::Options& opts, cli::TrainInput
   train::check_caption_data(config, run->vocab, run->train, in.data.display_name());
   if (run->has_valid) train::check_caption_data(config, run->vocab, run->valid, in.data.display_name());
   run->model.emplace(config, in.init_rng);
-  run->task = train::caption_task(*run->model, run->train, run->has_valid ? &run->valid : nullptr, run->vocab);
+  train::CaptionTraining training;
+  training.alpha_entropy_epochs = opts.get<int64_t>("alpha-entropy-epochs");
+  if (training.alpha_entropy_epochs > 0 && config.alpha_entropy == 0)
+    throw ConfigError("--alpha-entropy-epochs applies with --alpha-entropy > 0 and soft attention");
+  run->task = train::caption_task(*run->model, run->train, run->has_valid ? &run->valid : nullptr, run->vocab,
+                                  training);
   run->model_width = config.hidden;
   return run;
 }

@@ -43,7 +43,7 @@ TEST_CASE("attn-caption --help lists the verbs, train --help the options with th
   CHECK(train_help.code == 0);
   for (const char* flag : {"--encoder LIST (=conv32x3,pool2,conv64x3,pool2)", "--embed-dim N (=64)", "--hidden N (=128)",
                            "--attention-dim N (=64)", "--attention soft|mean (=soft)", "--no-gate", "--alpha-c L (=1)",
-                           "--alpha-entropy G (=0)", "--dropout P (=0)", "--batch-size N (=32)", "--optimizer sgd|rmsprop|adam|adamw (=adam)",
+                           "--alpha-entropy G (=0)", "--alpha-entropy-epochs N (=0)", "--dropout P (=0)", "--batch-size N (=32)", "--optimizer sgd|rmsprop|adam|adamw (=adam)",
                            "--resume", "--repeats N (=1)"})
     CHECK_THAT(train_help.out, Contains(flag));
   const Result caption_help = run(dir, "{caption} caption --help");
@@ -107,18 +107,26 @@ TEST_CASE("attn-caption: shapes -> train -> eval -> caption -> attn-plot overlay
 TEST_CASE("attn-caption train --resume continues to the same bits", "[cli][attn-caption]") {
   test::TempDir dir;
   make_shapes(dir);
-  const std::string base = "{caption} train --data d.h5 --epochs 2 --checkpoint-every 4 --dropout 0.2 " + std::string(kTiny);
-  REQUIRE(run(dir, base + " --model full.h5").code == 0);
-  REQUIRE(run(dir, base + " --model part.h5 --steps 4").code == 0);
-  const Result resumed = run(dir, base + " --model part.h5 --resume part.h5");
-  INFO(resumed.err);
-  REQUIRE(resumed.code == 0);
-  const io::File full = io::File::open_read(dir.file("full.h5")), part = io::File::open_read(dir.file("part.h5"));
-  for (const std::string& p : full.list_datasets("/params")) {
-    INFO(p);
-    const Tensor x = full.read("/params/" + p), y = part.read("/params/" + p);
-    REQUIRE(x.numel() == y.numel());
-    CHECK(std::equal(x.values().begin(), x.values().end(), y.values().begin()));
+  // 4 steps an epoch. Dropout, resumed at the epoch's end; and the entropy penalty over the first
+  // epoch only, resumed after it went off (a resumed run that turned it on again would differ).
+  for (const auto& [options, steps] : {std::pair{"--dropout 0.2", "4"},
+                                       std::pair{"--alpha-entropy 0.5 --alpha-entropy-epochs 1", "6"}}) {
+    INFO(options);
+    const std::string base =
+        "{caption} train --data d.h5 --epochs 2 --checkpoint-every 2 " + std::string(options) + " " + kTiny;
+    REQUIRE(run(dir, base + " --model full.h5").code == 0);
+    REQUIRE(run(dir, base + " --model part.h5 --steps " + steps).code == 0);
+    const Result resumed = run(dir, base + " --model part.h5 --resume part.h5");
+    INFO(resumed.err);
+    REQUIRE(resumed.code == 0);
+    const io::File full = io::File::open_read(dir.file("full.h5")), part = io::File::open_read(dir.file("part.h5"));
+    for (const std::string& p : full.list_datasets("/params")) {
+      INFO(p);
+      const Tensor x = full.read("/params/" + p), y = part.read("/params/" + p);
+      REQUIRE(x.numel() == y.numel());
+      CHECK(std::equal(x.values().begin(), x.values().end(), y.values().begin()));
+    }
+    CHECK(full.attr_int("/state", "entropy_penalty") == (std::string(options).find("entropy") == std::string::npos));
   }
 }
 
@@ -139,6 +147,9 @@ TEST_CASE("attn-caption: bad data and options exit 2 or 3 with a message naming 
   CHECK_THAT(item.err, Contains("encoder item 'relu'"));
   CHECK(run(dir, "{caption} train --data d.h5 --model m.h5 --alpha-c -1 --quiet").code == 2);
   CHECK(run(dir, "{caption} train --data d.h5 --model m.h5 --alpha-entropy -1 --quiet").code == 2);
+  const Result epochs = run(dir, "{caption} train --data d.h5 --model m.h5 --alpha-entropy-epochs 2 --quiet");
+  CHECK(epochs.code == 2);
+  CHECK_THAT(epochs.err, Contains("--alpha-entropy-epochs applies with --alpha-entropy > 0"));
   // A model on images of another size: the model file and the data set named.
   REQUIRE(run(dir, "{caption} train --data d.h5 --model m.h5 --steps 1 " + std::string(kTiny)).code == 0);
   REQUIRE(run(dir, "{data} shapes --n 8 --valid-n 4 --test-n 4 --height 40 --width 40 --max-size 12 --out small.h5 --quiet").code == 0);

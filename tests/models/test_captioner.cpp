@@ -268,6 +268,39 @@ TEST_CASE("captioner: attention rows sum to 1 over the locations, the penalty is
   CHECK(s.loss_sum == Approx(s.nll_sum + 2.0 * penalty + 0.25 * entropy).epsilon(1e-6));
 }
 
+TEST_CASE("captioner: with the entropy penalty off, loss and gradient are those of a model without it",
+          "[unit][captioner]") {
+  models::CaptionerConfig with = tiny_config(CaptionAttention::soft, true, 1.0f);
+  with.alpha_entropy = 0.5f;
+  models::CaptionerConfig without = with;
+  without.alpha_entropy = 0.0f;
+  Rng init_a(8), init_b(8);
+  models::Captioner a(with, init_a), b(without, init_b);
+  CHECK(a.entropy_weight() == 0.5f);
+  a.set_entropy_penalty(false);
+  CHECK(a.entropy_weight() == 0.0f);
+  CHECK(a.config().alpha_entropy == 0.5f);   // the config still says what it trained with
+  const models::CaptionBatch batch = tiny_batch(with);
+  ParamList pa = a.params(), pb = b.params();
+  zero_grads(pa);
+  zero_grads(pb);
+  Rng ra(9), rb(9);
+  const models::CaptionStats sa = a.train_step(batch, ra), sb = b.train_step(batch, rb);
+  CHECK(sa.entropy_sum == 0.0);
+  CHECK(sa.loss_sum == sb.loss_sum);
+  REQUIRE(pa.size() == pb.size());
+  for (size_t k = 0; k < pa.size(); ++k) {
+    INFO(pa[k]->name);
+    const auto ga = pa[k]->grad.values(), gb = pb[k]->grad.values();
+    CHECK(std::equal(ga.begin(), ga.end(), gb.begin(), gb.end()));
+  }
+  // On again, the penalty is back in the loss.
+  a.set_entropy_penalty(true);
+  const models::CaptionStats on = a.evaluate(batch);
+  CHECK(on.entropy_sum > 0);
+  CHECK(on.loss_sum == Approx(on.nll_sum + on.penalty_sum + 0.5 * on.entropy_sum).epsilon(1e-6));
+}
+
 TEST_CASE("captioner: step-by-step decoding gives the teacher-forced logits and weights", "[unit][captioner]") {
   for (const auto& [attention, coords] : {std::pair{CaptionAttention::soft, false}, std::pair{CaptionAttention::mean, false},
                                           std::pair{CaptionAttention::soft, true}}) {

@@ -145,7 +145,7 @@ struct Captioner::Run {
   Tensor O;                           // [T*B, Dd + D]: [s_t; z_t]
   nn::AttentionDecoderCache dec;
   Tensor coverage;                    // [B, L]: sum_t alpha_bti over each caption's steps
-  double entropy = 0;                 // sum over counted words of H(alpha_bt) (with alpha_entropy)
+  double entropy = 0;                 // sum over counted words of H(alpha_bt) (while entropy_weight() > 0)
   ops::LinearCache deep;
   ops::TanhCache deep_tanh;
   ops::DropoutCache drop;
@@ -349,7 +349,7 @@ void Captioner::forward(const CaptionBatch& batch, bool training, bool keep, Rng
       if (t >= len[b]) continue;
       if (soft(c)) {
         add_into(run.coverage.data() + b * L, w.data() + b * L, L);
-        if (c.alpha_entropy > 0) run.entropy += entropy(w.data() + b * L, L);
+        if (entropy_weight() > 0) run.entropy += entropy(w.data() + b * L, L);
       }
       float* a = attention ? attention + (b * T + t) * L : nullptr;
       if (a == nullptr) continue;
@@ -378,14 +378,13 @@ double coverage_penalty(const Tensor& coverage) {
 // The sums of a batch: the words' cross-entropy, the penalties, and the captions all of whose
 // words are right.
 CaptionStats batch_stats(const ops::CrossEntropyResult& ce, const std::vector<uint8_t>& correct,
-                         const Tensor& coverage, double entropy, const CaptionerConfig& c, const Tensor& tgt_len) {
+                         const Tensor& coverage, double entropy, float lambda, float gamma, const Tensor& tgt_len) {
   const int64_t B = tgt_len.dim(0);
   CaptionStats s;
   s.nll_sum = ce.nll_sum;
   s.penalty_sum = coverage_penalty(coverage);
   s.entropy_sum = entropy;
-  s.loss_sum = ce.sum + static_cast<double>(c.alpha_c) * s.penalty_sum +
-               static_cast<double>(c.alpha_entropy) * s.entropy_sum;
+  s.loss_sum = ce.sum + static_cast<double>(lambda) * s.penalty_sum + static_cast<double>(gamma) * s.entropy_sum;
   s.tokens = ce.count;
   s.correct = ce.correct;
   s.sequences = B;
@@ -406,7 +405,8 @@ CaptionStats Captioner::train_step(const CaptionBatch& batch, Rng& rng) {
   const std::vector<uint8_t> correct = rows_correct(run.logits, run.targets);
   // The words' loss and its gradient in one op (over the counted words); dlogits overwrite the logits.
   const ops::CrossEntropyResult ce = ops::cross_entropy_forward_backward_inplace(run.logits, run.targets, {}, 1.0f);
-  const CaptionStats stats = batch_stats(ce, correct, run.coverage, run.entropy, c, batch.tgt_len);
+  const float gamma = entropy_weight();
+  const CaptionStats stats = batch_stats(ce, correct, run.coverage, run.entropy, c.alpha_c, gamma, batch.tgt_len);
   if (ce.count == 0) return stats;
 
   const int64_t B = run.B, T = run.T, L = run.L, D = run.D, m = c.embed_dim, Dd = c.hidden, Do = Dd + D;
@@ -426,7 +426,7 @@ CaptionStats Captioner::train_step(const CaptionBatch& batch, Rng& rng) {
     for (int64_t i = 0; i < B * L; ++i)
       dcover.data()[i] = -2.0f * c.alpha_c * (1.0f - run.coverage.data()[i]) / n_tok;
   }
-  const bool sharpen = soft(c) && c.alpha_entropy > 0;
+  const bool sharpen = gamma > 0;
   const int32_t* len = batch.tgt_len.idata();
   nn::AttentionDecoderGrad grad = decoder_.begin_backward(run.memory, T, B);
   for (int64_t t = T - 1; t >= 0; --t) {
@@ -438,7 +438,7 @@ CaptionStats Captioner::train_step(const CaptionBatch& batch, Rng& rng) {
       for (int64_t b = 0; b < B; ++b) {
         float* row = dweights.data() + b * L;
         if (t >= len[b]) std::fill_n(row, L, 0.0f);
-        else if (sharpen) add_entropy_grad(run.dec.steps[t].weights.data() + b * L, L, c.alpha_entropy / n_tok, row);
+        else if (sharpen) add_entropy_grad(run.dec.steps[t].weights.data() + b * L, L, gamma / n_tok, row);
       }
     }
     decoder_.step_backward(t, dO.data() + t * B * Do, Do, run.O.data() + t * B * Do, Do, run.dec, run.memory, grad,
@@ -481,7 +481,7 @@ CaptionStats Captioner::training_loss(const CaptionBatch& batch, Rng& rng) const
   forward(batch, /*training=*/true, /*keep=*/false, rng, run, nullptr);
   const std::vector<uint8_t> correct = rows_correct(run.logits, run.targets);
   const ops::CrossEntropyResult ce = ops::cross_entropy_forward(run.logits, run.targets, {}, nullptr);
-  return batch_stats(ce, correct, run.coverage, run.entropy, config_, batch.tgt_len);
+  return batch_stats(ce, correct, run.coverage, run.entropy, config_.alpha_c, entropy_weight(), batch.tgt_len);
 }
 
 CaptionStats Captioner::evaluate(const CaptionBatch& batch, Tensor* attention) const {
@@ -496,7 +496,7 @@ CaptionStats Captioner::evaluate(const CaptionBatch& batch, Tensor* attention) c
   if (attention != nullptr) *attention = weights;
   const std::vector<uint8_t> correct = rows_correct(run.logits, run.targets);
   const ops::CrossEntropyResult ce = ops::cross_entropy_forward(run.logits, run.targets, {}, nullptr);
-  return batch_stats(ce, correct, run.coverage, run.entropy, config_, batch.tgt_len);
+  return batch_stats(ce, correct, run.coverage, run.entropy, config_.alpha_c, entropy_weight(), batch.tgt_len);
 }
 
 // ---- step-by-step decoding -------------------------------------------------------------------

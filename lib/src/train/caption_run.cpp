@@ -17,6 +17,7 @@ namespace attn::train {
 namespace {
 
 constexpr const char* kKind = "captioner";
+constexpr const char* kEntropyKey = "entropy_penalty";   // /state attribute: the penalty is on (0/1)
 enum Sum : size_t { kNll, kCorrect, kSequencesCorrect, kPenalty };
 
 double ratio(double num, double den) { return den > 0 ? num / den : NAN; }
@@ -24,6 +25,12 @@ double ratio(double num, double den) { return den > 0 ? num / den : NAN; }
 // The model's buffers (batch normalisation's running statistics) as /buffers/<name>.
 void write_buffers(io::File& file, models::Captioner& model) {
   for (const auto& [name, tensor] : model.buffers()) file.write("/buffers/" + name, *tensor);
+}
+// Whether the entropy penalty was still on when the file was saved (files from before the
+// attribute: on).
+void read_entropy_penalty(const io::File& file, models::Captioner& model) {
+  if (file.exists("/state") && file.has_attr("/state", kEntropyKey))
+    model.set_entropy_penalty(file.attr_int("/state", kEntropyKey) != 0);
 }
 void read_buffers(const io::File& file, models::Captioner& model) {
   for (const auto& [name, tensor] : model.buffers()) {
@@ -84,7 +91,7 @@ void check_caption_data(const models::CaptionerConfig& c, const data::Vocab& dat
 }
 
 TrainTask caption_task(models::Captioner& model, const data::CaptionSplit& train, const data::CaptionSplit* valid,
-                       const data::Vocab& vocab) {
+                       const data::Vocab& vocab, const CaptionTraining& training) {
   if (vocab.size() != model.config().vocab)
     throw ConfigError("captioner: the vocabulary has " + std::to_string(vocab.size()) + " words, the model " +
                       std::to_string(model.config().vocab));
@@ -110,11 +117,20 @@ TrainTask caption_task(models::Captioner& model, const data::CaptionSplit& train
       return to_stats(model.evaluate(gather_caption_batch(*valid, index)));
     };
   }
+  const int64_t entropy_epochs = training.alpha_entropy_epochs;
+  if (entropy_epochs > 0)
+    task.end_epoch = [&model, entropy_epochs](const EpochReport& r) {
+      if (!r.partial && r.epoch + 1 >= entropy_epochs) model.set_entropy_penalty(false);
+    };
   task.write_extra = [&vocab, &model](io::File& file) {
     data::write_vocab(file, data::kCaptionVocab, vocab);
     write_buffers(file, model);
+    file.set_attr("/state", kEntropyKey, int64_t{model.entropy_penalty() ? 1 : 0});
   };
-  task.read_state = [&model](const io::File& file) { read_buffers(file, model); };
+  task.read_state = [&model](const io::File& file) {
+    read_buffers(file, model);
+    read_entropy_penalty(file, model);
+  };
   return task;
 }
 
@@ -124,6 +140,7 @@ CaptionerFile load_captioner(const std::string& path) {
   if (!file.exists(data::kCaptionVocab))
     throw FormatError(file.display_name() + ": no dataset '" + data::kCaptionVocab + "' (the model's vocabulary)");
   read_buffers(file, m.model);
+  read_entropy_penalty(file, m.model);
   data::Vocab vocab = data::read_vocab(file, data::kCaptionVocab);
   if (vocab.size() != m.model.config().vocab)
     throw FormatError(file.display_name() + ": '" + data::kCaptionVocab + "' has " + std::to_string(vocab.size()) +

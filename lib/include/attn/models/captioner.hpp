@@ -144,7 +144,7 @@ struct CaptionStats {
                               // gamma times the entropy
   double nll_sum = 0;         // sum of the words' -log p
   double penalty_sum = 0;     // sum_b sum_i (1 - sum_t alpha_bti)^2 (0 without soft attention)
-  double entropy_sum = 0;     // sum over counted words of H(alpha_bt) (0 unless alpha_entropy > 0)
+  double entropy_sum = 0;     // sum over counted words of H(alpha_bt) (0 unless entropy_weight() > 0)
   int64_t tokens = 0;         // counted words (EOS included)
   int64_t correct = 0;        // words whose argmax is right (teacher forced)
   int64_t sequences = 0;      // captions
@@ -194,6 +194,15 @@ class Captioner {
   // The sums train_step would return (the batch's own statistics, dropout from rng), without
   // gradients or any change to the model: what a gradient check differentiates.
   CaptionStats training_loss(const CaptionBatch& batch, Rng& rng) const;
+  // The entropy penalty is on from construction; off, the loss, its gradient and the sums leave
+  // it out (entropy_sum 0) while config().alpha_entropy still says what it was: the task turns it
+  // off after a given number of epochs (train/caption_run.hpp).
+  void set_entropy_penalty(bool on) { entropy_penalty_ = on; }
+  bool entropy_penalty() const { return entropy_penalty_; }
+  // gamma as the loss uses it now: alpha_entropy with soft attention while the penalty is on, else 0.
+  float entropy_weight() const {
+    return entropy_penalty_ && config_.attention == CaptionAttention::soft ? config_.alpha_entropy : 0.0f;
+  }
   // Teacher-forced forward only: no dropout, no grads. With `attention` not null it receives the
   // weights alpha [B, T, L] that predicted every word (zero past a caption's length; with
   // attention `mean`, 1 / L everywhere within it).
@@ -230,6 +239,7 @@ class Captioner {
   nn::AttentionDecoder decoder_;
   nn::Linear deep_;     // [m, Dd + D]: L_h and L_z side by side
   nn::Linear output_;   // [V, m]: L_o
+  bool entropy_penalty_ = true;
 };
 
 }  // namespace attn::models

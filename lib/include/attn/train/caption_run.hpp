@@ -72,12 +72,21 @@ void check_caption_data(const models::CaptionerConfig& config, const data::Vocab
                         const data::CaptionSplit& split, const std::string& file,
                         const data::Vocab* model_vocab = nullptr);
 
+// How a captioner is trained beyond its config.
+struct CaptionTraining {
+  // > 0: the entropy penalty (alpha_entropy) is on for this many epochs and off after them
+  // (Captioner::set_entropy_penalty), so that attention learns to be sharp first and the
+  // reading is then trained on the words' loss alone; 0: on throughout.
+  int64_t alpha_entropy_epochs = 0;
+};
+
 // The trainer's view of a captioner: kind "captioner", config = model.config().to_attrs(), unit
 // images, the metrics above, lengths = tgt_len. `vocab` is written to every saved file. train
 // and valid must fit the model; they, the model and the vocabulary must outlive the task; valid
-// may be null.
+// may be null. Whether the entropy penalty is still on is the /state attribute entropy_penalty
+// (0/1) of every file saved, restored on resume (the same bits) and by load_captioner.
 TrainTask caption_task(models::Captioner& model, const data::CaptionSplit& train, const data::CaptionSplit* valid,
-                       const data::Vocab& vocab);
+                       const data::Vocab& vocab, const CaptionTraining& training = {});
 
 // A model file: the model, its checkpoint and its vocabulary.
 struct CaptionerFile {
