@@ -4,8 +4,10 @@
 // not the process.
 #include <hdf5.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "attn/core/error.hpp"
@@ -77,6 +79,26 @@ std::string contents(const io::File& f) {
   return out;
 }
 
+// The byte ranges [offset, offset + size) in the file of a chunked dataset's chunks.
+std::vector<std::pair<size_t, size_t>> chunk_ranges(const std::string& path, const char* dataset) {
+  std::vector<std::pair<size_t, size_t>> ranges;
+  const hid_t file = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  const hid_t d = H5Dopen2(file, dataset, H5P_DEFAULT);
+  const hid_t space = H5Dget_space(d);
+  hsize_t chunks = 0;
+  if (H5Dget_num_chunks(d, space, &chunks) < 0) chunks = 0;
+  for (hsize_t k = 0; k < chunks; ++k) {
+    haddr_t at = 0;
+    hsize_t size = 0;
+    if (H5Dget_chunk_info(d, space, k, nullptr, nullptr, &at, &size) >= 0)
+      ranges.emplace_back(static_cast<size_t>(at), static_cast<size_t>(at + size));
+  }
+  H5Sclose(space);
+  H5Dclose(d);
+  H5Fclose(file);
+  return ranges;
+}
+
 }  // namespace
 
 TEST_CASE("hdf5: attnlab writes checksummed formats, fixed-length strings and checksummed chunks", "[io][hdf5]") {
@@ -125,10 +147,23 @@ TEST_CASE("hdf5: every single-bit flip in a file attnlab wrote is refused or cha
   write_sample(path);
   const std::string original = contents(io::File::open_read(path));
   const std::string bytes = test::slurp(path);
-  // Every byte, one bit each (the bit cycles through the 8): thousands of damaged files.
-  int refused = 0, unchanged = 0;
+  // Every byte, one bit each (the bit cycles through the 8): thousands of damaged files. Three
+  // quarters of the file are /params/chunked's two 16 KiB chunks (the second padded to full
+  // size), where every flip meets the same Fletcher-32 check: of those only every 17th byte
+  // (still every bit position in every chunk). 11,600 files, not 42,500: 47 s, not 170.
+  const std::vector<std::pair<size_t, size_t>> payload = chunk_ranges(path, "/params/chunked");
+  REQUIRE(payload.size() > 1);
+  auto sampled_out = [&](size_t at) {
+    return std::any_of(payload.begin(), payload.end(),
+                       [&](const auto& r) { return at >= r.first && at < r.second && (at - r.first) % 17 != 0; });
+  };
+  int refused = 0, unchanged = 0, skipped = 0;
   std::vector<std::string> changed;
   for (size_t at = 0; at < bytes.size(); ++at) {
+    if (sampled_out(at)) {
+      ++skipped;
+      continue;
+    }
     std::string copy = bytes;
     copy[at] = static_cast<char>(copy[at] ^ (1 << (at % 8)));
     test::write_text(damaged, copy);
@@ -139,9 +174,11 @@ TEST_CASE("hdf5: every single-bit flip in a file attnlab wrote is refused or cha
       ++refused;
     }
   }
-  INFO(bytes.size() << " bytes: " << refused << " refused, " << unchanged << " unchanged (bytes HDF5 does not read)");
+  INFO(bytes.size() << " bytes, " << skipped << " of them not flipped: " << refused << " refused, " << unchanged
+                     << " unchanged (bytes HDF5 does not read)");
+  CHECK(skipped > static_cast<int>(bytes.size()) / 4);
   CHECK(changed == std::vector<std::string>{});
-  CHECK(refused > static_cast<int>(bytes.size()) / 2);
+  CHECK(refused > static_cast<int>(bytes.size() - static_cast<size_t>(skipped)) / 2);
 }
 
 TEST_CASE("hdf5: a checksum that does not match says the file is damaged", "[io][hdf5]") {
