@@ -341,6 +341,7 @@ void Captioner::forward(const CaptionBatch& batch, bool training, bool keep, Rng
   if (keep) run.dec = decoder_.make_cache(T, B);
   if (soft(c)) run.coverage = Tensor({B, L});
   nn::AttentionDecoderState st = decoder_.initial_state(h0, c0);
+  const bool track_entropy = entropy_weight() > 0;
   for (int64_t t = 0; t < T; ++t) {
     float* o_t = run.O.data() + t * B * Do;
     const Tensor w = decoder_.step(t, gx.data() + t * B * G, st, run.memory, o_t, Do, keep ? &run.dec : nullptr);
@@ -349,7 +350,7 @@ void Captioner::forward(const CaptionBatch& batch, bool training, bool keep, Rng
       if (t >= len[b]) continue;
       if (soft(c)) {
         add_into(run.coverage.data() + b * L, w.data() + b * L, L);
-        if (entropy_weight() > 0) run.entropy += entropy(w.data() + b * L, L);
+        if (track_entropy) run.entropy += entropy(w.data() + b * L, L);
       }
       float* a = attention ? attention + (b * T + t) * L : nullptr;
       if (a == nullptr) continue;

@@ -22,15 +22,11 @@ enum Sum : size_t { kNll, kCorrect, kSequencesCorrect, kPenalty };
 
 double ratio(double num, double den) { return den > 0 ? num / den : NAN; }
 
-// The model's buffers (batch normalisation's running statistics) as /buffers/<name>.
-void write_buffers(io::File& file, models::Captioner& model) {
+// What a model file holds beside its parameters: the buffers (batch normalisation's running
+// statistics) as /buffers/<name>, and whether the entropy penalty is still on (/state).
+void write_model_state(io::File& file, models::Captioner& model) {
   for (const auto& [name, tensor] : model.buffers()) file.write("/buffers/" + name, *tensor);
-}
-// Whether the entropy penalty was still on when the file was saved (files from before the
-// attribute: on).
-void read_entropy_penalty(const io::File& file, models::Captioner& model) {
-  if (file.exists("/state") && file.has_attr("/state", kEntropyKey))
-    model.set_entropy_penalty(file.attr_int("/state", kEntropyKey) != 0);
+  file.set_attr("/state", kEntropyKey, int64_t{model.entropy_penalty() ? 1 : 0});
 }
 void read_buffers(const io::File& file, models::Captioner& model) {
   for (const auto& [name, tensor] : model.buffers()) {
@@ -42,6 +38,12 @@ void read_buffers(const io::File& file, models::Captioner& model) {
       if (!std::isfinite(v)) throw DataError(file.display_name() + ": '" + path + "' holds a non-finite value");
     *tensor = t;
   }
+}
+// write_model_state's inverse (files from before the penalty's attribute: on).
+void read_model_state(const io::File& file, models::Captioner& model) {
+  read_buffers(file, model);
+  if (file.exists("/state") && file.has_attr("/state", kEntropyKey))
+    model.set_entropy_penalty(file.attr_int("/state", kEntropyKey) != 0);
 }
 
 // Row t < tgt_len - 1 of caption i of tgt [N, T]: its words without EOS.
@@ -124,13 +126,9 @@ TrainTask caption_task(models::Captioner& model, const data::CaptionSplit& train
     };
   task.write_extra = [&vocab, &model](io::File& file) {
     data::write_vocab(file, data::kCaptionVocab, vocab);
-    write_buffers(file, model);
-    file.set_attr("/state", kEntropyKey, int64_t{model.entropy_penalty() ? 1 : 0});
+    write_model_state(file, model);
   };
-  task.read_state = [&model](const io::File& file) {
-    read_buffers(file, model);
-    read_entropy_penalty(file, model);
-  };
+  task.read_state = [&model](const io::File& file) { read_model_state(file, model); };
   return task;
 }
 
@@ -139,8 +137,7 @@ CaptionerFile load_captioner(const std::string& path) {
   LoadedModel<models::Captioner> m = load_model<models::Captioner>(file, kKind);
   if (!file.exists(data::kCaptionVocab))
     throw FormatError(file.display_name() + ": no dataset '" + data::kCaptionVocab + "' (the model's vocabulary)");
-  read_buffers(file, m.model);
-  read_entropy_penalty(file, m.model);
+  read_model_state(file, m.model);
   data::Vocab vocab = data::read_vocab(file, data::kCaptionVocab);
   if (vocab.size() != m.model.config().vocab)
     throw FormatError(file.display_name() + ": '" + data::kCaptionVocab + "' has " + std::to_string(vocab.size()) +
