@@ -36,13 +36,17 @@
 //   min_s=... max_s=... cpu_images_per_s=... params=... images=... gflop_per_image=...
 //   counted_per_listed=... sgemm_gflops=... limit_images_per_s=... of_limit=...
 // (seconds per repetition; the rates over the median time, cpu_ over the process's CPU time;
-// the limit is plain sgemm on the model's list of products, perf_util.hpp). With --parts 1,
+// the limit is plain sgemm on the model's list of products, perf_util.hpp). The list gives each
+// convolution's multiply-adds as its im2col GEMMs; conv1 runs as Winograd's F(2 x 2, 3 x 3),
+// 2.25 times fewer, so attnlab can pass that limit, and counted_per_listed (about 0.5) is the
+// share of the listed multiply-adds the step does. With --parts 1,
 // then one line per part of the step timed alone on the pool's first batch with the model's
 // weights (median of --steps repetitions of as many calls as the pool has batches, after one
 // untimed):
-//   part=conv<k>       conv2d_forward and conv2d_backward of encoder convolution k (the op's
-//                      im2col GEMMs: forward, dW, dcol; conv0's dcol is work its input needs
-//                      no gradient for, done all the same)
+//   part=conv<k>       conv2d_forward and conv2d_backward of encoder convolution k, against
+//                      the im2col GEMMs of its multiply-adds (forward, dW, dcol; conv0's dcol is
+//                      work its input needs no gradient for, done all the same); conv1, by
+//                      Winograd, passes 1
 //   part=encoder-rest  the encoder's ReLUs, max poolings and the permutation to annotations
 //   part=lstm          the decoder's LSTM cell, T steps of nn::Rnn::step (h W_hh^T plus the
 //                      gates) and T of step_backward (dh, dW_hh per step) on B rows

@@ -1,4 +1,5 @@
-// Convolution through im2col + GEMM, chunk by chunk of each image, and col2im for the input gradient.
+// Convolution through im2col + GEMM, chunk by chunk of each image, and col2im for the input
+// gradient; or through Winograd's F(2 x 2, 3 x 3) (conv_winograd.cpp), chosen here.
 #include "attn/ops/conv.hpp"
 
 #include <algorithm>
@@ -7,7 +8,7 @@
 
 #include "attn/blas/blas.hpp"
 #include "attn/core/flops.hpp"
-#include "attn/core/threading.hpp"
+#include "conv_methods.hpp"
 #include "vector_clones.hpp"
 
 namespace attn::ops {
@@ -20,6 +21,10 @@ std::string to_string(Size2 s) {
   out += std::to_string(s.w);
   return out + ")";
 }
+using conv_detail::add_group_sums;
+using conv_detail::kGradGroups;
+using conv_detail::spread_over_threads;
+
 namespace {
 
 using blas::Trans;
@@ -65,10 +70,6 @@ ConvGeometry make_geometry(const std::string& op, const Shape& x, const Shape& W
 constexpr int64_t kChunkFloats = int64_t{1} << 17;
 // ...but at least this many positions per chunk, so that every GEMM stays efficiently wide.
 constexpr int64_t kMinChunk = 256;
-// The weight gradient is summed in this many partial sums over fixed groups of images, added in
-// order at the end, so that dW is bit-identical at any thread count (images of one group run in
-// sequence on one thread).
-constexpr int64_t kGradGroups = 4;
 
 struct Chunks {
   int64_t size = 0, count = 0;   // positions per chunk (the last may be shorter), chunks per image
@@ -183,17 +184,24 @@ void col2im(const ConvGeometry& g, const float* dcol, int64_t p0, int64_t p1, fl
       }
 }
 
-// Tasks share the threads one chunk (or one group of images) each, the GEMMs inside running on
-// their own thread; with fewer tasks than threads the tasks run in turn and each GEMM gets all
-// the threads. Either way every output element sees the same arithmetic.
-bool spread_over_threads(int64_t tasks) {
-  const int parts = num_parts();   // not the running threads: the choice changes the GEMMs' shapes
-  return parts > 1 && tasks >= parts;
+// Whether this convolution runs as Winograd's F(2 x 2, 3 x 3) (see ConvAlgorithm).
+bool choose_winograd(const std::string& op, const ConvGeometry& g, ConvAlgorithm algorithm) {
+  const bool applies = conv_detail::winograd_applies(g);
+  if (algorithm == ConvAlgorithm::kWinograd && !applies)
+    throw ConfigError(op + ": the Winograd algorithm takes a 3 x 3 kernel at stride 1, dilation 1 and "
+                      "padding <= 2, got kernel " + to_string(Size2(g.KH, g.KW)) + ", stride " +
+                      to_string(g.stride) + ", dilation " + to_string(g.dilation) + ", padding " +
+                      to_string(g.padding));
+  if (algorithm == ConvAlgorithm::kAuto) return applies && g.C >= 16 && g.O >= 16;
+  return algorithm == ConvAlgorithm::kWinograd;
 }
 
 Tensor conv_forward(const std::string& op, const Tensor& x, const Tensor& W, const Tensor& b,
                     const ConvOptions& options, ConvCache* cache) {
-  const ConvGeometry g = make_geometry(op, x.shape(), W.shape(), options);
+  ConvGeometry g = make_geometry(op, x.shape(), W.shape(), options);
+  g.winograd = choose_winograd(op, g, options.algorithm);
+  if (cache) *cache = {x, g};
+  if (g.winograd) return conv_detail::winograd_forward(g, x, W, b);
   const int64_t P = g.OH * g.OW, CKK = g.C * g.KH * g.KW;
   const Chunks ch = chunks_of(g);
   flops::add_sequential_steps(1);   // every output position at once
@@ -217,7 +225,6 @@ Tensor conv_forward(const std::string& op, const Tensor& x, const Tensor& W, con
           for (int64_t k = 0; k < p1 - p0; ++k) yb[o * P + k] += bias[o];
     }
   }
-  if (cache) *cache = {x, g};
   return y;
 }
 
@@ -227,6 +234,7 @@ Tensor conv_forward(const std::string& op, const Tensor& x, const Tensor& W, con
 // are added in order.
 Tensor conv_backward(const Tensor& dy, const Tensor& W, const ConvGeometry& g, const Tensor& x,
                      Tensor& dW, Tensor& db, bool input_grad = true) {
+  if (g.winograd) return conv_detail::winograd_backward(g, x, W, dy, dW, db, input_grad);
   const int64_t P = g.OH * g.OW, CKK = g.C * g.KH * g.KW, plane = g.C * g.IH * g.IW;
   const Chunks ch = chunks_of(g);
   flops::add_sequential_steps(1);
@@ -263,22 +271,8 @@ Tensor conv_backward(const Tensor& dy, const Tensor& W, const ConvGeometry& g, c
       }
     }
   }
-  float* dWo = dW.data();
-  const int64_t wsize = g.O * CKK;
-#pragma omp parallel for schedule(static) if (wsize * groups >= kParallelMinElements)
-  for (int64_t e = 0; e < wsize; ++e) {
-    float sum = 0.0f;
-    for (int64_t grp = 0; grp < groups; ++grp) sum += dWp[grp * wsize + e];
-    dWo[e] += sum;
-  }
-  if (db.defined()) {
-    float* dbo = db.data();
-    for (int64_t o = 0; o < g.O; ++o) {
-      float sum = 0.0f;
-      for (int64_t grp = 0; grp < groups; ++grp) sum += dbp[grp * g.O + o];
-      dbo[o] += sum;
-    }
-  }
+  add_group_sums(dW_parts, dW.data());
+  if (db.defined()) add_group_sums(db_parts, db.data());
   return dx;
 }
 
@@ -295,10 +289,21 @@ void check_one_value(const ConvOptions& o, const std::string& op) {
 
 // The 2-D options of a 1-D convolution seen as [B, C, 1, IW].
 ConvOptions as_2d(const ConvOptions& o) {
-  return {Size2(1, o.stride.w), Size2(0, o.padding.w), Size2(1, o.dilation.w)};
+  return {Size2(1, o.stride.w), Size2(0, o.padding.w), Size2(1, o.dilation.w), o.algorithm};
 }
 
 }  // namespace
+
+void conv_detail::add_group_sums(const Tensor& parts, float* out) {
+  const int64_t groups = parts.dim(0), size = parts.dim(1);
+  const float* p = parts.data();
+#pragma omp parallel for schedule(static) if (groups * size >= kParallelMinElements)
+  for (int64_t e = 0; e < size; ++e) {
+    float sum = 0.0f;
+    for (int64_t grp = 0; grp < groups; ++grp) sum += p[grp * size + e];
+    out[e] += sum;
+  }
+}
 
 Tensor conv2d_forward(const Tensor& x, const Tensor& W, const Tensor& b, const ConvOptions& options,
                       ConvCache* cache) {
