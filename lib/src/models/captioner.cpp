@@ -423,9 +423,10 @@ CaptionStats Captioner::train_step(const CaptionBatch& batch, Rng& rng) {
   // and -gamma (log alpha_t + 1) / N_tok; steps past a caption's end have none.
   Tensor dcover;
   if (soft(c) && c.alpha_c > 0) {
-    dcover = Tensor({B, L});
-    for (int64_t i = 0; i < B * L; ++i)
-      dcover.data()[i] = -2.0f * c.alpha_c * (1.0f - run.coverage.data()[i]) / n_tok;
+    dcover = Tensor::uninitialized({B, L});
+    const float* cover = run.coverage.data();
+    float* dc = dcover.data();
+    for (int64_t i = 0; i < B * L; ++i) dc[i] = -2.0f * c.alpha_c * (1.0f - cover[i]) / n_tok;
   }
   const bool sharpen = gamma > 0;
   const int32_t* len = batch.tgt_len.idata();
@@ -464,9 +465,11 @@ CaptionStats Captioner::train_step(const CaptionBatch& batch, Rng& rng) {
   embed_.backward(dEmb.reshape({T, B, m}), run.embed);
 
   Tensor dA = soft(c) ? grad.memory.dkeys : Tensor({B, L, D});
+  float* da = dA.data();   // pointers hoisted: Tensor::data is a call, and this is B L D elements
+  const float* dm = dmean.data();
   for (int64_t b = 0; b < B; ++b)
     for (int64_t i = 0; i < L; ++i)
-      for (int64_t d = 0; d < D; ++d) dA.data()[(b * L + i) * D + d] += dmean.data()[b * D + d] / static_cast<float>(L);
+      for (int64_t d = 0; d < D; ++d) da[(b * L + i) * D + d] += dm[b * D + d] / static_cast<float>(L);
   encode_backward(dA, run);
   if (c.batch_norm)
     for (size_t k = 0, conv = 0; k < layers_.size(); ++k)

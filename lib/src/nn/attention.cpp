@@ -2,16 +2,13 @@
 // scores. Every product is one GEMM over the batch (batched for per-example products).
 #include "attn/nn/attention.hpp"
 
-#include <omp.h>
 
 #include <cmath>
 
 #include "attn/blas/blas.hpp"
 #include "attn/core/enum_names.hpp"
-#include "attn/core/flops.hpp"
-#include "attn/core/threading.hpp"
 #include "attn/nn/init.hpp"
-#include "attn/ops/activation.hpp"
+#include "attn/ops/additive_score.hpp"
 #include "attn/ops/attention_core.hpp"
 
 namespace attn::nn {
@@ -128,29 +125,10 @@ Tensor Attention::scores(const Tensor& query, const AttentionMemory& memory,
       Tensor wq = Tensor::uninitialized({B, A});   // W q : [B, A]
       blas::gemm(Trans::N, Trans::T, B, A, Dq, 1.0f, query.data(), Dq, W.value.data(), Dq, 0.0f, wq.data(),
                  A);
-      // hidden = tanh(U k + W q) and e = hidden v in one pass over [B*S, A]: the tanh is the
-      // vectorised ops::tanh_fast (libm's tanhf made a fifth of a seq2seq training step), and
-      // the dot with v is fused rather than a second sweep as a gemv (counted here instead).
+      // hidden = tanh(U k + W q) and e = hidden v in one pass over [B*S, A] (ops/additive_score.hpp).
       Tensor hidden = Tensor::uninitialized({B, S, A});
-      const float* uk = memory.projected_keys.data();
-      const float* vv = v.value.data();
-      float* h = hidden.data();
-      float* ep = e.data();
-#pragma omp parallel for schedule(static) if (B * S * A >= kParallelMinElements && !omp_in_parallel())
-      for (int64_t bs = 0; bs < B * S; ++bs) {
-        const float* wqb = wq.data() + (bs / S) * A;
-        const float* ukr = uk + bs * A;
-        float* hr = h + bs * A;
-        float acc = 0.0f;
-#pragma omp simd reduction(+ : acc)
-        for (int64_t a = 0; a < A; ++a) {
-          const float t = ops::tanh_fast(ukr[a] + wqb[a]);
-          hr[a] = t;
-          acc += t * vv[a];
-        }
-        ep[bs] = acc;
-      }
-      flops::add(B * S * A);
+      ops::additive_scores(memory.projected_keys.data(), wq.data(), v.value.data(), B, S, A, hidden.data(),
+                           e.data());
       if (cache != nullptr) cache->hidden = hidden;
       break;
     }
@@ -248,24 +226,9 @@ Tensor Attention::backward(const Tensor& dcontext, const AttentionStepCache& cac
       // e = hidden v:  dv += hidden^T de
       blas::gemv(Trans::T, B * S, A, 1.0f, h, A, de.data(), 1.0f, v.grad.data());
       // dpre = de v (1 - hidden^2), added into dUk; dwq[b] = sum_s dpre[b, s]
-      Tensor dwq({B, A});
-      const float* vv = v.value.data();
-      const float* dep = de.data();
-      float* duk = grad.dprojected_keys.data();
-#pragma omp parallel for schedule(static) if (B * S * A >= (1 << 14))
-      for (int64_t b = 0; b < B; ++b) {
-        float* dw = dwq.data() + b * A;
-        for (int64_t s = 0; s < S; ++s) {
-          const int64_t bs = b * S + s;
-          if (dep[bs] == 0.0f) continue;   // masked key
-          for (int64_t a = 0; a < A; ++a) {
-            const float hv = h[bs * A + a];
-            const float d = dep[bs] * vv[a] * (1.0f - hv * hv);
-            duk[bs * A + a] += d;
-            dw[a] += d;
-          }
-        }
-      }
+      Tensor dwq = Tensor::uninitialized({B, A});
+      ops::additive_scores_backward(h, de.data(), v.value.data(), B, S, A, grad.dprojected_keys.data(),
+                                    dwq.data());
       // wq = q W^T:  dq = dwq W,  dW += dwq^T q
       blas::gemm(Trans::N, Trans::N, B, Dq, A, 1.0f, dwq.data(), A, W.value.data(), Dq, 0.0f, dq.data(), Dq);
       blas::gemm(Trans::T, Trans::N, A, Dq, B, 1.0f, dwq.data(), A, q, Dq, 1.0f, W.grad.data(), Dq);

@@ -1,0 +1,66 @@
+// Additive attention scores: one batch row of pairs per task, each a cloned vector kernel.
+#include "attn/ops/additive_score.hpp"
+
+#include <omp.h>
+
+#include "attn/core/flops.hpp"
+#include "attn/core/threading.hpp"
+#include "attn/ops/activation.hpp"
+#include "vector_clones.hpp"
+
+namespace attn::ops {
+namespace {
+
+// The S pairs of one batch row.
+ATTN_VECTOR_CLONES
+void scores_row(const float* uk, const float* wq, const float* v, int64_t S, int64_t A, float* hidden, float* e) {
+  for (int64_t s = 0; s < S; ++s) {
+    const float* ukr = uk + s * A;
+    float* hr = hidden + s * A;
+    float acc = 0.0f;
+#pragma omp simd reduction(+ : acc)
+    for (int64_t a = 0; a < A; ++a) {
+      const float t = tanh_fast(ukr[a] + wq[a]);
+      hr[a] = t;
+      acc += t * v[a];
+    }
+    e[s] = acc;
+  }
+}
+
+ATTN_VECTOR_CLONES
+void scores_backward_row(const float* hidden, const float* de, const float* v, int64_t S, int64_t A, float* duk,
+                         float* dwq) {
+  for (int64_t a = 0; a < A; ++a) dwq[a] = 0.0f;
+  for (int64_t s = 0; s < S; ++s) {
+    if (de[s] == 0.0f) continue;   // masked key
+    const float* hr = hidden + s * A;
+    float* dr = duk + s * A;
+#pragma omp simd
+    for (int64_t a = 0; a < A; ++a) {
+      const float d = de[s] * v[a] * (1.0f - hr[a] * hr[a]);
+      dr[a] += d;
+      dwq[a] += d;
+    }
+  }
+}
+
+bool parallel(int64_t B, int64_t S, int64_t A) { return B * S * A >= kParallelMinElements && !omp_in_parallel(); }
+
+}  // namespace
+
+void additive_scores(const float* uk, const float* wq, const float* v, int64_t B, int64_t S, int64_t A,
+                     float* hidden, float* e) {
+#pragma omp parallel for schedule(static) if (parallel(B, S, A))
+  for (int64_t b = 0; b < B; ++b) scores_row(uk + b * S * A, wq + b * A, v, S, A, hidden + b * S * A, e + b * S);
+  flops::add(B * S * A);   // the dot with v
+}
+
+void additive_scores_backward(const float* hidden, const float* de, const float* v, int64_t B, int64_t S,
+                              int64_t A, float* duk, float* dwq) {
+#pragma omp parallel for schedule(static) if (parallel(B, S, A))
+  for (int64_t b = 0; b < B; ++b)
+    scores_backward_row(hidden + b * S * A, de + b * S, v, S, A, duk + b * S * A, dwq + b * A);
+}
+
+}  // namespace attn::ops
