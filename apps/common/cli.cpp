@@ -9,6 +9,7 @@
 
 #include <boost/program_options/errors.hpp>
 
+#include "attn/blas/blas.hpp"
 #include "attn/core/error.hpp"
 #include "attn/core/memory.hpp"
 #include "attn/dist/world.hpp"
@@ -145,6 +146,10 @@ int run_verb(const std::string& tool, const Verb& verb, int argc, char** argv) {
 
 const char* version() { return ATTN_VERSION; }
 
+std::string version_text(const std::string& tool) {
+  return tool + " " + version() + "\nBLAS: " + blas::library_config() + "\n";
+}
+
 std::string closest_verb(const std::string& word, const std::vector<Verb>& verbs) {
   std::string best;
   size_t best_distance = 3;   // only suggest within distance 2
@@ -173,7 +178,7 @@ int dispatch(const std::string& tool, int argc, char** argv, const std::vector<V
     return kExitOk;
   }
   if (word == "--version") {
-    std::cout << tool << " " << version() << "\n";
+    std::cout << version_text(tool);
     return kExitOk;
   }
   const auto verb = std::find_if(verbs.begin(), verbs.end(), [&](const Verb& v) { return v.name == word; });

@@ -37,6 +37,10 @@ int dispatch(const std::string& tool, int argc, char** argv, const std::vector<V
 // The attnlab version ("0.1.0"), the project version CMake was configured with.
 const char* version();
 
+// What --version prints: "<tool> <version>" and a line "BLAS: " with OpenBLAS's version and the
+// kernels it runs on this machine (blas::library_config), which a reported speed depends on.
+std::string version_text(const std::string& tool);
+
 // An output file cannot be created, written or committed (a full disk, a missing folder):
 // a runtime failure (exit 1), not bad input. create_output/commit_output (options.hpp) throw
 // it in place of the io layer's IoError, which on its own means an unreadable input (exit 3).

@@ -277,7 +277,7 @@ bool Options::parse(int argc, char** argv) {
     return false;
   }
   if (vm_.count("version")) {
-    std::cout << tool_ << " " << version() << "\n";
+    std::cout << version_text(tool_);
     return false;
   }
   if (vm_.count(kStray))

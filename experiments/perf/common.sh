@@ -9,6 +9,14 @@
 #                         transformer/README.md); 0 skips it
 #              WAIT_IDLE  seconds to wait at most, before each measurement, for the machine to
 #                         be idle (other processes below 10% of the CPUs over 3 s); default 0
+#              BLAS_CORE  the OpenBLAS kernels both sides run (attnlab's products, and PyTorch's
+#                         through the same libopenblas): "detect" (default) unsets
+#                         OPENBLAS_CORETYPE, so that OpenBLAS picks the kernels for this CPU as it
+#                         does on a machine nobody configured; "env" keeps the environment's
+#                         OPENBLAS_CORETYPE; any other value (Haswell, SkylakeX, ...) is set as it.
+#                         A forced older core can halve sgemm's rate (on an AVX-512 machine forced
+#                         to Haswell's AVX2 kernels, say) while oneDNN, which PyTorch's
+#                         convolutions use, picks its own. raw.txt records what OpenBLAS runs.
 
 PYTHON=${PYTHON:-/usr/bin/python3}
 ROUNDS=${ROUNDS:-3}
@@ -17,6 +25,12 @@ THREADS=${THREADS:-1 2}
 NOMMAP=${NOMMAP:-1}
 WAIT_IDLE=${WAIT_IDLE:-0}
 NOMMAP_TUNABLES=glibc.malloc.mmap_threshold=2147483647:glibc.malloc.trim_threshold=4294967295
+BLAS_CORE=${BLAS_CORE:-detect}
+case "$BLAS_CORE" in
+  detect) unset OPENBLAS_CORETYPE ;;
+  env) ;;
+  *) export OPENBLAS_CORETYPE=$BLAS_CORE ;;
+esac
 
 # Percent of the CPUs busy over the next 3 seconds (from /proc/stat).
 busy_percent() {
@@ -63,9 +77,12 @@ perf_start() {
   mkdir -p "$OUT"
   raw=$OUT/raw.txt
   start_load=$(load)
+  local blas
+  blas=$("$(dirname "$exe")/../apps/attn-data" --version 2>/dev/null | sed -n 's/^BLAS: //p')
   {
     echo "# $(date -u +%FT%TZ) $(uname -n), load average at start: $start_load"
     echo "# rounds $ROUNDS, steps $STEPS, threads $THREADS"
+    echo "# BLAS_CORE=$BLAS_CORE: ${blas:-OpenBLAS not reported}"
   } >"$raw"
   echo "perf/$name: $ROUNDS round(s), load average $start_load" >&2
 }

@@ -24,13 +24,15 @@ from collections import defaultdict
 
 
 def parse(path):
-    rows = []
+    rows, blas = [], None
     with open(path) as f:
         for line in f:
             line = line.strip()
             if line.startswith("impl="):
                 rows.append(dict(kv.split("=", 1) for kv in line.split()))
-    return rows
+            elif line.startswith("# BLAS_CORE="):   # the OpenBLAS kernels both sides ran (common.sh)
+                blas = line[2:]
+    return rows, blas
 
 
 def main():
@@ -39,7 +41,7 @@ def main():
     ap.add_argument("--title", default="")
     ap.add_argument("--ref", action="append", default=[], help="NAME=IMPL[,IMPL...]")
     a = ap.parse_args()
-    rows = parse(a.raw)
+    rows, blas = parse(a.raw)
     if not rows:
         sys.exit(f"table.py: no result lines in {a.raw}")
     refs = []
@@ -73,6 +75,8 @@ def main():
         else:
             unit, short = ("target tokens/s" if mode == "train" else "generated tokens/s"), "tokens/s"
         print(f"\n{a.title}, {mode}: {unit}, median of {rounds} round(s) [min - max]")
+        if blas:
+            print(f"  {blas}")
         for name, k in best.items():
             print(f"  {name}-best: {k[1]} at {k[2]} thread(s), {med[k]:.0f} {short}")
         head = f"{'impl':<14}{'threads':>8}{short:>10}{'spread':>17}"

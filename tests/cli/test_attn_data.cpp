@@ -37,6 +37,8 @@ TEST_CASE("attn-data --help lists the verbs, --version prints the version", "[cl
   const Result version = attn_data(dir, "--version");
   CHECK(version.code == 0);
   CHECK_THAT(version.out, Catch::StartsWith("attn-data 0."));
+  CHECK_THAT(version.out, Catch::Contains("\nBLAS: OpenBLAS 0."));   // and the kernels it runs
+  CHECK_THAT(attn_data(dir, "copy --version").out, Catch::Equals(version.out));
   const Result none = attn_data(dir, "");
   CHECK(none.code == 2);
   const Result unknown = attn_data(dir, "cpy --out x.h5");

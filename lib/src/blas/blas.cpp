@@ -160,6 +160,8 @@ void gemm_strided_batched_reference(Trans ta, Trans tb, int64_t M, int64_t N, in
                    C + b * strideC, ldc);
 }
 
+std::string library_config() { return openblas_get_config(); }
+
 void set_num_threads(int n) { openblas_set_num_threads(n); }
 
 namespace {

@@ -6,6 +6,7 @@
 // BLAS's sizes of a product (C [M, N] = A [M, K] B [K, N]), not docs/ARCHITECTURE.md's letters.
 #pragma once
 #include <cstdint>
+#include <string>
 
 namespace attn::blas {
 
@@ -40,6 +41,12 @@ void gemm_strided_batched_reference(Trans ta, Trans tb, int64_t M, int64_t N, in
                                     float alpha, const float* A, int64_t lda, int64_t strideA,
                                     const float* B, int64_t ldb, int64_t strideB, float beta,
                                     float* C, int64_t ldc, int64_t strideC, int64_t batch);
+
+// OpenBLAS's description of itself: version, build options and the kernels it chose for this
+// CPU, e.g. "OpenBLAS 0.3.21 DYNAMIC_ARCH NO_AFFINITY Cooperlake MAX_THREADS=64". The kernels
+// follow the CPU unless the environment forces them (OPENBLAS_CORETYPE), which can halve sgemm's
+// rate; the tools print this with --version so that a measurement says what it ran on.
+std::string library_config();
 
 // OpenBLAS's own thread setting. Registered with attn::on_set_num_threads (core/threading.hpp),
 // so attn::set_num_threads sets it together with OpenMP's.
