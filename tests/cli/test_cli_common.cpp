@@ -5,6 +5,7 @@
 #include <sstream>
 #include <vector>
 
+#include "attn/blas/blas.hpp"
 #include "attn/core/thread_governor.hpp"
 #include "attn/core/threading.hpp"
 #include "attn/io/hdf5_file.hpp"
@@ -235,7 +236,8 @@ TEST_CASE("dispatch maps exceptions to exit codes and prefixes messages", "[unit
   CHECK(run({"attn-demo", "--help"}, &err) == 0);
   CHECK_THAT(err, Catch::Contains("ok") && Catch::Contains("succeeds"));
   CHECK(run({"attn-demo", "--version"}, &err) == 0);
-  CHECK(err == std::string("attn-demo ") + cli::version() + "\n");
+  CHECK(err == std::string("attn-demo ") + cli::version() + "\nBLAS: " + blas::library_config() + "\n");
+  CHECK(err == cli::version_text("attn-demo"));
 }
 
 TEST_CASE("progress: plain lines at a bounded rate, with rate and ETA", "[unit][cli-common]") {
