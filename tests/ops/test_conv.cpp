@@ -96,14 +96,16 @@ TEST_CASE("conv2d: threaded sizes match the direct convolution, and backward is 
   CHECK(db.at(0) == Approx(db0).epsilon(1e-4));
 }
 
-TEST_CASE("conv2d: images split into several im2col chunks, inside rows, at any thread count",
+TEST_CASE("conv2d: images split into several im2col or Winograd chunks, inside rows, at any thread count",
           "[unit][conv]") {
   // C*KH*KW = 72: a chunk holds about 1820 positions, so these images split into 3 to 5 chunks
   // whose boundaries fall inside output rows; the stride and dilation move the padded border.
   Rng rng(36);
   const Tensor x = randn({2, 8, 91, 95}, rng), W = randn({3, 8, 3, 3}, rng), b = randn({3}, rng);
+  // The third runs as Winograd (test_conv_winograd.cpp): 46 tile rows in 2 chunks per image.
   for (const ops::ConvOptions& o : {ops::ConvOptions{.padding = {1, 2}, .dilation = {1, 2}},
-                                    ops::ConvOptions{.stride = {1, 2}, .padding = {2, 1}, .dilation = {2, 1}}}) {
+                                    ops::ConvOptions{.stride = {1, 2}, .padding = {2, 1}, .dilation = {2, 1}},
+                                    ops::ConvOptions{.padding = {1, 2}, .algorithm = ops::ConvAlgorithm::kWinograd}}) {
     ops::ConvCache cache;
     const int before = num_threads();
     set_num_threads(1);

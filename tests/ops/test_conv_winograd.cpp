@@ -1,9 +1,8 @@
 // conv2d through Winograd's F(2 x 2, 3 x 3): the same values and gradients as im2col + GEMM
-// (itself checked against a direct convolution in test_conv.cpp) on odd and even sizes at every
-// padding it takes, finite-difference gradients, chunks and threads, what kAuto picks, and the
-// geometries it refuses.
+// (itself checked against a direct convolution in test_conv.cpp, which also runs Winograd in
+// chunks at 1 and 2 threads) on odd and even sizes at every padding it takes, finite-difference
+// gradients, what kAuto picks, and the geometries it refuses.
 #include "attn/core/flops.hpp"
-#include "attn/core/threading.hpp"
 #include "attn/ops/conv.hpp"
 #include "test_support.hpp"
 
@@ -12,7 +11,8 @@ using namespace attn;
 namespace {
 
 struct Pass {
-  Tensor y, dx, dW, db, dW_only;   // dW_only: dW of a backward without the input gradient
+  Tensor y, dx, dW, db;
+  bool winograd = false;   // the method forward chose
 };
 
 Pass run(const Tensor& x, const Tensor& W, const Tensor& b, const Tensor& dy, ops::ConvOptions o,
@@ -21,13 +21,21 @@ Pass run(const Tensor& x, const Tensor& W, const Tensor& b, const Tensor& dy, op
   ops::ConvCache cache;
   Pass p;
   p.y = ops::conv2d_forward(x, W, b, o, &cache);
-  REQUIRE(cache.geometry.winograd == (algorithm == ops::ConvAlgorithm::kWinograd));
-  p.dW = zeros_like(W), p.db = zeros_like(b), p.dW_only = zeros_like(W);
+  p.winograd = cache.geometry.winograd;
+  p.dW = zeros_like(W), p.db = zeros_like(b);
   p.dx = ops::conv2d_backward(dy, W, cache, p.dW, p.db);
-  Tensor db_only = zeros_like(b);
-  CHECK_FALSE(ops::conv2d_backward(dy, W, cache, p.dW_only, db_only, /*input_grad=*/false).defined());
+  Tensor dW_only = zeros_like(W), db_only = zeros_like(b);   // without the input gradient: the same
+  CHECK_FALSE(ops::conv2d_backward(dy, W, cache, dW_only, db_only, /*input_grad=*/false).defined());
+  CHECK_THAT(dW_only, test::close_to(p.dW, 0));
   CHECK_THAT(db_only, test::close_to(p.db, 0));
   return p;
+}
+
+void check_close(const Pass& got, const Pass& want, double tol) {
+  CHECK_THAT(got.y, test::close_to(want.y, tol));
+  CHECK_THAT(got.dx, test::close_to(want.dx, tol));
+  CHECK_THAT(got.dW, test::close_to(want.dW, tol));
+  CHECK_THAT(got.db, test::close_to(want.db, tol));
 }
 
 }  // namespace
@@ -43,11 +51,8 @@ TEST_CASE("conv2d: Winograd matches im2col, forward and backward, odd and even s
       const Tensor dy = randn(ops::conv2d_forward(x, W, b, o, nullptr).shape(), rng);
       const Pass want = run(x, W, b, dy, o, ops::ConvAlgorithm::kIm2col);
       const Pass got = run(x, W, b, dy, o, ops::ConvAlgorithm::kWinograd);
-      CHECK_THAT(got.y, test::close_to(want.y, 1e-5));
-      CHECK_THAT(got.dx, test::close_to(want.dx, 1e-5));
-      CHECK_THAT(got.dW, test::close_to(want.dW, 1e-5));
-      CHECK_THAT(got.db, test::close_to(want.db, 1e-5));
-      CHECK_THAT(got.dW_only, test::close_to(got.dW, 0));
+      REQUIRE(got.winograd);
+      check_close(got, want, 1e-5);
     }
 }
 
@@ -67,44 +72,30 @@ TEST_CASE("conv2d through Winograd: backward matches finite differences", "[grad
   CHECK_THAT(db, test::close_to(test::numeric_grad(loss, b)));
 }
 
-TEST_CASE("conv2d: kAuto takes Winograd for 3 x 3 at C, O >= 16, in chunks, the same at any thread count",
-          "[unit][conv]") {
-  // 35 tile rows of 15 tiles: two chunks per image. 16 products [O, C] x [C, tiles] per chunk.
+TEST_CASE("conv2d: kAuto takes Winograd for 3 x 3 at C, O >= 16, in chunks, with im2col's values", "[unit][conv]") {
+  // 35 tile rows of 15 tiles: two chunks per image, 16 products [O, C] x [C, tiles] each.
   Rng rng(43);
   const Tensor x = randn({3, 16, 70, 30}, rng), W = randn({16, 16, 3, 3}, rng), b = randn({16}, rng);
   const ops::ConvOptions o{.padding = 1};
-  ops::ConvCache cache;
-  const int before = num_threads();
-  set_num_threads(1);
+  const Tensor dy = randn({3, 16, 70, 30}, rng);
   flops::reset();
-  const Tensor y1 = ops::conv2d_forward(x, W, b, o, &cache);
+  const Pass got = run(x, W, b, dy, o, ops::ConvAlgorithm::kAuto);
+  CHECK(got.winograd);
+  flops::reset();
+  ops::conv2d_forward(x, W, b, o, nullptr);
   CHECK(flops::count() == 3 * 16 * (16 * 16) * (35 * 15));   // im2col's would be 3 * 16 * 16 * 9 * 70 * 30
-  REQUIRE(cache.geometry.winograd);
-  const Tensor dy = randn(y1.shape(), rng);
-  Tensor dW1 = zeros_like(W), db1 = zeros_like(b);
-  const Tensor dx1 = ops::conv2d_backward(dy, W, cache, dW1, db1);
-  set_num_threads(2);
-  const Tensor y2 = ops::conv2d_forward(x, W, b, o, &cache);
-  Tensor dW2 = zeros_like(W), db2 = zeros_like(b);
-  const Tensor dx2 = ops::conv2d_backward(dy, W, cache, dW2, db2);
-  set_num_threads(before);
-  CHECK_THAT(y2, test::close_to(y1, 0));   // bit-identical on 2 threads
-  CHECK_THAT(dx2, test::close_to(dx1, 0));
-  CHECK_THAT(dW2, test::close_to(dW1, 0));
-  CHECK_THAT(db2, test::close_to(db1, 0));
 
   // Sums of 144 products (y, of size ~12) and of 6,300 (dW, ~100): both methods round at ~1e-6 of that.
   const Pass want = run(x, W, b, dy, o, ops::ConvAlgorithm::kIm2col);
-  CHECK_THAT(y1, test::close_to(want.y, 1e-4));
-  CHECK_THAT(dx1, test::close_to(want.dx, 1e-4));
-  CHECK_THAT(dW1, test::close_to(want.dW, 1e-4));
-  CHECK_THAT(db1, test::close_to(want.db, 1e-4));
+  CHECK_FALSE(want.winograd);
+  check_close(got, want, 1e-4);
 
   // Narrower channels, other kernels and strides stay with im2col.
   for (const auto& [shape, options] : {std::pair{Shape{16, 8, 3, 3}, o}, std::pair{Shape{8, 16, 3, 3}, o},
                                        std::pair{Shape{16, 16, 5, 5}, o},
                                        std::pair{Shape{16, 16, 3, 3}, ops::ConvOptions{.stride = 2}}}) {
     const Tensor Wi = randn(shape, rng), xi = randn({1, shape[1], 8, 8}, rng);
+    ops::ConvCache cache;
     ops::conv2d_forward(xi, Wi, Tensor(), options, &cache);
     CHECK_FALSE(cache.geometry.winograd);
   }

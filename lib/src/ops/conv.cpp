@@ -21,6 +21,7 @@ std::string to_string(Size2 s) {
   out += std::to_string(s.w);
   return out + ")";
 }
+
 using conv_detail::add_group_sums;
 using conv_detail::kGradGroups;
 using conv_detail::spread_over_threads;
