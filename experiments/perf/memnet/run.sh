@@ -4,7 +4,7 @@
 # 1k set (E = 20) and on the joint 1k set (all 20 tasks, E = 50), at 1 and 2 threads, with the
 # ratio to PyTorch's best. See README.md in this folder.
 # Usage: experiments/perf/memnet/run.sh [BUILD_DIR]
-# Environment: PYTHON, ROUNDS, STEPS, THREADS, NOMMAP, WAIT_IDLE: see ../common.sh
+# Environment: PYTHON, ROUNDS, STEPS, THREADS, NOMMAP, WAIT_IDLE, BLAS_CORE: see ../common.sh
 #              DATA_DIR    bAbI's folder (default ../shared/data/babi beside the project, as
 #                          experiments/memnet-babi; its en/ is the 1k set)
 #              BATCHES     batch sizes (default "32 128": 32 is attn-memnet's and the paper's)

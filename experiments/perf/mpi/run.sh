@@ -4,7 +4,7 @@
 # backward and after it, the exchange's time and bytes per step, and the estimate at 8, 64 and
 # 512 ranks. See README.md in this folder.
 # Usage: experiments/perf/mpi/run.sh [BUILD_DIR]
-# Environment: ROUNDS (3), STEPS (5), WAIT_IDLE (0): see ../common.sh; PYTHON for the table.
+# Environment: ROUNDS (3), STEPS (5), WAIT_IDLE (0), BLAS_CORE: see ../common.sh; PYTHON for the table.
 # Writes results/perf/mpi/raw.txt (every line) and table.txt.
 set -euo pipefail
 

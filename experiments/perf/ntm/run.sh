@@ -4,7 +4,7 @@
 # and ms per sequence at batch 1 and 32, 1 and 2 threads, with the ratio to PyTorch's best.
 # See README.md in this folder.
 # Usage: experiments/perf/ntm/run.sh [BUILD_DIR]
-# Environment: PYTHON, ROUNDS, STEPS, THREADS, WAIT_IDLE: see ../common.sh (NOMMAP is not used:
+# Environment: PYTHON, ROUNDS, STEPS, THREADS, WAIT_IDLE, BLAS_CORE: see ../common.sh (NOMMAP is not used:
 #              the NTM's tensors are far below glibc's mmap threshold)
 #              BATCHES     batch sizes (default "1 32")
 #              SEQUENCES   sequences per timed repetition, a multiple of every batch (default 64)

@@ -3,7 +3,7 @@
 # side: training target tokens/s at 1 and 2 threads, with the ratio to PyTorch's best and
 # attnlab's fraction of the sgemm-bound limit. See README.md in this folder.
 # Usage: experiments/perf/seq2seq/run.sh [BUILD_DIR]
-# Environment: PYTHON, ROUNDS, STEPS, THREADS, NOMMAP, WAIT_IDLE: see ../common.sh
+# Environment: PYTHON, ROUNDS, STEPS, THREADS, NOMMAP, WAIT_IDLE, BLAS_CORE: see ../common.sh
 # Writes results/perf/seq2seq/raw.txt (every line) and table.txt.
 set -euo pipefail
 

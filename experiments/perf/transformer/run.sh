@@ -3,7 +3,7 @@
 # tokens/s and greedy-decoding tokens/s at 1 and 2 threads, with the ratio to PyTorch's best and
 # attnlab's fraction of the sgemm-bound limit. See README.md in this folder.
 # Usage: experiments/perf/transformer/run.sh [BUILD_DIR]
-# Environment: PYTHON, ROUNDS, STEPS, THREADS, NOMMAP, WAIT_IDLE: see ../common.sh
+# Environment: PYTHON, ROUNDS, STEPS, THREADS, NOMMAP, WAIT_IDLE, BLAS_CORE: see ../common.sh
 # Writes results/perf/transformer/raw.txt (every line) and table.txt.
 set -euo pipefail
 
