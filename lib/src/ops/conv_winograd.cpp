@@ -7,7 +7,8 @@
 // Summed over input channels, the 16 elementwise products ξ of every tile become 16 GEMMs
 // M[ξ] = U[ξ] V[ξ]: [O, C] x [C, tiles]. That is 16 multiply-adds per tile, input and output
 // channel where im2col's product does 36 (2.25 times fewer); the transforms are additions and
-// halvings (exact in float), passes over a chunk of tiles that the GEMMs then read from cache.
+// halvings (the halvings exact in float), passes over a chunk of tiles that the GEMMs then read
+// from cache.
 //
 // Backward is the adjoint of the same algorithm: dU[ξ] = Σ_tiles dM[ξ] V[ξ]^T with dM = A dY A^T,
 // then dW = G^T dU G (linear, so summed over the batch first and transformed once); dx is the
