@@ -117,12 +117,12 @@ template <class Tile>
   }
 }
 
-// V[ξ] of one tile, (B^T d B)[ξ], into v[ξ * s + j]; d[r][q] is read through `at`.
-template <class At>
-[[gnu::always_inline]] inline void input_tile(At at, float* v, int64_t s, int64_t j) {
+// V[ξ] of tile j, (B^T d B)[ξ], into v[ξ * s + j]: d[r][q] = rows[r * width + 2 j + q].
+[[gnu::always_inline]] inline void input_tile(const float* rows, int64_t width, float* v, int64_t s, int64_t j) {
   float t[4][4];   // B^T d
   for (int q = 0; q < 4; ++q) {
-    const float d0 = at(0, q), d1 = at(1, q), d2 = at(2, q), d3 = at(3, q);
+    const float* col = rows + 2 * j + q;
+    const float d0 = col[0], d1 = col[width], d2 = col[2 * width], d3 = col[3 * width];
     t[0][q] = d0 - d2;
     t[1][q] = d1 + d2;
     t[2][q] = d2 - d1;
@@ -160,10 +160,7 @@ void transform_input_plane(const ConvGeometry& g, const float* plane, int64_t r0
   for (int64_t ti = 0; ti < r1 - r0; ++ti) {
     const float* d = padded + 2 * ti * width;
     float* vt = v + ti * TW;
-    for_tiles(0, TW, [&](int64_t j) __attribute__((always_inline)) {
-      input_tile([&](int r, int q) __attribute__((always_inline)) { return d[r * width + 2 * j + q]; }, vt,
-                 xi_stride, j);
-    });
+    for_tiles(0, TW, [&](int64_t j) __attribute__((always_inline)) { input_tile(d, width, vt, xi_stride, j); });
   }
 }
 
