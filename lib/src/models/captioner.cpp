@@ -465,11 +465,13 @@ CaptionStats Captioner::train_step(const CaptionBatch& batch, Rng& rng) {
   embed_.backward(dEmb.reshape({T, B, m}), run.embed);
 
   Tensor dA = soft(c) ? grad.memory.dkeys : Tensor({B, L, D});
-  float* da = dA.data();   // pointers hoisted: Tensor::data is a call, and this is B L D elements
-  const float* dm = dmean.data();
+  // Every location's share of the mean's gradient, d mean / L, divided once per row.
+  float* dm = dmean.data();
+  for (int64_t e = 0; e < B * D; ++e) dm[e] /= static_cast<float>(L);
+  float* da = dA.data();
   for (int64_t b = 0; b < B; ++b)
     for (int64_t i = 0; i < L; ++i)
-      for (int64_t d = 0; d < D; ++d) da[(b * L + i) * D + d] += dm[b * D + d] / static_cast<float>(L);
+      for (int64_t d = 0; d < D; ++d) da[(b * L + i) * D + d] += dm[b * D + d];
   encode_backward(dA, run);
   if (c.batch_norm)
     for (size_t k = 0, conv = 0; k < layers_.size(); ++k)

@@ -2,7 +2,6 @@
 // scores. Every product is one GEMM over the batch (batched for per-example products).
 #include "attn/nn/attention.hpp"
 
-
 #include <cmath>
 
 #include "attn/blas/blas.hpp"
