@@ -170,11 +170,13 @@ TEST_CASE("attn-caption learns 1-digit MNIST strips to 95% sequence accuracy", "
   test::TempDir dir;
   const Result data = run(dir, "{data} mnist-strips --data-dir '" + (root / "mnist").string() +
                                    "' --min-digits 1 --max-digits 1 --width 40 --n 8000 --valid-n 200 --test-n 500 "
-                                   "--out s.h5 --quiet");
+                                   "--warp-rotate 10 --warp-scale 0.1 --warp-shear 0.1 --out s.h5 --quiet");
   INFO(data.err);
   REQUIRE(data.code == 0);
-  // A small model on 32 x 40 strips: 2,000 steps of 32 images (about a minute on one core).
-  const Result train = run(dir, "{caption} train --data s.h5 --model m.h5 --epochs 8 --encoder "
+  // A small model on 32 x 40 strips: 4,000 steps of 32 images (about 40 s on one core). With half
+  // the steps and unwarped digits it ended at 93-97% by seed and by the rounding of the build
+  // (valid 92-96.5%); this way at 96.6-98.0% on test over seeds 1-4 (valid 95.5-97.5%).
+  const Result train = run(dir, "{caption} train --data s.h5 --model m.h5 --epochs 16 --encoder "
                                 "conv16x3,pool2,conv32x3,pool2,conv64x3,pool2 --embed-dim 16 --hidden 32 "
                                 "--attention-dim 16 --lr 2e-3 --threads 1 --quiet");
   INFO(train.err);

@@ -45,7 +45,10 @@ for round in $(seq "$ROUNDS"); do
   for n in $THREADS; do
     echo "perf/caption: round $round, $n thread(s), load $(load)" >&2
     wait_idle
-    OMP_WAIT_POLICY=PASSIVE "$EXE" "${data_args[@]}" --threads "$n" --steps "$STEPS" --images "$IMAGES" --parts 1 | tee -a "$raw"
+    # attnlab as its tools run (libgomp's default wait: spin briefly, then sleep); PyTorch with
+    # PASSIVE, its best (README.md, "Thread settings").
+    env -u OMP_WAIT_POLICY "$EXE" "${data_args[@]}" --threads "$n" --steps "$STEPS" --images "$IMAGES" --parts 1 |
+      tee -a "$raw"
     torch_run --threads "$n" | tee -a "$raw"
     if [ "$NOMMAP" = 1 ]; then
       GLIBC_TUNABLES=$NOMMAP_TUNABLES torch_run --threads "$n" --label torch-nommap | tee -a "$raw"

@@ -11,6 +11,7 @@
 #include "attn/ops/activation.hpp"
 #include "attn/ops/batch_norm.hpp"
 #include "attn/ops/conv.hpp"
+#include "attn/ops/conv_pool.hpp"
 #include "attn/ops/cross_entropy.hpp"
 #include "attn/ops/dropout.hpp"
 #include "attn/ops/pool.hpp"
@@ -127,6 +128,7 @@ struct Captioner::Run {
   int64_t B = 0, T = 0, L = 0, D = 0;
   struct Layer {
     ops::ConvCache conv;
+    ops::ConvPoolCache conv_pool;     // a convolution run with the 2 x 2 pooling after it
     ops::BatchNormCache bn;
     ops::BatchStatistics stats;       // the batch's, for the running statistics
     ops::ReluCache relu;
@@ -240,6 +242,11 @@ bool Captioner::relu_after_pool(size_t k) const {
   return k + 1 < layers_.size() && layers_[k + 1].kind == ConvEncoderLayer::pool;
 }
 
+bool Captioner::pools_with_next(size_t k) const {
+  return layers_[k].kind == ConvEncoderLayer::conv && !config_.batch_norm && relu_after_pool(k) &&
+         layers_[k + 1].size == 2;
+}
+
 Tensor Captioner::encode(const Tensor& images, bool training, Run* run) const {
   Tensor x = images;
   if (run != nullptr) run->layers.assign(layers_.size(), {});
@@ -249,13 +256,18 @@ Tensor Captioner::encode(const Tensor& images, bool training, Run* run) const {
     Run::Layer* lc = run ? &run->layers[k] : nullptr;
     if (layer.kind == ConvEncoderLayer::conv) {
       const Conv& p = convs_[conv++];
-      x = ops::conv2d_forward(x, p.W.value, p.b.value, {.padding = layer.size / 2}, lc ? &lc->conv : nullptr);
+      const ops::ConvOptions o{.padding = layer.size / 2};
+      if (pools_with_next(k))
+        x = ops::conv2d_max_pool2_forward(x, p.W.value, p.b.value, o, lc ? &lc->conv_pool : nullptr);
+      else
+        x = ops::conv2d_forward(x, p.W.value, p.b.value, o, lc ? &lc->conv : nullptr);
       if (config_.batch_norm)
         x = ops::batch_norm2d_forward(x, p.gamma.value, p.beta.value, p.running_mean, p.running_var, training,
                                       kBatchNormEps, lc ? &lc->bn : nullptr, lc ? &lc->stats : nullptr);
       if (!relu_after_pool(k)) x = ops::relu_forward(x, lc ? &lc->relu : nullptr);
     } else {
-      x = ops::max_pool2d_forward(x, {.kernel = layer.size}, lc ? &lc->pool : nullptr);
+      const bool done = k > 0 && pools_with_next(k - 1);   // by the convolution before
+      if (!done) x = ops::max_pool2d_forward(x, {.kernel = layer.size}, lc ? &lc->pool : nullptr);
       if (k > 0 && relu_after_pool(k - 1)) x = ops::relu_forward(x, lc ? &lc->relu : nullptr);
     }
   }
@@ -276,10 +288,14 @@ void Captioner::encode_backward(Tensor dannotations, Run& run) {
       Conv& p = convs_[--conv];
       if (!relu_after_pool(k)) dx = ops::relu_backward(dx, lc.relu);
       if (config_.batch_norm) dx = ops::batch_norm2d_backward(dx, p.gamma.value, lc.bn, p.gamma.grad, p.beta.grad);
-      dx = ops::conv2d_backward(dx, p.W.value, lc.conv, p.W.grad, p.b.grad, /*input_grad=*/k > 0);
+      const bool input_grad = k > 0;
+      if (pools_with_next(k))
+        dx = ops::conv2d_max_pool2_backward(dx, p.W.value, lc.conv_pool, p.W.grad, p.b.grad, input_grad);
+      else
+        dx = ops::conv2d_backward(dx, p.W.value, lc.conv, p.W.grad, p.b.grad, input_grad);
     } else {
       if (k > 0 && relu_after_pool(k - 1)) dx = ops::relu_backward(dx, lc.relu);
-      dx = ops::max_pool2d_backward(dx, lc.pool);
+      if (k == 0 || !pools_with_next(k - 1)) dx = ops::max_pool2d_backward(dx, lc.pool);
     }
   }
 }

@@ -8,6 +8,7 @@
 #include "attn/core/enum_names.hpp"
 #include "attn/nn/init.hpp"
 #include "attn/ops/additive_score.hpp"
+#include "attn/ops/attention_context.hpp"
 #include "attn/ops/attention_core.hpp"
 
 namespace attn::nn {
@@ -185,12 +186,8 @@ Tensor Attention::backward(const Tensor& dcontext, const AttentionStepCache& cac
     check_tensor(dweights, {B, S}, "attention backward: dweights [B, S]");
     de.copy_from(dweights);
   }
-  // dalpha[b] (+)= values[b] dc[b] : [S];   dvalues[b] += alpha[b]^T dc[b] : [S, Dv]
-  const float beta = dweights.defined() && !dweights.empty() ? 1.0f : 0.0f;
-  blas::gemm_strided_batched(Trans::N, Trans::N, S, 1, Dv, 1.0f, values.data(), Dv, S * Dv, dcontext.data(),
-                             1, Dv, beta, de.data(), 1, S, B);
-  blas::gemm_strided_batched(Trans::T, Trans::N, S, Dv, 1, 1.0f, alpha, S, S, dcontext.data(), Dv, Dv, 1.0f,
-                             dvalues.data(), Dv, S * Dv, B);
+  // dalpha[b] += values[b] dc[b] : [S];   dvalues[b] += alpha[b]^T dc[b] : [S, Dv]
+  ops::attention_context_backward(values.data(), alpha, dcontext.data(), B, S, Dv, de.data(), dvalues.data());
   ops::masked_softmax_backward_inplace(de, cache.weights);   // de = dL/de (0 on masked keys)
 
   Tensor dq({B, Dq});
@@ -221,13 +218,10 @@ Tensor Attention::backward(const Tensor& dcontext, const AttentionStepCache& cac
       const int64_t A = config_.hidden_dim;
       check_tensor(grad.dprojected_keys, {B, S, A},
                    "attention backward: grad.dprojected_keys [B, S, A] (from begin_backward)");
-      const float* h = cache.hidden.data();
-      // e = hidden v:  dv += hidden^T de
-      blas::gemv(Trans::T, B * S, A, 1.0f, h, A, de.data(), 1.0f, v.grad.data());
-      // dpre = de v (1 - hidden^2), added into dUk; dwq[b] = sum_s dpre[b, s]
+      // e = hidden v:  dv += hidden^T de;  dpre = de v (1 - hidden^2), added into dUk; dwq[b] = sum_s dpre[b, s]
       Tensor dwq = Tensor::uninitialized({B, A});
-      ops::additive_scores_backward(h, de.data(), v.value.data(), B, S, A, grad.dprojected_keys.data(),
-                                    dwq.data());
+      ops::additive_scores_backward(cache.hidden.data(), de.data(), v.value.data(), B, S, A,
+                                    grad.dprojected_keys.data(), dwq.data(), v.grad.data());
       // wq = q W^T:  dq = dwq W,  dW += dwq^T q
       blas::gemm(Trans::N, Trans::N, B, Dq, A, 1.0f, dwq.data(), A, W.value.data(), Dq, 0.0f, dq.data(), Dq);
       blas::gemm(Trans::T, Trans::N, A, Dq, B, 1.0f, dwq.data(), A, q, Dq, 1.0f, W.grad.data(), Dq);

@@ -7,6 +7,7 @@
 
 #include "attn/blas/blas.hpp"
 #include "attn/nn/init.hpp"
+#include "attn/ops/attention_context.hpp"
 #include "attn/ops/rows.hpp"
 
 namespace attn::nn {
@@ -280,10 +281,7 @@ Tensor AttentionDecoder::attend_backward(const Tensor& dctx, const AttentionDeco
     const int64_t S = mem.dim(1), Dv = mem.dim(2), A = c.attention_dim;
     // c = w memory:  dw[b] = memory[b] dc[b] : [S];  dmemory[b] += w[b]^T dc[b]
     Tensor dw({B, S});
-    blas::gemm_strided_batched(Trans::N, Trans::N, S, 1, Dv, 1.0f, mem.data(), Dv, S * Dv, dc.data(), 1, Dv, 0.0f,
-                               dw.data(), 1, S, B);
-    blas::gemm_strided_batched(Trans::T, Trans::N, S, Dv, 1, 1.0f, cache.weights.data(), S, S, dc.data(), Dv, Dv,
-                               1.0f, dmem.data(), Dv, S * Dv, B);
+    ops::attention_context_backward(mem.data(), cache.weights.data(), dc.data(), B, S, Dv, dw.data(), dmem.data());
     if (dweights.defined() && !dweights.empty()) {
       check_tensor(dweights, {B, S}, "attention decoder backward: dweights [B, S]");
       add_into(dw.data(), dweights.data(), B * S);

@@ -4,6 +4,7 @@
 #include <omp.h>
 
 #include "attn/core/flops.hpp"
+#include "attn/core/tensor.hpp"
 #include "attn/core/threading.hpp"
 #include "attn/ops/activation.hpp"
 #include "vector_clones.hpp"
@@ -28,10 +29,11 @@ void scores_row(const float* uk, const float* wq, const float* v, int64_t S, int
   }
 }
 
+// One batch row's dpre into duk and dwq, and its part of v's gradient into dv_row (written).
 ATTN_VECTOR_CLONES
 void scores_backward_row(const float* hidden, const float* de, const float* v, int64_t S, int64_t A, float* duk,
-                         float* dwq) {
-  for (int64_t a = 0; a < A; ++a) dwq[a] = 0.0f;
+                         float* dwq, float* dv_row) {
+  for (int64_t a = 0; a < A; ++a) dwq[a] = 0.0f, dv_row[a] = 0.0f;
   for (int64_t s = 0; s < S; ++s) {
     if (de[s] == 0.0f) continue;   // masked key
     const float* hr = hidden + s * A;
@@ -41,6 +43,7 @@ void scores_backward_row(const float* hidden, const float* de, const float* v, i
       const float d = de[s] * v[a] * (1.0f - hr[a] * hr[a]);
       dr[a] += d;
       dwq[a] += d;
+      dv_row[a] += de[s] * hr[a];
     }
   }
 }
@@ -57,10 +60,15 @@ void additive_scores(const float* uk, const float* wq, const float* v, int64_t B
 }
 
 void additive_scores_backward(const float* hidden, const float* de, const float* v, int64_t B, int64_t S,
-                              int64_t A, float* duk, float* dwq) {
+                              int64_t A, float* duk, float* dwq, float* dv) {
+  Tensor dv_rows = Tensor::uninitialized({B, A});
+  float* parts = dv_rows.data();
 #pragma omp parallel for schedule(static) if (parallel(B, S, A))
   for (int64_t b = 0; b < B; ++b)
-    scores_backward_row(hidden + b * S * A, de + b * S, v, S, A, duk + b * S * A, dwq + b * A);
+    scores_backward_row(hidden + b * S * A, de + b * S, v, S, A, duk + b * S * A, dwq + b * A, parts + b * A);
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t a = 0; a < A; ++a) dv[a] += parts[b * A + a];
+  flops::add(B * S * A);   // hidden^T de
 }
 
 }  // namespace attn::ops

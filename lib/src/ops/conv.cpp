@@ -23,42 +23,13 @@ std::string to_string(Size2 s) {
 }
 
 using conv_detail::add_group_sums;
+using conv_detail::make_geometry;
 using conv_detail::kGradGroups;
 using conv_detail::spread_over_threads;
 
 namespace {
 
 using blas::Trans;
-
-// Checks the options and fills in the output size; `op` names the public function in messages,
-// which speak of one length for conv1d (seen here as [B, C, 1, IW]).
-ConvGeometry make_geometry(const std::string& op, const Shape& x, const Shape& W,
-                           const ConvOptions& o) {
-  const bool one_d = op == "conv1d";
-  const auto shown = [&](Size2 v) { return one_d ? std::to_string(v.w) : to_string(v); };
-  const auto bad = [&](const char* field, Size2 v, const char* want) {
-    return ConfigError(op + ": " + field + " must be " + want + ", got " + shown(v));
-  };
-  if (o.stride.h < 1 || o.stride.w < 1) throw bad("stride", o.stride, ">= 1");
-  if (o.padding.h < 0 || o.padding.w < 0) throw bad("padding", o.padding, ">= 0");
-  if (o.dilation.h < 1 || o.dilation.w < 1) throw bad("dilation", o.dilation, ">= 1");
-  ConvGeometry g;
-  g.B = x[0], g.C = x[1], g.IH = x[2], g.IW = x[3];
-  g.O = W[0], g.KH = W[2], g.KW = W[3];
-  g.stride = o.stride, g.padding = o.padding, g.dilation = o.dilation;
-  const auto out_size = [&](const char* axis, int64_t in, int64_t k, int64_t pad, int64_t dil,
-                            int64_t stride) {
-    const int64_t extent = dil * (k - 1) + 1;   // input positions one kernel window covers
-    if (k < 1 || extent > in + 2 * pad)
-      throw ShapeError(op + ": a kernel " + axis + " of " + std::to_string(k) + " (dilation " +
-                       std::to_string(dil) + ") does not fit the input " + axis + " " +
-                       std::to_string(in) + " with padding " + std::to_string(pad));
-    return (in + 2 * pad - extent) / stride + 1;
-  };
-  g.OH = out_size("height", g.IH, g.KH, g.padding.h, g.dilation.h, g.stride.h);
-  g.OW = out_size(one_d ? "length" : "width", g.IW, g.KW, g.padding.w, g.dilation.w, g.stride.w);
-  return g;
-}
 
 // ---- im2col in chunks ------------------------------------------------------------------------
 // The column matrix is never built for the whole batch (C*KH*KW times the input, 118 MB for an
@@ -294,6 +265,34 @@ ConvOptions as_2d(const ConvOptions& o) {
 }
 
 }  // namespace
+
+ConvGeometry conv_detail::make_geometry(const std::string& op, const Shape& x, const Shape& W,
+                                        const ConvOptions& o) {
+  const bool one_d = op == "conv1d";
+  const auto shown = [&](Size2 v) { return one_d ? std::to_string(v.w) : to_string(v); };
+  const auto bad = [&](const char* field, Size2 v, const char* want) {
+    return ConfigError(op + ": " + field + " must be " + want + ", got " + shown(v));
+  };
+  if (o.stride.h < 1 || o.stride.w < 1) throw bad("stride", o.stride, ">= 1");
+  if (o.padding.h < 0 || o.padding.w < 0) throw bad("padding", o.padding, ">= 0");
+  if (o.dilation.h < 1 || o.dilation.w < 1) throw bad("dilation", o.dilation, ">= 1");
+  ConvGeometry g;
+  g.B = x[0], g.C = x[1], g.IH = x[2], g.IW = x[3];
+  g.O = W[0], g.KH = W[2], g.KW = W[3];
+  g.stride = o.stride, g.padding = o.padding, g.dilation = o.dilation;
+  const auto out_size = [&](const char* axis, int64_t in, int64_t k, int64_t pad, int64_t dil,
+                            int64_t stride) {
+    const int64_t extent = dil * (k - 1) + 1;   // input positions one kernel window covers
+    if (k < 1 || extent > in + 2 * pad)
+      throw ShapeError(op + ": a kernel " + axis + " of " + std::to_string(k) + " (dilation " +
+                       std::to_string(dil) + ") does not fit the input " + axis + " " +
+                       std::to_string(in) + " with padding " + std::to_string(pad));
+    return (in + 2 * pad - extent) / stride + 1;
+  };
+  g.OH = out_size("height", g.IH, g.KH, g.padding.h, g.dilation.h, g.stride.h);
+  g.OW = out_size(one_d ? "length" : "width", g.IW, g.KW, g.padding.w, g.dilation.w, g.stride.w);
+  return g;
+}
 
 void conv_detail::add_group_sums(const Tensor& parts, float* out) {
   const int64_t groups = parts.dim(0), size = parts.dim(1);

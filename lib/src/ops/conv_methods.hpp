@@ -1,12 +1,19 @@
-// Private to conv.cpp and conv_winograd.cpp: the Winograd method's entry points, and the rules
-// both methods follow so that their results do not depend on the thread count.
+// Private to the convolution's files (conv.cpp, conv_winograd.cpp, conv_pool.cpp): the geometry
+// check, the Winograd method's entry points, and the rules every method follows so that its
+// results do not depend on the thread count.
 #pragma once
 #include <cstdint>
+#include <string>
 
 #include "attn/core/threading.hpp"
 #include "attn/ops/conv.hpp"
 
 namespace attn::ops::conv_detail {
+
+// Checks the options against x [B, C, IH, IW] and W [O, C, KH, KW] and fills in the output size;
+// `op` names the public function in messages, which speak of one length for conv1d (seen as
+// [B, C, 1, IW]).
+ConvGeometry make_geometry(const std::string& op, const Shape& x, const Shape& W, const ConvOptions& o);
 
 // The weight gradient is summed in this many partial sums over fixed groups of images, added in
 // order at the end, so that dW is bit-identical at any thread count (images of one group run in

@@ -4,6 +4,7 @@ list(APPEND ATTN_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/gru_cell.cpp
   ${CMAKE_CURRENT_LIST_DIR}/conv.cpp
   ${CMAKE_CURRENT_LIST_DIR}/conv_winograd.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/conv_pool.cpp
   ${CMAKE_CURRENT_LIST_DIR}/pool.cpp
   ${CMAKE_CURRENT_LIST_DIR}/batch_norm.cpp
   ${CMAKE_CURRENT_LIST_DIR}/addressing.cpp)

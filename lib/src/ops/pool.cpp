@@ -10,15 +10,12 @@
 #include <utility>
 
 #include "attn/core/flops.hpp"
+#include "pool_methods.hpp"
 #include "vector_clones.hpp"
 
 namespace attn::ops {
-namespace {
 
-
-// Checks the options against x: [B, C, IH, IW] and fills in the output size. For 1-D ops
-// (`one_d`, x seen as [B, C, 1, IW]) every field must be one value, which applies to the length.
-PoolGeometry make_geometry(const std::string& op, const Shape& x, PoolOptions o, bool one_d) {
+PoolGeometry pool_detail::make_geometry(const std::string& op, const Shape& x, PoolOptions o, bool one_d) {
   const auto shown = [&](Size2 v) { return one_d ? std::to_string(v.w) : to_string(v); };
   if (one_d) {
     for (auto [field, v] : {std::pair{"kernel", o.kernel}, std::pair{"stride", o.stride},
@@ -52,6 +49,39 @@ PoolGeometry make_geometry(const std::string& op, const Shape& x, PoolOptions o,
   return g;
 }
 
+// One output row of a 2 x 2 stride-2 max pooling (every CNN's pool2) from input rows r0 and r1,
+// a window per output (pool_methods.hpp).
+ATTN_VECTOR_CLONES void pool_detail::max_pool2_row(const float* r0, const float* r1, int64_t OW, int32_t base,
+                                                   int32_t IW, float* y, int32_t* a) {
+  for (int64_t j = 0; j < OW; ++j) {
+    float m;
+    int32_t k;
+    first_max4(r0[2 * j], r0[2 * j + 1], r1[2 * j], r1[2 * j + 1], IW, m, k);
+    y[j] = m;
+    a[j] = base + static_cast<int32_t>(2 * j) + k;
+  }
+}
+
+// The gradient of max_pool2_row: input rows r0 and r1 (columns 0 .. 2 OW - 1) get dy[j] at each
+// window's maximum and 0 elsewhere, every element written once (no zero fill, no scatter).
+ATTN_VECTOR_CLONES void pool_detail::max_unpool2_row(const float* dy, const int32_t* a, int64_t OW, int32_t base,
+                                                     int32_t IW, float* r0, float* r1) {
+  for (int64_t j = 0; j < OW; ++j) {
+    const int32_t k = a[j] - base - static_cast<int32_t>(2 * j);   // 0, 1, IW or IW + 1
+    const float d = dy[j];
+    r0[2 * j] = k == 0 ? d : 0.0f;
+    r0[2 * j + 1] = k == 1 ? d : 0.0f;
+    r1[2 * j] = k == IW ? d : 0.0f;
+    r1[2 * j + 1] = k == IW + 1 ? d : 0.0f;
+  }
+}
+
+namespace {
+
+using pool_detail::make_geometry;
+using pool_detail::max_pool2_row;
+using pool_detail::max_unpool2_row;
+
 int64_t window_reads(const PoolGeometry& g) { return g.B * g.C * g.OH * g.OW * g.kernel.h * g.kernel.w; }
 
 // The window of output (i, j) clipped to the input: rows [h0, h1), columns [w0, w1).
@@ -66,27 +96,6 @@ inline Window window(const PoolGeometry& g, int64_t i, int64_t j) {
 
 bool is_pool2(const PoolGeometry& g) {
   return g.kernel == Size2(2) && g.stride == Size2(2) && g.padding == Size2(0);
-}
-
-// One output row of a 2 x 2 stride-2 max pooling (every CNN's pool2) from input rows r0 and
-// r1: y[j] the window's first maximum, a NaN winning (the last NaN, as the general loop), and
-// a[j] its index base + (2j or 2j + 1) + (0 or IW). Selects instead of branches, so that the
-// loop vectorises (with branches it did not).
-ATTN_VECTOR_CLONES void max_pool2_row(const float* r0, const float* r1, int64_t OW, int32_t base, int32_t IW,
-                                      float* y, int32_t* a) {
-  for (int64_t j = 0; j < OW; ++j) {
-    const float v0 = r0[2 * j], v1 = r0[2 * j + 1], v2 = r1[2 * j], v3 = r1[2 * j + 1];
-    float m = v0;
-    int32_t k = 0;
-    bool take = v1 > m || v1 != v1;
-    m = take ? v1 : m, k = take ? 1 : k;
-    take = v2 > m || v2 != v2;
-    m = take ? v2 : m, k = take ? IW : k;
-    take = v3 > m || v3 != v3;
-    m = take ? v3 : m, k = take ? IW + 1 : k;
-    y[j] = m;
-    a[j] = base + static_cast<int32_t>(2 * j) + k;
-  }
 }
 
 Tensor max_forward(const PoolGeometry& g, const Tensor& x, MaxPoolCache* cache) {
@@ -123,20 +132,6 @@ Tensor max_forward(const PoolGeometry& g, const Tensor& x, MaxPoolCache* cache) 
   }
   if (cache) *cache = {g, argmax};
   return y;
-}
-
-// The gradient of max_pool2_row: input rows r0 and r1 (columns 0 .. 2 OW - 1) get dy[j] at each
-// window's maximum and 0 elsewhere, every element written once (no zero fill, no scatter).
-ATTN_VECTOR_CLONES void max_unpool2_row(const float* dy, const int32_t* a, int64_t OW, int32_t base, int32_t IW,
-                                        float* r0, float* r1) {
-  for (int64_t j = 0; j < OW; ++j) {
-    const int32_t k = a[j] - base - static_cast<int32_t>(2 * j);   // 0, 1, IW or IW + 1
-    const float d = dy[j];
-    r0[2 * j] = k == 0 ? d : 0.0f;
-    r0[2 * j + 1] = k == 1 ? d : 0.0f;
-    r1[2 * j] = k == IW ? d : 0.0f;
-    r1[2 * j + 1] = k == IW + 1 ? d : 0.0f;
-  }
 }
 
 Tensor max_backward(const PoolGeometry& g, const Tensor& dy, const Tensor& argmax) {

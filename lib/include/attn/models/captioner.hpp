@@ -229,6 +229,7 @@ class Captioner {
   Tensor encode(const Tensor& images, bool training, Run* run) const;
   void encode_backward(Tensor dannotations, Run& run);
   bool relu_after_pool(size_t k) const;   // whether encoder layer k's ReLU runs after layer k + 1's pooling
+  bool pools_with_next(size_t k) const;   // whether conv layer k runs with layer k + 1's 2 x 2 pooling, one op
   void check_images(const Tensor& images, const std::string& label) const;
 
   CaptionerConfig config_;

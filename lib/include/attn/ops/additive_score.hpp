@@ -15,9 +15,10 @@ void additive_scores(const float* uk, const float* wq, const float* v, int64_t B
                      float* hidden, float* e);
 
 // The backward of additive_scores from de [B, S]: with dpre = de v (1 - hidden^2), ADDS dpre
-// into duk [B, S, A] and WRITES dwq[b, :] = sum_s dpre[b, s, :]. Pairs with de = 0 (masked keys)
-// are skipped. The gradient of v (hidden^T de) is one gemv, left to the caller.
+// into duk [B, S, A], WRITES dwq[b, :] = sum_s dpre[b, s, :], and ADDS v's gradient hidden^T de
+// into dv [A] (in the same pass over hidden, the batch rows' parts added in order). Pairs with
+// de = 0 (masked keys) are skipped.
 void additive_scores_backward(const float* hidden, const float* de, const float* v, int64_t B, int64_t S,
-                              int64_t A, float* duk, float* dwq);
+                              int64_t A, float* duk, float* dwq, float* dv);
 
 }  // namespace attn::ops
