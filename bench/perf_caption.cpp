@@ -43,11 +43,13 @@
 // then one line per part of the step timed alone on the pool's first batch with the model's
 // weights (median of --steps repetitions of as many calls as the pool has batches, after one
 // untimed):
-//   part=conv<k>       conv2d_forward and conv2d_backward of encoder convolution k, against
-//                      the im2col GEMMs of its multiply-adds (forward, dW, dcol; conv0's dcol is
-//                      work its input needs no gradient for, done all the same); conv1, by
-//                      Winograd, passes 1
-//   part=encoder-rest  the encoder's ReLUs, max poolings and the permutation to annotations
+//   part=conv<k>       the forward and backward of encoder convolution k as the model runs them,
+//                      against the im2col GEMMs of its multiply-adds (forward, dW, and dcol
+//                      but for conv0, whose input needs no gradient); a convolution followed by
+//                      2 x 2 pooling runs, as in the model, as ops::conv2d_max_pool2 (conv0+pool:
+//                      direct; conv1+pool: Winograd, which passes 1, then max_pool2d)
+//   part=encoder-rest  the encoder's ReLUs, the max poolings not fused with a convolution, and
+//                      the permutation to annotations
 //   part=lstm          the decoder's LSTM cell, T steps of nn::Rnn::step (h W_hh^T plus the
 //                      gates) and T of step_backward (dh, dW_hh per step) on B rows
 // each with seconds per batch, its share of the whole step's time, GFLOP/s on its products,
@@ -65,6 +67,7 @@
 #include "attn/nn/rnn.hpp"
 #include "attn/ops/activation.hpp"
 #include "attn/ops/conv.hpp"
+#include "attn/ops/conv_pool.hpp"
 #include "attn/ops/pool.hpp"
 #include "attn/ops/rows.hpp"
 #include "attn/ops/shape_ops.hpp"
@@ -163,9 +166,11 @@ struct ConvShape {
   int64_t B, C, IH, IW, O, k;
   int64_t positions() const { return IH * IW; }   // stride 1, padding k / 2, odd k
   int64_t window() const { return C * k * k; }
-  // The op's products: forward, dW, dcol (conv0 included).
-  bench::GemmList gemms() const {
-    return {{O, B * positions(), window()}, {O, window(), B * positions()}, {window(), B * positions(), O}};
+  // The op's products: forward, dW and, with the input's gradient, dcol.
+  bench::GemmList gemms(bool input_grad = true) const {
+    bench::GemmList g{{O, B * positions(), window()}, {O, window(), B * positions()}};
+    if (input_grad) g.push_back({window(), B * positions(), O});
+    return g;
   }
 };
 
@@ -203,8 +208,8 @@ bench::GemmList model_gemms(const models::CaptionerConfig& c, int64_t B, int64_t
   bench::GemmList g;
   const std::vector<ConvShape> convs = conv_shapes(c, B);
   for (size_t k = 0; k < convs.size(); ++k) {
-    const bench::GemmList cg = convs[k].gemms();
-    g.insert(g.end(), cg.begin(), cg.end() - (k == 0 ? 1 : 0));
+    const bench::GemmList cg = convs[k].gemms(/*input_grad=*/k > 0);
+    g.insert(g.end(), cg.begin(), cg.end());
   }
   perf::add_linear(g, B, D, Dd, true);          // init_h
   perf::add_linear(g, B, D, Dd, true);          // init_c
@@ -299,8 +304,18 @@ void time_parts(models::Captioner& model, const models::CaptionBatch& batch, int
   Tensor x = batch.images;
   double rest = 0.0;
   int64_t k = 0;
-  std::vector<Tensor> pre_pool;   // the encoder's tensors, for its other ops
-  for (const models::ConvEncoderLayer& l : models::parse_encoder(c.encoder)) {
+  const std::vector<models::ConvEncoderLayer> layers = models::parse_encoder(c.encoder);
+  const auto relu = [&](const Tensor& y) {   // timed into `rest`; returns relu(y)
+    const Tensor dy = rand_uniform(y.shape(), rng, -1.0f, 1.0f);
+    rest += seconds_per_batch(reps, n_batches, [&] {
+      ops::ReluCache cache;
+      ops::relu_forward(y, &cache);
+      ops::relu_backward(dy, cache);
+    });
+    return ops::relu_forward(y, nullptr);
+  };
+  for (size_t i = 0; i < layers.size(); ++i) {
+    const models::ConvEncoderLayer& l = layers[i];
     if (l.kind == models::ConvEncoderLayer::pool) {
       ops::MaxPoolCache pc;
       Tensor y = ops::max_pool2d_forward(x, {.kernel = l.size}, &pc);
@@ -310,28 +325,39 @@ void time_parts(models::Captioner& model, const models::CaptionBatch& batch, int
         ops::max_pool2d_forward(x, {.kernel = l.size}, &cache);
         ops::max_pool2d_backward(dy, cache);
       });
-      x = y;
+      x = i > 0 && layers[i - 1].kind == models::ConvEncoderLayer::conv ? relu(y) : y;
       continue;
     }
     const std::string name = "encoder/conv" + std::to_string(k);
     const Tensor W = params.at(name + "/W")->value, b = params.at(name + "/b")->value;
     Tensor dW = zeros_like(W), db = zeros_like(b);
+    const ops::ConvOptions o{.padding = l.size / 2};
+    const bool input_grad = k > 0;   // as the model: the images need no gradient
+    const ConvShape shape{B, x.dim(1), x.dim(2), x.dim(3), l.channels, l.size};
+    // As Captioner::encode: a convolution with 2 x 2 pooling next runs as one op, the ReLU after both.
+    if (i + 1 < layers.size() && layers[i + 1].kind == models::ConvEncoderLayer::pool && layers[i + 1].size == 2) {
+      const Tensor y = ops::conv2d_max_pool2_forward(x, W, b, o, nullptr);
+      const Tensor dy = rand_uniform(y.shape(), rng, -1.0f, 1.0f);
+      const double conv = seconds_per_batch(reps, n_batches, [&] {
+        ops::ConvPoolCache cache;
+        ops::conv2d_max_pool2_forward(x, W, b, o, &cache);
+        ops::conv2d_max_pool2_backward(dy, W, cache, dW, db, input_grad);
+      });
+      print_part(("conv" + std::to_string(k++) + "+pool").c_str(), conv, step_seconds, shape.gemms(input_grad));
+      x = relu(y);
+      ++i;   // the pooling is done
+      continue;
+    }
     ops::ConvCache cc;
-    const Tensor y = ops::conv2d_forward(x, W, b, {.padding = l.size / 2}, &cc);
+    const Tensor y = ops::conv2d_forward(x, W, b, o, &cc);
     const Tensor dy = rand_uniform(y.shape(), rng, -1.0f, 1.0f);
     const double conv = seconds_per_batch(reps, n_batches, [&] {
       ops::ConvCache cache;
-      ops::conv2d_forward(x, W, b, {.padding = l.size / 2}, &cache);
-      ops::conv2d_backward(dy, W, cache, dW, db);
+      ops::conv2d_forward(x, W, b, o, &cache);
+      ops::conv2d_backward(dy, W, cache, dW, db, input_grad);
     });
-    const ConvShape shape{B, x.dim(1), x.dim(2), x.dim(3), l.channels, l.size};
-    print_part(("conv" + std::to_string(k++)).c_str(), conv, step_seconds, shape.gemms());
-    rest += seconds_per_batch(reps, n_batches, [&] {
-      ops::ReluCache cache;
-      ops::relu_forward(y, &cache);
-      ops::relu_backward(dy, cache);
-    });
-    x = ops::relu_forward(y, nullptr);
+    print_part(("conv" + std::to_string(k++)).c_str(), conv, step_seconds, shape.gemms(input_grad));
+    x = i + 1 < layers.size() && layers[i + 1].kind == models::ConvEncoderLayer::pool ? y : relu(y);
   }
   const Tensor dx = rand_uniform({x.dim(0), x.dim(2), x.dim(3), x.dim(1)}, rng, -1.0f, 1.0f);
   rest += seconds_per_batch(reps, n_batches, [&] {
