@@ -151,12 +151,8 @@ template <bool kInput>
 #pragma omp simd
   for (int64_t k = 0; k < kWidth; ++k) {
     const float given = dy[b.m + k];   // read in every lane, kept from `from` on
-    const float g = k >= from ? given : 0.0f;
-    const int32_t code = arg[b.m + k] - b.base - static_cast<int32_t>(2 * (b.m + k));
-    d[0][k] = code == 0 ? g : 0.0f;
-    d[1][k] = code == 1 ? g : 0.0f;
-    d[2][k] = code == b.OW ? g : 0.0f;
-    d[3][k] = code == b.OW + 1 ? g : 0.0f;
+    pool_detail::window_gradient(k >= from ? given : 0.0f, arg[b.m + k] - b.base - static_cast<int32_t>(2 * (b.m + k)),
+                                 b.OW, d[0][k], d[1][k], d[2][k], d[3][k]);
   }
   for (int64_t t = 0; t < b.taps; ++t) {
     const int64_t o0 = b.offsets[t] + b.m, o1 = b.offsets[b.taps + t] + b.m;

@@ -49,10 +49,17 @@ PoolGeometry pool_detail::make_geometry(const std::string& op, const Shape& x, P
   return g;
 }
 
-// One output row of a 2 x 2 stride-2 max pooling (every CNN's pool2) from input rows r0 and r1,
-// a window per output (pool_methods.hpp).
-ATTN_VECTOR_CLONES void pool_detail::max_pool2_row(const float* r0, const float* r1, int64_t OW, int32_t base,
-                                                   int32_t IW, float* y, int32_t* a) {
+namespace {
+
+using pool_detail::first_max4;
+using pool_detail::make_geometry;
+using pool_detail::window_gradient;
+
+// One output row of a 2 x 2 stride-2 max pooling (every CNN's pool2) from input rows r0 and r1:
+// y[j] the window's first maximum (first_max4: a NaN wins), a[j] its index base + 2j + (0, 1, IW
+// or IW + 1). Selects instead of branches, so that the loop vectorises.
+ATTN_VECTOR_CLONES void max_pool2_row(const float* r0, const float* r1, int64_t OW, int32_t base, int32_t IW,
+                                      float* y, int32_t* a) {
   for (int64_t j = 0; j < OW; ++j) {
     float m;
     int32_t k;
@@ -64,23 +71,12 @@ ATTN_VECTOR_CLONES void pool_detail::max_pool2_row(const float* r0, const float*
 
 // The gradient of max_pool2_row: input rows r0 and r1 (columns 0 .. 2 OW - 1) get dy[j] at each
 // window's maximum and 0 elsewhere, every element written once (no zero fill, no scatter).
-ATTN_VECTOR_CLONES void pool_detail::max_unpool2_row(const float* dy, const int32_t* a, int64_t OW, int32_t base,
-                                                     int32_t IW, float* r0, float* r1) {
-  for (int64_t j = 0; j < OW; ++j) {
-    const int32_t k = a[j] - base - static_cast<int32_t>(2 * j);   // 0, 1, IW or IW + 1
-    const float d = dy[j];
-    r0[2 * j] = k == 0 ? d : 0.0f;
-    r0[2 * j + 1] = k == 1 ? d : 0.0f;
-    r1[2 * j] = k == IW ? d : 0.0f;
-    r1[2 * j + 1] = k == IW + 1 ? d : 0.0f;
-  }
+ATTN_VECTOR_CLONES void max_unpool2_row(const float* dy, const int32_t* a, int64_t OW, int32_t base, int32_t IW,
+                                        float* r0, float* r1) {
+  for (int64_t j = 0; j < OW; ++j)
+    window_gradient(dy[j], a[j] - base - static_cast<int32_t>(2 * j), IW, r0[2 * j], r0[2 * j + 1], r1[2 * j],
+                    r1[2 * j + 1]);
 }
-
-namespace {
-
-using pool_detail::make_geometry;
-using pool_detail::max_pool2_row;
-using pool_detail::max_unpool2_row;
 
 int64_t window_reads(const PoolGeometry& g) { return g.B * g.C * g.OH * g.OW * g.kernel.h * g.kernel.w; }
 

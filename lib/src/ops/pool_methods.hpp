@@ -1,5 +1,6 @@
-// Private to pool.cpp and conv_pool.cpp: the pooling's geometry check and the row kernels of
-// 2 x 2 max pooling at stride 2, which the fused convolution and pooling also runs.
+// Private to pool.cpp and conv_pool.cpp: the pooling's geometry check and the rules of a 2 x 2
+// max pooling window (its maximum, where its gradient goes), which the fused convolution and
+// pooling applies too.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -28,10 +29,14 @@ PoolGeometry make_geometry(const std::string& op, const Shape& x, PoolOptions o,
   best = m, code = k;
 }
 
-// One output row of 2 x 2 max pooling from input rows r0 and r1 (columns 0 .. 2 OW - 1): y[j] the
-// window's first maximum (a NaN wins), a[j] its index base + 2j + (0, 1, IW or IW + 1).
-void max_pool2_row(const float* r0, const float* r1, int64_t OW, int32_t base, int32_t IW, float* y, int32_t* a);
-// Its gradient: r0 and r1 (columns 0 .. 2 OW - 1) get dy[j] at each window's maximum, 0 elsewhere.
-void max_unpool2_row(const float* dy, const int32_t* a, int64_t OW, int32_t base, int32_t IW, float* r0, float* r1);
+// The gradient g of such a window spread over its four positions: g at the maximum (code as
+// first_max4's), 0 at the others.
+[[gnu::always_inline]] inline void window_gradient(float g, int32_t code, int32_t IW, float& d0, float& d1, float& d2,
+                                                   float& d3) {
+  d0 = code == 0 ? g : 0.0f;
+  d1 = code == 1 ? g : 0.0f;
+  d2 = code == IW ? g : 0.0f;
+  d3 = code == IW + 1 ? g : 0.0f;
+}
 
 }  // namespace attn::ops::pool_detail
