@@ -74,7 +74,8 @@ TEST_CASE("conv2d_max_pool2 is max_pool2d of conv2d: the same bits in integer ar
   // and of several with a shorter last, one to three input channels, odd and even O, square and flat
   // kernels.
   for (const Case& c : {Case{{2, 1, 7, 17}, 3, 3, 1}, Case{{3, 1, 6, 40}, 3, 3, 1}, Case{{2, 3, 10, 37}, 3, 3, 0},
-                        Case{{1, 1, 9, 50}, 5, 5, 2}, Case{{2, 2, 5, 26}, 2, 2, 0}, Case{{2, 1, 8, 35}, 3, 1, {1, 0}}}) {
+                        Case{{1, 1, 9, 50}, 5, 5, 2}, Case{{2, 2, 5, 26}, 2, 2, 0},
+                        Case{{2, 1, 8, 35}, 3, 1, {1, 0}}}) {
     INFO("x " << to_string(c.x) << ", kernel " << c.KH << " x " << c.KW << ", padding " << ops::to_string(c.padding));
     const int64_t O = c.x[1] == 2 ? 3 : 4;
     const Tensor x = small_integers(c.x, rng, 3), W = small_integers({O, c.x[1], c.KH, c.KW}, rng, 2);

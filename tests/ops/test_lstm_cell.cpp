@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "attn/blas/blas.hpp"
+#include "attn/core/threading.hpp"
 #include "test_support.hpp"
 
 using namespace attn;
@@ -89,6 +90,29 @@ TEST_CASE("lstm_cell_backward matches finite differences", "[gradcheck][lstm]") 
   Tensor want_dW = test::numeric_grad(loss, W);
   for (float& v : want_dW.values()) v += 0.25f;
   CHECK_THAT(dW, test::close_to(want_dW));
+}
+
+TEST_CASE("lstm_cell: the same step, forward and backward, on one thread and on two", "[unit][lstm]") {
+  // 32 x 128 (the captioner's decoder cell) is large enough for the products and the elementwise
+  // passes to split over two threads.
+  Rng rng(12);
+  const int64_t B = 32, H = 128;
+  const Tensor gx = randn({B, 4 * H}, rng), h = randn({B, H}, rng), c = randn({B, H}, rng);
+  const Tensor W = randn({4 * H, H}, rng, 0.1f), dh = randn({B, H}, rng), dc = randn({B, H}, rng);
+  const int before = num_threads();
+  const auto step = [&](int threads) {
+    set_num_threads(threads);
+    ops::LstmCellCache cache;
+    const ops::LstmState s = ops::lstm_cell_forward(gx, h, c, W, &cache);
+    Tensor dW = zeros_like(W);
+    const ops::LstmCellGrads g = ops::lstm_cell_backward(dh, dc, W, cache, dW);
+    return std::vector<Tensor>{s.h, s.c, g.dgates_x, g.dh, g.dc, dW};
+  };
+  const std::vector<Tensor> one = step(1), two = step(2);
+  set_num_threads(before);
+  for (size_t i = 0; i < one.size(); ++i) CHECK_THAT(two[i], test::close_to(one[i], 1e-5));
+  const ops::LstmState want = naive_step(gx, h, c, W);
+  CHECK_THAT(two[0], test::close_to(want.h, 1e-5));
 }
 
 TEST_CASE("lstm_cell_backward: an undefined gradient stands for zeros", "[unit][lstm]") {

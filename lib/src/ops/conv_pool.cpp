@@ -67,8 +67,10 @@ std::vector<int64_t> tap_offsets(const ConvGeometry& g, const Band& band) {
   for (int64_t e = 0; e < 2; ++e)
     for (int64_t c = 0, t = 0; c < g.C; ++c)
       for (int64_t p = 0; p < g.KH; ++p)
-        for (int64_t q = 0; q < g.KW; ++q, ++t)
-          offsets[static_cast<size_t>(e * taps + t)] = (c * band.R + p) * band.row() + (e + q) % 2 * band.H + (e + q) / 2;
+        for (int64_t q = 0; q < g.KW; ++q, ++t) {
+          const int64_t column = e + q;   // of the band, from the window's first
+          offsets[static_cast<size_t>(e * taps + t)] = (c * band.R + p) * band.row() + column % 2 * band.H + column / 2;
+        }
   return offsets;
 }
 
