@@ -295,7 +295,8 @@ void Captioner::encode_backward(Tensor dannotations, Run& run) {
         dx = ops::conv2d_backward(dx, p.W.value, lc.conv, p.W.grad, p.b.grad, input_grad);
     } else {
       if (k > 0 && relu_after_pool(k - 1)) dx = ops::relu_backward(dx, lc.relu);
-      if (k == 0 || !pools_with_next(k - 1)) dx = ops::max_pool2d_backward(dx, lc.pool);
+      const bool done = k > 0 && pools_with_next(k - 1);   // by the convolution before
+      if (!done) dx = ops::max_pool2d_backward(dx, lc.pool);
     }
   }
 }

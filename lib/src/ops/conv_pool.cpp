@@ -214,14 +214,18 @@ Tensor direct_forward(const ConvGeometry& g, const PoolGeometry& pg, const Tenso
   const float *xp = x.data(), *Wp = W.data(), *bp = bias.data();
   float* yp = y.data();
   int32_t* ap = argmax.idata();
+  // Every band has the layout of a full one (the last may use fewer of its rows), so the taps'
+  // offsets are the same for all.
+  const Band full = band_of(g, PW, 0, rows);
+  const std::vector<int64_t> offsets = tap_offsets(g, full);
 #pragma omp parallel if (spread_over_threads(tasks))
   {
-    Tensor padded = Tensor::uninitialized({band_of(g, PW, 0, rows).floats(g.C)});
+    Tensor padded = Tensor::uninitialized({full.floats(g.C)});
 #pragma omp for schedule(static)
     for (int64_t task = 0; task < tasks; ++task) {
       const int64_t img = task / bands, u0 = task % bands * rows;
-      const Band band = band_of(g, PW, u0, std::min(PH, u0 + rows));
-      const std::vector<int64_t> offsets = tap_offsets(g, band);
+      Band band = full;
+      band.u0 = u0, band.u1 = std::min(PH, u0 + rows);
       pad_band(g, band, xp + img * g.C * g.IH * g.IW, padded.data());
       for (int64_t u = band.u0; u < band.u1; ++u) {
         Windows win{Wp, taps, offsets.data(), padded.data() + 2 * (u - band.u0) * band.row(), band.row(), 0,
