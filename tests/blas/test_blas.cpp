@@ -91,3 +91,28 @@ TEST_CASE("blas: every product feeds the multiply-add counter", "[unit][blas]") 
                              0.0f, C.data(), 5, 10, 2);
   CHECK(flops::count() == 120);
 }
+
+TEST_CASE("blas: SplitGemm's parts, run in any order, are gemm's product to the bit", "[unit][blas][threads]") {
+  const int before = num_parts();
+  set_num_threads(2);
+  Rng rng(4);
+  struct Shape { Trans ta, tb; int64_t M, N, K; };
+  // Split by rows, by columns (M < N and too few rows for a register block per part), and small
+  // enough to stay whole; with every transpose the LSTM's products use.
+  for (const Shape& s : {Shape{Trans::T, Trans::N, 512, 128, 32}, Shape{Trans::N, Trans::T, 32, 512, 128},
+                         Shape{Trans::N, Trans::N, 32, 128, 512}, Shape{Trans::N, Trans::N, 16, 16, 16}}) {
+    CAPTURE(s.M, s.N, s.K);
+    const int64_t lda = s.ta == Trans::T ? s.M : s.K, ldb = s.tb == Trans::T ? s.K : s.N;
+    const Tensor A = randn({s.M * s.K}, rng), B = randn({s.K * s.N}, rng);
+    Tensor want = randn({s.M, s.N}, rng), got = want.clone();
+    blas::gemm(s.ta, s.tb, s.M, s.N, s.K, 0.5f, A.data(), lda, B.data(), ldb, 1.0f, want.data(), s.N);
+    flops::reset();
+    const blas::SplitGemm product(s.ta, s.tb, s.M, s.N, s.K, 0.5f, A.data(), lda, B.data(), ldb, 1.0f, got.data(),
+                                  s.N);
+    CHECK(flops::count() == s.M * s.N * s.K);
+    CHECK(product.parts() == (s.M * s.N * s.K >= (int64_t{1} << 19) ? 2 : 1));
+    for (int part = product.parts(); part-- > 0;) product.run(part);
+    CHECK_THAT(got, test::close_to(want, 0));
+  }
+  set_num_threads(before);
+}

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "attn/blas/blas.hpp"
+#include "attn/core/threading.hpp"
 #include "test_support.hpp"
 
 using namespace attn;
@@ -62,6 +63,32 @@ TEST_CASE("gru_cell: matches the naive loops at B > 1", "[unit][gru]") {
     CHECK_THAT(ops::gru_cell_forward(gx, h, W, bh, nullptr),
                test::close_to(naive_step(gx, h, W, bh), 1e-5));
   }
+}
+
+TEST_CASE("gru_cell: the same step, forward and backward, on one thread and on two", "[unit][gru]") {
+  // 32 x 128 is large enough for the products and the elementwise passes to split over two
+  // threads; two parts on one running thread (the thread governor's case) give two threads' bits.
+  Rng rng(13);
+  const int64_t B = 32, H = 128;
+  const Tensor gx = randn({B, 3 * H}, rng), h = randn({B, H}, rng), dh = randn({B, H}, rng);
+  const Tensor W = randn({3 * H, H}, rng, 0.1f), bh = randn({3 * H}, rng);
+  const int before = num_threads();
+  const auto step = [&](int parts, int running) {
+    set_num_threads(parts);
+    set_running_threads(running);
+    ops::GruCellCache cache;
+    const Tensor next = ops::gru_cell_forward(gx, h, W, bh, &cache);
+    Tensor dW = zeros_like(W), db = zeros_like(bh);
+    const ops::GruCellGrads g = ops::gru_cell_backward(dh, W, cache, dW, db);
+    return std::vector<Tensor>{next, g.dgates_x, g.dh, dW, db};
+  };
+  const std::vector<Tensor> one = step(1, 1), two = step(2, 2), held = step(2, 1);
+  set_num_threads(before);
+  for (size_t i = 0; i < one.size(); ++i) {
+    CHECK_THAT(two[i], test::close_to(one[i], 1e-5));
+    CHECK_THAT(held[i], test::close_to(two[i], 0));
+  }
+  CHECK_THAT(two[0], test::close_to(naive_step(gx, h, W, bh), 1e-5));
 }
 
 TEST_CASE("gru_cell_backward matches finite differences", "[gradcheck][gru]") {

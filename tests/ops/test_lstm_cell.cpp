@@ -100,17 +100,23 @@ TEST_CASE("lstm_cell: the same step, forward and backward, on one thread and on 
   const Tensor gx = randn({B, 4 * H}, rng), h = randn({B, H}, rng), c = randn({B, H}, rng);
   const Tensor W = randn({4 * H, H}, rng, 0.1f), dh = randn({B, H}, rng), dc = randn({B, H}, rng);
   const int before = num_threads();
-  const auto step = [&](int threads) {
-    set_num_threads(threads);
+  const auto step = [&](int parts, int running) {
+    set_num_threads(parts);
+    set_running_threads(running);
     ops::LstmCellCache cache;
     const ops::LstmState s = ops::lstm_cell_forward(gx, h, c, W, &cache);
     Tensor dW = zeros_like(W);
     const ops::LstmCellGrads g = ops::lstm_cell_backward(dh, dc, W, cache, dW);
     return std::vector<Tensor>{s.h, s.c, g.dgates_x, g.dh, g.dc, dW};
   };
-  const std::vector<Tensor> one = step(1), two = step(2);
+  // Two parts on one running thread (the thread governor's case): the thread runs both parts of
+  // each phase in turn, with the same bits as two threads.
+  const std::vector<Tensor> one = step(1, 1), two = step(2, 2), held = step(2, 1);
   set_num_threads(before);
-  for (size_t i = 0; i < one.size(); ++i) CHECK_THAT(two[i], test::close_to(one[i], 1e-5));
+  for (size_t i = 0; i < one.size(); ++i) {
+    CHECK_THAT(two[i], test::close_to(one[i], 1e-5));
+    CHECK_THAT(held[i], test::close_to(two[i], 0));
+  }
   const ops::LstmState want = naive_step(gx, h, c, W);
   CHECK_THAT(two[0], test::close_to(want.h, 1e-5));
 }

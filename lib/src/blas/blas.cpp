@@ -73,31 +73,45 @@ std::pair<int64_t, int64_t> piece(int64_t n, int part, int parts) {
 
 }  // namespace
 
-void gemm(Trans ta, Trans tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
-          int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
+SplitGemm::SplitGemm(Trans ta, Trans tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
+                     int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc)
+    : ta_(ta), tb_(tb), M_(M), N_(N), K_(K), alpha_(alpha), A_(A), lda_(lda), B_(B), ldb_(ldb), beta_(beta), C_(C),
+      ldc_(ldc) {
   if (M == 0 || N == 0) return;
   flops::add(M * N * K);
   const int parts = begin_product();
-  if (parts == 1 || M * N * K < kMinSplit) {
-    sgemm_one_thread(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+  if (parts == 1 || M * N * K < kMinSplit) return;
+  parts_ = parts;
+  // Rows of C (of op(A)) while each part gets a full register block of them, else columns.
+  by_rows_ = M >= 2 * kSplitAlign * parts || M >= N;
+}
+
+void SplitGemm::run(int part) const {
+  if (M_ == 0 || N_ == 0) return;
+  if (parts_ == 1) {
+    sgemm_one_thread(ta_, tb_, M_, N_, K_, alpha_, A_, lda_, B_, ldb_, beta_, C_, ldc_);
+  } else if (by_rows_) {
+    const auto [m0, m1] = piece(M_, part, parts_);
+    if (m1 > m0)
+      sgemm(ta_, tb_, m1 - m0, N_, K_, alpha_, ta_ == Trans::T ? A_ + m0 : A_ + m0 * lda_, lda_, B_, ldb_, beta_,
+            C_ + m0 * ldc_, ldc_);
+  } else {
+    const auto [n0, n1] = piece(N_, part, parts_);
+    if (n1 > n0)
+      sgemm(ta_, tb_, M_, n1 - n0, K_, alpha_, A_, lda_, tb_ == Trans::T ? B_ + n0 * ldb_ : B_ + n0, ldb_, beta_,
+            C_ + n0, ldc_);
+  }
+}
+
+void gemm(Trans ta, Trans tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
+          int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
+  const SplitGemm product(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+  if (product.parts() == 1) {
+    product.run(0);
     return;
   }
-  // Rows of C (of op(A)) while each part gets a full register block of them, else columns.
-  const bool by_rows = M >= 2 * kSplitAlign * parts || M >= N;
-#pragma omp parallel for schedule(static) num_threads(threads_for(parts))
-  for (int t = 0; t < parts; ++t) {
-    if (by_rows) {
-      const auto [m0, m1] = piece(M, t, parts);
-      if (m1 > m0)
-        sgemm(ta, tb, m1 - m0, N, K, alpha, ta == Trans::T ? A + m0 : A + m0 * lda, lda, B, ldb,
-              beta, C + m0 * ldc, ldc);
-    } else {
-      const auto [n0, n1] = piece(N, t, parts);
-      if (n1 > n0)
-        sgemm(ta, tb, M, n1 - n0, K, alpha, A, lda, tb == Trans::T ? B + n0 * ldb : B + n0, ldb,
-              beta, C + n0, ldc);
-    }
-  }
+#pragma omp parallel for schedule(static) num_threads(threads_for(product.parts()))
+  for (int t = 0; t < product.parts(); ++t) product.run(t);
 }
 
 void gemm_strided_batched(Trans ta, Trans tb, int64_t M, int64_t N, int64_t K, float alpha,

@@ -8,8 +8,12 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <initializer_list>
 
+#include "attn/blas/blas.hpp"
+#include "attn/core/team.hpp"
 #include "attn/core/tensor.hpp"
+#include "attn/core/threading.hpp"
 #include "attn/ops/activation.hpp"
 #include "attn/ops/softmax.hpp"
 
@@ -20,6 +24,42 @@ namespace attn::ops::detail {
 // between two-thread GEMMs: its recurrence timed alone reached 0.67-0.74 of the sgemm rate of
 // its products at 2 threads, 0.77-0.79 with the passes split (perf_caption --parts, 3 runs each).
 inline constexpr int64_t kCellParallelMin = int64_t{1} << 12;
+
+// The threads for a cell's step over B rows of H units whose products have the given parts:
+// one inside a parallel region (the NTM's row blocks), where the products have one part too.
+inline int step_threads(int64_t B, int64_t H, std::initializer_list<int> product_parts) {
+  if (in_parallel_region()) return 1;
+  int parts = B * H >= kCellParallelMin ? num_parts() : 1;
+  for (int p : product_parts) parts = std::max(parts, p);
+  return std::min(parts, num_threads());
+}
+
+// A cell's step forward in one parallel region (core/team.hpp): `product` (the recurrent one,
+// split as blas::gemm splits it), then, once all of it is in, row(b) for every batch row b
+// (the fused elementwise pass). One region and a spin barrier instead of two regions.
+template <class Row>
+void product_then_rows(const blas::SplitGemm& product, int64_t B, int64_t H, const Row& row) {
+  run_team(step_threads(B, H, {product.parts()}), [&](const Team& team) {
+    team.each_part(product.parts(), [&](int part) { product.run(part); });
+    team.sync();
+    const auto [b0, b1] = team.share(B);
+    for (int64_t b = b0; b < b1; ++b) row(b);
+  });
+}
+
+// A cell's step backward in one parallel region: row(b) for every batch row b, then, once all
+// rows are done, the two products that read their gradients (dh's and W_hh's).
+template <class Row>
+void rows_then_products(int64_t B, int64_t H, const Row& row, const blas::SplitGemm& first,
+                        const blas::SplitGemm& second) {
+  run_team(step_threads(B, H, {first.parts(), second.parts()}), [&](const Team& team) {
+    const auto [b0, b1] = team.share(B);
+    for (int64_t b = b0; b < b1; ++b) row(b);
+    team.sync();
+    team.each_part(first.parts(), [&](int part) { first.run(part); });
+    team.each_part(second.parts(), [&](int part) { second.run(part); });
+  });
+}
 
 inline float sigmoid(float v) { return 1.0f / (1.0f + exp_approx(-v)); }
 

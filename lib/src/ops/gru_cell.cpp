@@ -1,5 +1,6 @@
 // GRU cell and layer: per step one GEMM for h W_hh^T + b_hh on the whole batch, then one fused
-// elementwise pass (the two kernels below, shared by the cell and the layer).
+// elementwise pass, both in one parallel region (step_forward and step_backward below, shared by
+// the cell and the layer).
 #include "attn/ops/gru_cell.hpp"
 
 #include <algorithm>
@@ -18,9 +19,10 @@ using detail::sigmoid;
 using detail::tanh_fast;
 using detail::add_column_sums;
 using detail::data_or_null;
-using detail::kCellParallelMin;
+using detail::product_then_rows;
+using detail::rows_then_products;
 
-// One batch row of pointwise_forward below, cloned for AVX2 (vector_clones.hpp).
+// One batch row of step_forward's pass below, cloned for AVX2 (vector_clones.hpp).
 ATTN_VECTOR_CLONES
 void forward_row(int64_t H, const float* x, float* g, const float* hp, float* hnext) {
 #pragma omp simd   // the row is contiguous: one vector lane per hidden unit
@@ -36,43 +38,56 @@ void forward_row(int64_t H, const float* x, float* g, const float* hp, float* hn
   }
 }
 
-// gx: [B, 3H] input projection; gates: [B, 3H] holding h W_hh^T + b_hh in, activated r, z, n
-// out (in place). Writes h_next = (1 - z) n + z h_prev and, when hn is not null, hn = the
-// incoming W_hn h + b_hn (which backward needs).
-void pointwise_forward(int64_t B, int64_t H, const float* gx, float* gates, const float* h_prev,
-                       float* h_next, float* hn) {
-#pragma omp parallel for schedule(static) if (B * H >= kCellParallelMin)
-  for (int64_t b = 0; b < B; ++b) {
+// One step's forward in one parallel region (core/team.hpp): gates [B, 3H], holding b_hh, plus
+// h W_hh^T (split as blas::gemm splits it); then, once all of it is in, the fused pass over the
+// rows with gx [B, 3H], the input projection: gates activated in place to r, z, n, and
+// h_next = (1 - z) n + z h_prev; when hn is not null, hn = the incoming W_hn h + b_hn (which
+// backward needs).
+void step_forward(int64_t B, int64_t H, const float* h_prev, const float* W_hh, const float* gx, float* gates,
+                  float* h_next, float* hn) {
+  flops::add_sequential_steps(1);
+  const blas::SplitGemm product(Trans::N, Trans::T, B, 3 * H, H, 1.0f, h_prev, H, W_hh, H, 1.0f, gates, 3 * H);
+  product_then_rows(product, B, H, [&](int64_t b) {
     float* g = gates + b * 3 * H;
     if (hn) std::copy(g + 2 * H, g + 3 * H, hn + b * H);   // before n overwrites it
     forward_row(H, gx + b * 3 * H, g, h_prev + b * H, h_next + b * H);
+  });
+}
+
+// One batch row of step_backward's pass below (row pointers; dh_a and dh_b may be null).
+void backward_row(int64_t H, const float* g, const float* hn, const float* hp, const float* dh_a, const float* dh_b,
+                  float* dx, float* dg, float* dh_prev) {
+  for (int64_t j = 0; j < H; ++j) {
+    const float r = g[j], z = g[H + j], n = g[2 * H + j];
+    const float dh = (dh_a ? dh_a[j] : 0.0f) + (dh_b ? dh_b[j] : 0.0f);
+    const float dn = dh * (1.0f - z) * (1.0f - n * n);
+    const float dr = dn * hn[j] * r * (1.0f - r);
+    const float dz = dh * (hp[j] - n) * z * (1.0f - z);
+    dx[j] = dg[j] = dr;
+    dx[H + j] = dg[H + j] = dz;
+    dx[2 * H + j] = dn;
+    dg[2 * H + j] = dn * r;
+    dh_prev[j] = dh * z;
   }
 }
 
-// The step backwards. dh = dh_a + dh_b (either may be null). Writes dgx: [B, 3H] (gradient of
-// gates_x), dgh: [B, 3H] (gradient of h W_hh^T + b_hh) and dh_prev = dh z, the direct part of
-// the gradient w.r.t. h (the caller adds dgh W_hh). dh_prev may alias dh_b.
-void pointwise_backward(int64_t B, int64_t H, const float* gates, const float* hn,
-                        const float* h_prev, const float* dh_a, const float* dh_b, float* dgx,
-                        float* dgh, float* dh_prev) {
-#pragma omp parallel for collapse(2) schedule(static) if (B * H >= kCellParallelMin)
-  for (int64_t b = 0; b < B; ++b)
-    for (int64_t j = 0; j < H; ++j) {
-      const int64_t k = b * H + j;
-      const float* g = gates + b * 3 * H;
-      const float r = g[j], z = g[H + j], n = g[2 * H + j];
-      const float dh = (dh_a ? dh_a[k] : 0.0f) + (dh_b ? dh_b[k] : 0.0f);
-      const float dn = dh * (1.0f - z) * (1.0f - n * n);
-      const float dr = dn * hn[k] * r * (1.0f - r);
-      const float dz = dh * (h_prev[k] - n) * z * (1.0f - z);
-      float* dx = dgx + b * 3 * H;
-      float* dg = dgh + b * 3 * H;
-      dx[j] = dg[j] = dr;
-      dx[H + j] = dg[H + j] = dz;
-      dx[2 * H + j] = dn;
-      dg[2 * H + j] = dn * r;
-      dh_prev[k] = dh * z;
-    }
+// One step's backward in one parallel region. First the fused pass over the rows: with
+// dh = dh_a + dh_b (either may be null), writes dgx [B, 3H] (gradient of gates_x), dgh [B, 3H]
+// (gradient of h W_hh^T + b_hh) and dh_prev = dh z (may alias dh_a or dh_b: each element is read
+// first). Then, once all of dgh is in, dh_prev += dgh W_hh and, when dW_hh is not null,
+// dW_hh += dgh^T h_prev, each split as blas::gemm splits it.
+void step_backward(int64_t B, int64_t H, const float* gates, const float* hn, const float* h_prev, const float* dh_a,
+                   const float* dh_b, float* dgx, float* dgh, float* dh_prev, const float* W_hh, float* dW_hh) {
+  flops::add_sequential_steps(1);
+  const blas::SplitGemm dh_product(Trans::N, Trans::N, B, H, 3 * H, 1.0f, dgh, 3 * H, W_hh, H, 1.0f, dh_prev, H);
+  // Without dW_hh an empty product (M = 0): no parts' work, no multiply-adds counted.
+  const blas::SplitGemm dW_product(Trans::T, Trans::N, dW_hh ? 3 * H : 0, H, B, 1.0f, dgh, 3 * H, h_prev, H, 1.0f,
+                                   dW_hh, H);
+  const auto row_of = [H](const float* p, int64_t b) { return p ? p + b * H : nullptr; };
+  rows_then_products(B, H, [&](int64_t b) {
+    backward_row(H, gates + b * 3 * H, hn + b * H, h_prev + b * H, row_of(dh_a, b), row_of(dh_b, b), dgx + b * 3 * H,
+                 dgh + b * 3 * H, dh_prev + b * H);
+  }, dh_product, dW_product);
 }
 
 // Every row of the [rows, cols] block `out` set to `bias`.
@@ -90,15 +105,11 @@ Tensor gru_cell_forward(const Tensor& gates_x, const Tensor& h, const Tensor& W_
   check_tensor(W_hh, {3 * H, H}, "gru_cell: W_hh [3H, H]");
   check_tensor(b_hh, {3 * H}, "gru_cell: b_hh [3H]");
 
-  flops::add_sequential_steps(1);
   Tensor gates({B, 3 * H});   // h W_hh^T + b_hh, then the activated gates
   fill_rows(B, 3 * H, b_hh.data(), gates.data());
-  blas::gemm(Trans::N, Trans::T, B, 3 * H, H, 1.0f, h.data(), H, W_hh.data(), H, 1.0f,
-             gates.data(), 3 * H);
   Tensor h_next({B, H});
   Tensor hn = cache ? Tensor({B, H}) : Tensor();
-  pointwise_forward(B, H, gates_x.data(), gates.data(), h.data(), h_next.data(),
-                    cache ? hn.data() : nullptr);
+  step_forward(B, H, h.data(), W_hh.data(), gates_x.data(), gates.data(), h_next.data(), cache ? hn.data() : nullptr);
   if (cache) *cache = {h, gates, hn};
   return h_next;
 }
@@ -111,15 +122,10 @@ GruCellGrads gru_cell_backward(const Tensor& dh_next, const Tensor& W_hh, const 
   check_tensor(dW_hh, {3 * H, H}, "gru_cell_backward: dW_hh [3H, H]");
   check_tensor(db_hh, {3 * H}, "gru_cell_backward: db_hh [3H]");
 
-  flops::add_sequential_steps(1);
   GruCellGrads g{Tensor({B, 3 * H}), Tensor({B, H})};
   Tensor dgh({B, 3 * H});
-  pointwise_backward(B, H, cache.gates.data(), cache.hn.data(), cache.h.data(), dh_next.data(),
-                     nullptr, g.dgates_x.data(), dgh.data(), g.dh.data());
-  blas::gemm(Trans::N, Trans::N, B, H, 3 * H, 1.0f, dgh.data(), 3 * H, W_hh.data(), H, 1.0f,
-             g.dh.data(), H);
-  blas::gemm(Trans::T, Trans::N, 3 * H, H, B, 1.0f, dgh.data(), 3 * H, cache.h.data(), H, 1.0f,
-             dW_hh.data(), H);
+  step_backward(B, H, cache.gates.data(), cache.hn.data(), cache.h.data(), dh_next.data(), nullptr,
+                g.dgates_x.data(), dgh.data(), g.dh.data(), W_hh.data(), dW_hh.data());
   add_column_sums(B, 3 * H, dgh.data(), db_hh.data());
   return g;
 }
@@ -149,12 +155,8 @@ GruLayerOutput gru_layer_forward(const Tensor& x, const Tensor& h0, const Tensor
   float* Hs = hs.data();
   const int64_t step = B * H, gstep = B * 3 * H;
   for (int64_t t = 0; t < T; ++t) {
-    flops::add_sequential_steps(1);   // step t waits for step t-1
-    float* g = gates.data() + t * gstep;
-    blas::gemm(Trans::N, Trans::T, B, 3 * H, H, 1.0f, Hs + t * step, H, W_hh.data(), H, 1.0f, g,
-               3 * H);
-    pointwise_forward(B, H, gx.data() + t * gstep, g, Hs + t * step, Hs + (t + 1) * step,
-                      cache ? hn.data() + t * step : nullptr);
+    step_forward(B, H, Hs + t * step, W_hh.data(), gx.data() + t * gstep, gates.data() + t * gstep,
+                 Hs + (t + 1) * step, cache ? hn.data() + t * step : nullptr);   // step t waits for step t-1
   }
   if (cache) *cache = {x, hs, gates, hn};
   return {hs.rows(1, T + 1), hs[T]};
@@ -183,13 +185,10 @@ GruLayerGrads gru_layer_backward(const Tensor& dy, const Tensor& dh_T, const Ten
   const float* Hs = cache.hs.data();
   const int64_t step = B * H, gstep = B * 3 * H;
   for (int64_t t = T - 1; t >= 0; --t) {
-    flops::add_sequential_steps(1);   // step t waits for step t+1
-    float* dg = dgh.data() + t * gstep;
-    pointwise_backward(B, H, cache.gates.data() + t * gstep, cache.hn.data() + t * step,
-                       Hs + t * step, dY ? dY + t * step : nullptr, dh.data(),
-                       dgx.data() + t * gstep, dg, dh.data());
-    blas::gemm(Trans::N, Trans::N, B, H, 3 * H, 1.0f, dg, 3 * H, W_hh.data(), H, 1.0f, dh.data(),
-               H);
+    // Step t waits for step t+1; W_hh's gradient waits for all T steps (one product below).
+    step_backward(B, H, cache.gates.data() + t * gstep, cache.hn.data() + t * step, Hs + t * step,
+                  dY ? dY + t * step : nullptr, dh.data(), dgx.data() + t * gstep, dgh.data() + t * gstep, dh.data(),
+                  W_hh.data(), nullptr);
   }
   // Parameter gradients over all T*B rows at once; h_0 ... h_{T-1} are rows [0, T*B) of hs.
   blas::gemm(Trans::T, Trans::N, 3 * H, H, T * B, 1.0f, dgh.data(), 3 * H, Hs, H, 1.0f,

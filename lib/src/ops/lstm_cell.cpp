@@ -1,5 +1,6 @@
 // LSTM cell and layer: per step one GEMM for h W_hh^T on the whole batch, then one fused
-// elementwise pass (the two kernels below, shared by the cell and the layer).
+// elementwise pass, both in one parallel region (step_forward and step_backward below, shared by
+// the cell and the layer).
 #include "attn/ops/lstm_cell.hpp"
 
 #include <algorithm>
@@ -18,9 +19,10 @@ using detail::sigmoid;
 using detail::tanh_fast;
 using detail::add_column_sums;
 using detail::data_or_null;
-using detail::kCellParallelMin;
+using detail::product_then_rows;
+using detail::rows_then_products;
 
-// One batch row of pointwise_forward below. Each row kernel is cloned for AVX2: the five
+// One batch row of step_forward's pass below. Each row kernel is cloned for AVX2: the five
 // nonlinearities per hidden unit otherwise cost a third of a step at H = 256.
 ATTN_VECTOR_CLONES
 void forward_row(int64_t H, const float* a, float* g, const float* cp, float* cn, float* hn) {
@@ -40,18 +42,21 @@ void forward_row(int64_t H, const float* a, float* g, const float* cp, float* cn
   }
 }
 
-// gates: [B, 4H] pre-activations in, less the rows of `add` (row b at add + b * add_stride:
-// gates_x with stride 4H, or the bias with stride 0), which are added here rather than in a
-// pass of their own; activated i, f, g, o out (in place).
-// c_prev: [B, H] -> c_next = f c_prev + i g, h_next = o tanh(c_next) (both overwritten).
-void pointwise_forward(int64_t B, int64_t H, const float* add, int64_t add_stride, float* gates,
-                       const float* c_prev, float* c_next, float* h_next) {
-#pragma omp parallel for schedule(static) if (B * H >= kCellParallelMin)
-  for (int64_t b = 0; b < B; ++b)
+// One step's forward in one parallel region (core/team.hpp): gates = h W_hh^T + beta gates,
+// split as blas::gemm splits it; then, once every thread's part is in, the fused pass over the
+// rows: `add`'s rows added (row b at add + b * add_stride: gates_x with stride 4H, or the bias
+// with stride 0), gates activated in place to i, f, g, o, and from c_prev [B, H]
+// c_next = f c_prev + i g and h_next = o tanh(c_next) (both overwritten).
+void step_forward(int64_t B, int64_t H, const float* h, const float* W_hh, float beta, const float* add,
+                  int64_t add_stride, float* gates, const float* c_prev, float* c_next, float* h_next) {
+  flops::add_sequential_steps(1);
+  const blas::SplitGemm product(Trans::N, Trans::T, B, 4 * H, H, 1.0f, h, H, W_hh, H, beta, gates, 4 * H);
+  product_then_rows(product, B, H, [&](int64_t b) {
     forward_row(H, add + b * add_stride, gates + b * 4 * H, c_prev + b * H, c_next + b * H, h_next + b * H);
+  });
 }
 
-// One batch row of pointwise_backward below. Absent inputs come as a row of zeros rather than
+// One batch row of step_backward's pass below. Absent inputs come as a row of zeros rather than
 // null: a null test inside the loop becomes masked vector loads, which on AMD cores made this
 // pass cost a third of the step's GEMMs.
 ATTN_VECTOR_CLONES
@@ -71,18 +76,26 @@ void backward_row(int64_t H, const float* g, const float* cp, const float* cn, c
   }
 }
 
-// The step backwards. dh = dh_a + dh_b (either may be null), dc_next may be null (zeros).
-// Writes dpre: [B, 4H] (gradient of the pre-activation gates) and dc_prev = dc f, where
-// dc = dc_next + dh o (1 - tanh²c'). dc_prev may alias dc_next (each element is read first).
-void pointwise_backward(int64_t B, int64_t H, const float* gates, const float* c_prev,
-                        const float* c_next, const float* dh_a, const float* dh_b,
-                        const float* dc_next, float* dpre, float* dc_prev) {
+// One step's backward in one parallel region. First the fused pass over the rows: with
+// dh = dh_a + dh_b (either may be null) and dc_next (null: zeros), writes dpre [B, 4H] (the
+// gradient of the pre-activation gates) and dc_prev = dc f, where dc = dc_next + dh o (1 - tanh²c')
+// (dc_prev may alias dc_next: each element is read first). Then, once all of dpre is in,
+// dh_prev = dpre W_hh (may alias dh_a or dh_b: the pass has read them) and, when dW_hh is not
+// null, dW_hh += dpre^T h_prev, each split as blas::gemm splits it.
+void step_backward(int64_t B, int64_t H, const float* gates, const float* c_prev, const float* c_next,
+                   const float* dh_a, const float* dh_b, const float* dc_next, float* dpre, float* dc_prev,
+                   const float* W_hh, float* dh_prev, const float* h_prev, float* dW_hh) {
+  flops::add_sequential_steps(1);
+  const blas::SplitGemm dh_product(Trans::N, Trans::N, B, H, 4 * H, 1.0f, dpre, 4 * H, W_hh, H, 0.0f, dh_prev, H);
+  // Without dW_hh an empty product (M = 0): no parts' work, no multiply-adds counted.
+  const blas::SplitGemm dW_product(Trans::T, Trans::N, dW_hh ? 4 * H : 0, H, B, 1.0f, dpre, 4 * H, h_prev, H,
+                                   1.0f, dW_hh, H);
   const Tensor zeros({H});
-  const auto row = [H, &zeros](const float* p, int64_t b) { return p ? p + b * H : zeros.data(); };
-#pragma omp parallel for schedule(static) if (B * H >= kCellParallelMin)
-  for (int64_t b = 0; b < B; ++b)
-    backward_row(H, gates + b * 4 * H, c_prev + b * H, c_next + b * H, row(dh_a, b), row(dh_b, b),
-                 row(dc_next, b), dpre + b * 4 * H, dc_prev + b * H);
+  const auto row_or_zeros = [H, &zeros](const float* p, int64_t b) { return p ? p + b * H : zeros.data(); };
+  rows_then_products(B, H, [&](int64_t b) {
+    backward_row(H, gates + b * 4 * H, c_prev + b * H, c_next + b * H, row_or_zeros(dh_a, b), row_or_zeros(dh_b, b),
+                 row_or_zeros(dc_next, b), dpre + b * 4 * H, dc_prev + b * H);
+  }, dh_product, dW_product);
 }
 
 }  // namespace
@@ -95,13 +108,11 @@ LstmState lstm_cell_forward(const Tensor& gates_x, const Tensor& h, const Tensor
   check_tensor(gates_x, {B, 4 * H}, "lstm_cell: gates_x [B, 4H]");
   check_tensor(W_hh, {4 * H, H}, "lstm_cell: W_hh [4H, H]");
 
-  flops::add_sequential_steps(1);
   // h W_hh^T, then gates_x added in the fused pass; becomes the cache's activated gates.
   Tensor gates = Tensor::uninitialized({B, 4 * H});
-  blas::gemm(Trans::N, Trans::T, B, 4 * H, H, 1.0f, h.data(), H, W_hh.data(), H, 0.0f,
-             gates.data(), 4 * H);
   LstmState out{Tensor::uninitialized({B, H}), Tensor::uninitialized({B, H})};
-  pointwise_forward(B, H, gates_x.data(), 4 * H, gates.data(), c.data(), out.c.data(), out.h.data());
+  step_forward(B, H, h.data(), W_hh.data(), 0.0f, gates_x.data(), 4 * H, gates.data(), c.data(), out.c.data(),
+               out.h.data());
   if (cache) *cache = {h, c, gates, out.c};
   return out;
 }
@@ -114,16 +125,11 @@ LstmCellGrads lstm_cell_backward(const Tensor& dh_next, const Tensor& dc_next, c
   check_tensor(W_hh, {4 * H, H}, "lstm_cell_backward: W_hh [4H, H]");
   check_tensor(dW_hh, {4 * H, H}, "lstm_cell_backward: dW_hh [4H, H]");
 
-  flops::add_sequential_steps(1);
   LstmCellGrads g{Tensor::uninitialized({B, 4 * H}), Tensor::uninitialized({B, H}),
                   Tensor::uninitialized({B, H})};   // each written in full below
-  pointwise_backward(B, H, cache.gates.data(), cache.c.data(), cache.c_next.data(),
-                     data_or_null(dh_next), nullptr, data_or_null(dc_next), g.dgates_x.data(),
-                     g.dc.data());
-  blas::gemm(Trans::N, Trans::N, B, H, 4 * H, 1.0f, g.dgates_x.data(), 4 * H, W_hh.data(), H,
-             0.0f, g.dh.data(), H);
-  blas::gemm(Trans::T, Trans::N, 4 * H, H, B, 1.0f, g.dgates_x.data(), 4 * H, cache.h.data(), H,
-             1.0f, dW_hh.data(), H);
+  step_backward(B, H, cache.gates.data(), cache.c.data(), cache.c_next.data(), data_or_null(dh_next), nullptr,
+                data_or_null(dc_next), g.dgates_x.data(), g.dc.data(), W_hh.data(), g.dh.data(), cache.h.data(),
+                dW_hh.data());
   return g;
 }
 
@@ -153,11 +159,8 @@ LstmLayerOutput lstm_layer_forward(const Tensor& x, const Tensor& h0, const Tens
   float* Cs = cs.data();
   const int64_t step = B * H;
   for (int64_t t = 0; t < T; ++t) {
-    flops::add_sequential_steps(1);   // step t waits for step t-1
-    float* g = G + t * B * 4 * H;
-    blas::gemm(Trans::N, Trans::T, B, 4 * H, H, 1.0f, Hs + t * step, H, W_hh.data(), H, 1.0f, g,
-               4 * H);
-    pointwise_forward(B, H, b.data(), 0, g, Cs + t * step, Cs + (t + 1) * step, Hs + (t + 1) * step);
+    step_forward(B, H, Hs + t * step, W_hh.data(), 1.0f, b.data(), 0, G + t * B * 4 * H, Cs + t * step,
+                 Cs + (t + 1) * step, Hs + (t + 1) * step);   // step t waits for step t-1
   }
   if (cache) *cache = {x, hs, cs, gates};
   return {hs.rows(1, T + 1), hs[T], cs[T]};
@@ -191,12 +194,9 @@ LstmLayerGrads lstm_layer_backward(const Tensor& dy, const Tensor& dh_T, const T
   const float* dY = data_or_null(dy);
   const int64_t step = B * H;
   for (int64_t t = T - 1; t >= 0; --t) {
-    flops::add_sequential_steps(1);   // step t waits for step t+1
-    float* dg = dG + t * B * 4 * H;
-    pointwise_backward(B, H, G + t * B * 4 * H, Cs + t * step, Cs + (t + 1) * step,
-                       dY ? dY + t * step : nullptr, dh.data(), dc.data(), dg, dc.data());
-    blas::gemm(Trans::N, Trans::N, B, H, 4 * H, 1.0f, dg, 4 * H, W_hh.data(), H, 0.0f, dh.data(),
-               H);
+    // Step t waits for step t+1; W_hh's gradient waits for all T steps (one product below).
+    step_backward(B, H, G + t * B * 4 * H, Cs + t * step, Cs + (t + 1) * step, dY ? dY + t * step : nullptr,
+                  dh.data(), dc.data(), dG + t * B * 4 * H, dc.data(), W_hh.data(), dh.data(), nullptr, nullptr);
   }
   // Parameter gradients over all T*B rows at once; h_0 ... h_{T-1} are rows [0, T*B) of hs.
   blas::gemm(Trans::T, Trans::N, 4 * H, H, T * B, 1.0f, dG, 4 * H, cache.hs.data(), H, 1.0f,

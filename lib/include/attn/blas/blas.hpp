@@ -19,6 +19,33 @@ enum class Trans : bool { N = false, T = true };
 void gemm(Trans ta, Trans tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
           int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc);
 
+// gemm's product cut into its parts, for a caller that runs them inside a parallel region of its
+// own (core/team.hpp) beside other work, rather than gemm opening a region for the product
+// alone: the same parts as gemm, so the same bits. Construct it outside any region (it counts
+// the multiply-adds and decides the parts there); then run(part) for every part in [0, parts()),
+// each on one thread, in any order. With parts() == 1, run(0) is the whole product.
+class SplitGemm {
+ public:
+  SplitGemm(Trans ta, Trans tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
+            int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc);
+  int parts() const { return parts_; }
+  void run(int part) const;
+
+ private:
+  Trans ta_, tb_;
+  int64_t M_, N_, K_;
+  float alpha_;
+  const float* A_;
+  int64_t lda_;
+  const float* B_;
+  int64_t ldb_;
+  float beta_;
+  float* C_;
+  int64_t ldc_;
+  int parts_ = 1;
+  bool by_rows_ = true;
+};
+
 // `batch` independent GEMMs; matrix b of each operand starts at X + b * strideX.
 // Spread over the threads one matrix each when that balances; else one product at a time.
 void gemm_strided_batched(Trans ta, Trans tb, int64_t M, int64_t N, int64_t K, float alpha,
