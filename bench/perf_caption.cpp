@@ -41,8 +41,8 @@
 // 2.25 times fewer, so attnlab can pass that limit, and counted_per_listed (about 0.5) is the
 // share of the listed multiply-adds the step does. With --parts 1,
 // then one line per part of the step timed alone on the pool's first batch with the model's
-// weights (median of --steps repetitions of as many calls as the pool has batches, after one
-// untimed):
+// weights (--steps repetitions of as many calls as the pool has batches, each after an untimed
+// one; a part with products alternates them with its sgemm yardstick, time_part below):
 //   part=conv<k>       the forward and backward of encoder convolution k as the model runs them,
 //                      against the im2col GEMMs of its multiply-adds (forward, dW, and dcol
 //                      but for conv0, whose input needs no gradient); a convolution followed by
@@ -52,8 +52,9 @@
 //                      the permutation to annotations
 //   part=lstm          the decoder's LSTM cell, T steps of nn::Rnn::step (h W_hh^T plus the
 //                      gates) and T of step_backward (dh, dW_hh per step) on B rows
-// each with seconds per batch, its share of the whole step's time, GFLOP/s on its products,
-// their sgemm limit and the fraction of it reached (of_limit).
+// each with seconds per batch (median), its share of the whole step's time, GFLOP/s on its
+// products, their sgemm rate and the fraction of it reached (of_limit, the median of the
+// repetitions' ratios to the yardstick run after each).
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -281,14 +282,40 @@ double seconds_per_batch(int64_t reps, int64_t n_batches, Run&& run) {
   return perf::median(t.wall) / static_cast<double>(n_batches);
 }
 
-void print_part(const char* part, double seconds, double step_seconds, const bench::GemmList& gemms) {
+// One part's line; limit_seconds and of_limit are 0 for a part without products.
+void print_part(const char* part, double seconds, double step_seconds, const bench::GemmList& gemms,
+                double limit_seconds, double of_limit) {
   const double flop = bench::gemm_flop(gemms);
-  const double limit = gemms.empty() ? 0.0 : perf::sgemm_seconds(gemms);
   std::printf("part=%s impl=attnlab threads=%d ms_per_batch=%.3f share=%.3f gflops=%.1f sgemm_gflops=%.1f "
               "of_limit=%.3f\n", part, num_threads(), 1e3 * seconds, seconds / step_seconds,
-              flop > 0 ? 1e-9 * flop / seconds : 0.0, limit > 0 ? 1e-9 * flop / limit : 0.0,
-              limit > 0 ? limit / seconds : 0.0);
+              flop > 0 ? 1e-9 * flop / seconds : 0.0, limit_seconds > 0 ? 1e-9 * flop / limit_seconds : 0.0,
+              of_limit);
   std::fflush(stdout);
+}
+
+// A part with products, timed against the sgemm yardstick of its products (bench_util.hpp),
+// the two interleaved as in bench_util's time_op: each of `reps` passes over n_batches calls of
+// `run` is followed by one run of the yardstick, so that both are measured under the same load
+// and clock. The machine's speed drifts by up to 2x over minutes here, and a limit measured
+// after the part moved of_limit by +-0.1 from run to run. Prints the medians of seconds per batch
+// and of the yardstick's seconds, and of_limit as the median of the pairs' ratios.
+template <class Run>
+void time_part(const char* part, int64_t reps, int64_t n_batches, double step_seconds, const bench::GemmList& gemms,
+               Run&& run) {
+  bench::Yardstick yardstick(gemms);
+  std::vector<double> seconds, limits, ratios;
+  for (int64_t r = 0; r < reps; ++r) {
+    // Each side runs once untimed first, so that neither is timed on operands the other has
+    // pushed out of the caches.
+    const perf::Times t = perf::time_reps(1, 1, [&] {
+      for (int64_t i = 0; i < n_batches; ++i) run();
+    });
+    seconds.push_back(t.wall.front() / static_cast<double>(n_batches));
+    yardstick.run();
+    limits.push_back(yardstick.run().wall);
+    ratios.push_back(limits.back() / seconds.back());
+  }
+  print_part(part, bench::median(seconds), step_seconds, gemms, bench::median(limits), bench::median(ratios));
 }
 
 // The parts (see the top) timed alone on the pool's first batch (B images, T steps) with the
@@ -338,12 +365,12 @@ void time_parts(models::Captioner& model, const models::CaptionBatch& batch, int
     if (i + 1 < layers.size() && layers[i + 1].kind == models::ConvEncoderLayer::pool && layers[i + 1].size == 2) {
       const Tensor y = ops::conv2d_max_pool2_forward(x, W, b, o, nullptr);
       const Tensor dy = rand_uniform(y.shape(), rng, -1.0f, 1.0f);
-      const double conv = seconds_per_batch(reps, n_batches, [&] {
-        ops::ConvPoolCache cache;
-        ops::conv2d_max_pool2_forward(x, W, b, o, &cache);
-        ops::conv2d_max_pool2_backward(dy, W, cache, dW, db, input_grad);
-      });
-      print_part(("conv" + std::to_string(k++) + "+pool").c_str(), conv, step_seconds, shape.gemms(input_grad));
+      time_part(("conv" + std::to_string(k++) + "+pool").c_str(), reps, n_batches, step_seconds,
+                shape.gemms(input_grad), [&] {
+                  ops::ConvPoolCache cache;
+                  ops::conv2d_max_pool2_forward(x, W, b, o, &cache);
+                  ops::conv2d_max_pool2_backward(dy, W, cache, dW, db, input_grad);
+                });
       x = relu(y);
       ++i;   // the pooling is done
       continue;
@@ -351,12 +378,11 @@ void time_parts(models::Captioner& model, const models::CaptionBatch& batch, int
     ops::ConvCache cc;
     const Tensor y = ops::conv2d_forward(x, W, b, o, &cc);
     const Tensor dy = rand_uniform(y.shape(), rng, -1.0f, 1.0f);
-    const double conv = seconds_per_batch(reps, n_batches, [&] {
+    time_part(("conv" + std::to_string(k++)).c_str(), reps, n_batches, step_seconds, shape.gemms(input_grad), [&] {
       ops::ConvCache cache;
       ops::conv2d_forward(x, W, b, o, &cache);
       ops::conv2d_backward(dy, W, cache, dW, db, input_grad);
     });
-    print_part(("conv" + std::to_string(k++)).c_str(), conv, step_seconds, shape.gemms(input_grad));
     x = i + 1 < layers.size() && layers[i + 1].kind == models::ConvEncoderLayer::pool ? y : relu(y);
   }
   const Tensor dx = rand_uniform({x.dim(0), x.dim(2), x.dim(3), x.dim(1)}, rng, -1.0f, 1.0f);
@@ -365,7 +391,7 @@ void time_parts(models::Captioner& model, const models::CaptionBatch& batch, int
     ops::permute_forward(x, {0, 2, 3, 1}, &cache);
     ops::permute_backward(dx, cache);
   });
-  print_part("encoder-rest", rest, step_seconds, {});
+  print_part("encoder-rest", rest, step_seconds, {}, 0.0, 0.0);
 
   // The LSTM: T steps forward from a random state and input projection, then T backward.
   const int64_t Dd = c.hidden, D = c.grid().D;
@@ -377,7 +403,9 @@ void time_parts(models::Captioner& model, const models::CaptionBatch& batch, int
   }
   const Tensor h0 = rand_uniform({B, Dd}, rng, -0.5f, 0.5f);
   std::vector<nn::RnnStepCache> caches(static_cast<size_t>(T));
-  const double lstm = seconds_per_batch(reps, n_batches, [&] {
+  bench::GemmList rg;
+  add_recurrence(rg, T, B, Dd);
+  time_part("lstm", reps, n_batches, step_seconds, rg, [&] {
     nn::RnnState s{h0, Tensor({B, Dd})};
     for (int64_t t = 0; t < T; ++t) s = rnn.step(gx[static_cast<size_t>(t)], s, &caches[static_cast<size_t>(t)]);
     nn::RnnState d{Tensor({B, Dd}), Tensor({B, Dd})};
@@ -388,9 +416,6 @@ void time_parts(models::Captioner& model, const models::CaptionBatch& batch, int
       d = prev;
     }
   });
-  bench::GemmList rg;
-  add_recurrence(rg, T, B, Dd);
-  print_part("lstm", lstm, step_seconds, rg);
 }
 
 int run(int argc, char** argv) {
