@@ -86,6 +86,8 @@ SplitGemm::SplitGemm(Trans ta, Trans tb, int64_t M, int64_t N, int64_t K, float 
   by_rows_ = M >= 2 * kSplitAlign * parts || M >= N;
 }
 
+// Every part on the calling thread, in a region or not: outside one (a team of one thread, a
+// test) OpenBLAS would otherwise split a large part over its own threads, with other bits.
 void SplitGemm::run(int part) const {
   if (M_ == 0 || N_ == 0) return;
   if (parts_ == 1) {
@@ -93,13 +95,13 @@ void SplitGemm::run(int part) const {
   } else if (by_rows_) {
     const auto [m0, m1] = piece(M_, part, parts_);
     if (m1 > m0)
-      sgemm(ta_, tb_, m1 - m0, N_, K_, alpha_, ta_ == Trans::T ? A_ + m0 : A_ + m0 * lda_, lda_, B_, ldb_, beta_,
-            C_ + m0 * ldc_, ldc_);
+      sgemm_one_thread(ta_, tb_, m1 - m0, N_, K_, alpha_, ta_ == Trans::T ? A_ + m0 : A_ + m0 * lda_, lda_, B_,
+                       ldb_, beta_, C_ + m0 * ldc_, ldc_);
   } else {
     const auto [n0, n1] = piece(N_, part, parts_);
     if (n1 > n0)
-      sgemm(ta_, tb_, M_, n1 - n0, K_, alpha_, A_, lda_, tb_ == Trans::T ? B_ + n0 * ldb_ : B_ + n0, ldb_, beta_,
-            C_ + n0, ldc_);
+      sgemm_one_thread(ta_, tb_, M_, n1 - n0, K_, alpha_, A_, lda_, tb_ == Trans::T ? B_ + n0 * ldb_ : B_ + n0,
+                       ldb_, beta_, C_ + n0, ldc_);
   }
 }
 
