@@ -273,7 +273,8 @@ void write_export(const std::string& path, const data::CaptionSplit& pool, const
               static_cast<long long>(s.tokens));
 }
 
-// Seconds per batch of `run` (one call per batch), the median of `reps` passes over n_batches.
+// Seconds per batch of `run` (one call per batch), the median of `reps` passes over n_batches
+// after one untimed pass.
 template <class Run>
 double seconds_per_batch(int64_t reps, int64_t n_batches, Run&& run) {
   const perf::Times t = perf::time_reps(1, reps, [&] {
@@ -307,10 +308,7 @@ void time_part(const char* part, int64_t reps, int64_t n_batches, double step_se
   for (int64_t r = 0; r < reps; ++r) {
     // Each side runs once untimed first, so that neither is timed on operands the other has
     // pushed out of the caches.
-    const perf::Times t = perf::time_reps(1, 1, [&] {
-      for (int64_t i = 0; i < n_batches; ++i) run();
-    });
-    seconds.push_back(t.wall.front() / static_cast<double>(n_batches));
+    seconds.push_back(seconds_per_batch(1, n_batches, run));
     yardstick.run();
     limits.push_back(yardstick.run().wall);
     ratios.push_back(limits.back() / seconds.back());

@@ -1,8 +1,6 @@
 // Additive attention scores: one batch row of pairs per task, each a cloned vector kernel.
 #include "attn/ops/additive_score.hpp"
 
-#include <omp.h>
-
 #include "attn/core/flops.hpp"
 #include "attn/core/tensor.hpp"
 #include "attn/core/threading.hpp"
@@ -48,13 +46,11 @@ void scores_backward_row(const float* hidden, const float* de, const float* v, i
   }
 }
 
-bool parallel(int64_t B, int64_t S, int64_t A) { return B * S * A >= kParallelMinElements && !omp_in_parallel(); }
-
 }  // namespace
 
 void additive_scores(const float* uk, const float* wq, const float* v, int64_t B, int64_t S, int64_t A,
                      float* hidden, float* e) {
-#pragma omp parallel for schedule(static) if (parallel(B, S, A))
+#pragma omp parallel for schedule(static) if (worth_splitting(B * S * A))
   for (int64_t b = 0; b < B; ++b) scores_row(uk + b * S * A, wq + b * A, v, S, A, hidden + b * S * A, e + b * S);
   flops::add(B * S * A);   // the dot with v
 }
@@ -63,7 +59,7 @@ void additive_scores_backward(const float* hidden, const float* de, const float*
                               int64_t A, float* duk, float* dwq, float* dv) {
   Tensor dv_rows = Tensor::uninitialized({B, A});
   float* parts = dv_rows.data();
-#pragma omp parallel for schedule(static) if (parallel(B, S, A))
+#pragma omp parallel for schedule(static) if (worth_splitting(B * S * A))
   for (int64_t b = 0; b < B; ++b)
     scores_backward_row(hidden + b * S * A, de + b * S, v, S, A, duk + b * S * A, dwq + b * A, parts + b * A);
   for (int64_t b = 0; b < B; ++b)

@@ -1,8 +1,6 @@
 // The context's backward: one batch row per task, each a cloned vector kernel.
 #include "attn/ops/attention_context.hpp"
 
-#include <omp.h>
-
 #include "attn/core/flops.hpp"
 #include "attn/core/threading.hpp"
 #include "vector_clones.hpp"
@@ -31,7 +29,7 @@ void context_backward_row(const float* values, const float* alpha, const float* 
 
 void attention_context_backward(const float* values, const float* alpha, const float* dctx, int64_t B, int64_t S,
                                 int64_t Dv, float* dalpha, float* dvalues) {
-#pragma omp parallel for schedule(static) if (B * S * Dv >= kParallelMinElements && !omp_in_parallel())
+#pragma omp parallel for schedule(static) if (worth_splitting(B * S * Dv))
   for (int64_t b = 0; b < B; ++b)
     context_backward_row(values + b * S * Dv, alpha + b * S, dctx + b * Dv, S, Dv, dalpha + b * S,
                          dvalues + b * S * Dv);

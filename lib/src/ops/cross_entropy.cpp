@@ -4,8 +4,6 @@
 
 #include "attn/core/threading.hpp"
 
-#include <omp.h>
-
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -18,8 +16,6 @@ namespace attn::ops {
 namespace {
 
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
-
-bool go_parallel(int64_t work) { return work >= kParallelMinElements && !omp_in_parallel(); }
 
 // Shortest form of a float for messages ("1", "-0.5"), unlike std::to_string's "1.000000".
 std::string str(float v) {
@@ -42,7 +38,7 @@ void write_dlogits(float dloss, const CrossEntropyCache& cache, float* out) {
   const float eps = cache.options.label_smoothing;
   const float scale = cache.count ? dloss / static_cast<float>(cache.count) : 0.0f;
   const float uniform = eps * scale / static_cast<float>(V), on_target = (1.0f - eps) * scale;
-#pragma omp parallel for schedule(static) if (go_parallel(N * V))
+#pragma omp parallel for schedule(static) if (worth_splitting(N * V))
   for (int64_t i = 0; i < N; ++i) {
     float* g = out + i * V;
     if (t[i] == ignore || cache.count == 0) {
@@ -112,7 +108,7 @@ CrossEntropyResult cross_entropy_forward(const Tensor& logits, const Tensor& tar
   float* nll_p = nll_rows.data();
   float *max_p = row_max.data(), *log_sum_p = log_sum.data();
   int64_t correct = 0;
-#pragma omp parallel for schedule(static) reduction(+ : correct) if (go_parallel(N * V))
+#pragma omp parallel for schedule(static) reduction(+ : correct) if (worth_splitting(N * V))
   for (int64_t i = 0; i < N; ++i) {
     if (t[i] == ignore) continue;   // its loss stays 0
     const float* row = x + i * V;
@@ -159,7 +155,7 @@ CrossEntropyResult cross_entropy_forward_backward_inplace(Tensor& logits, const 
   float* loss = result.losses.data();
   float* nll_p = nll_rows.data();
   int64_t correct = 0;
-#pragma omp parallel for schedule(static) reduction(+ : correct) if (go_parallel(N * V))
+#pragma omp parallel for schedule(static) reduction(+ : correct) if (worth_splitting(N * V))
   for (int64_t i = 0; i < N; ++i) {
     float* row = x + i * V;
     if (t[i] == ignore || count == 0) {   // its loss stays 0, its gradient is 0

@@ -4,14 +4,11 @@
 
 #include "attn/core/threading.hpp"
 
-#include <omp.h>
-
 #include <sstream>
 #include <string>
 
 namespace attn::ops {
 namespace {
-
 
 // Shortest form of a float for messages ("1", "-0.5"), unlike std::to_string's "1.000000".
 std::string str(float v) {
@@ -35,7 +32,7 @@ Tensor dropout_forward(const Tensor& x, float p, bool training, Rng& rng, Dropou
   const float keep_scale = 1.0f / (1.0f - p);
   const float* xp = x.data();
   float *mp = mask.data(), *yp = y.data();
-#pragma omp parallel for simd schedule(static) if (n >= kParallelMinElements && !omp_in_parallel())
+#pragma omp parallel for simd schedule(static) if (worth_splitting(n))
   for (int64_t i = 0; i < n; ++i) {
     const float m = mp[i] >= p ? keep_scale : 0.0f;
     mp[i] = m;
@@ -52,7 +49,7 @@ Tensor dropout_backward(const Tensor& dy, const DropoutCache& cache) {
   const int64_t n = dy.numel();
   const float *dyp = dy.data(), *mp = cache.mask.data();
   float* dxp = dx.data();
-#pragma omp parallel for simd schedule(static) if (n >= kParallelMinElements && !omp_in_parallel())
+#pragma omp parallel for simd schedule(static) if (worth_splitting(n))
   for (int64_t i = 0; i < n; ++i) dxp[i] = dyp[i] * mp[i];
   return dx;
 }

@@ -4,8 +4,6 @@
 
 #include "attn/core/threading.hpp"
 
-#include <omp.h>
-
 #include <algorithm>
 #include <cmath>
 #include <sstream>
@@ -18,8 +16,6 @@ namespace {
 // Parameter gradients are summed over at most this many fixed blocks of rows, each serially,
 // then over the blocks in order: deterministic for any thread count, with a small buffer.
 constexpr int64_t kMaxBlocks = 64;
-
-bool go_parallel(int64_t work) { return work >= kParallelMinElements && !omp_in_parallel(); }
 
 // Shortest form of a float for messages ("1", "-0.5"), unlike std::to_string's "1.000000".
 std::string str(float v) {
@@ -51,7 +47,7 @@ Tensor layer_norm_forward(const Tensor& x, const Tensor& gamma, const Tensor& be
   const float *xp = x.data(), *g = gamma.data(), *b = beta.data();
   float *yp = y.data(), *mp = mean.data(), *rp = rstd.data();
   const float inv_d = 1.0f / static_cast<float>(D);
-#pragma omp parallel for schedule(static) if (go_parallel(rows * D))
+#pragma omp parallel for schedule(static) if (worth_splitting(rows * D))
   for (int64_t r = 0; r < rows; ++r) {
     const float* xr = xp + r * D;
     float* yr = yp + r * D;
@@ -90,7 +86,7 @@ Tensor layer_norm_backward(const Tensor& dy, const Tensor& gamma, const LayerNor
   const int64_t block_rows = std::max<int64_t>(1, (rows + kMaxBlocks - 1) / kMaxBlocks);
   const int64_t blocks = (rows + block_rows - 1) / block_rows;
   std::vector<float> partial(static_cast<size_t>(blocks * 2 * D), 0.0f);   // [blocks, {dgamma, dbeta}, D]
-#pragma omp parallel for schedule(static) if (go_parallel(rows * D))
+#pragma omp parallel for schedule(static) if (worth_splitting(rows * D))
   for (int64_t blk = 0; blk < blocks; ++blk) {
     float* pg = partial.data() + blk * 2 * D;
     float* pb = pg + D;

@@ -6,8 +6,6 @@
 
 #include "attn/core/threading.hpp"
 
-#include <omp.h>
-
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -18,8 +16,6 @@ namespace attn::ops {
 namespace {
 
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
-
-bool go_parallel(int64_t work) { return work >= kParallelMinElements && !omp_in_parallel(); }
 
 // How a row is masked: AllKept for none, MaskRow for a row of a float32/int32 keep-mask.
 struct AllKept {
@@ -89,7 +85,7 @@ void log_softmax_row_backward(const float* y, const float* dy, float* dx, int64_
 
 template <bool Log>
 void normalise_rows(const float* x, float* y, int64_t rows, int64_t L) {
-#pragma omp parallel for schedule(static) if (go_parallel(rows * L))
+#pragma omp parallel for schedule(static) if (worth_splitting(rows * L))
   for (int64_t r = 0; r < rows; ++r) normalise_row<Log>(x + r * L, AllKept{}, y + r * L, L);
 }
 
@@ -140,7 +136,7 @@ MaskPlan plan_mask(const Shape& xs, const Tensor& mask, const char* op) {
 template <bool Log, class T>
 void normalise_rows_masked(const float* x, const T* mask, const MaskPlan& plan, float* y,
                            int64_t rows, int64_t L) {
-#pragma omp parallel for schedule(static) if (go_parallel(rows * L))
+#pragma omp parallel for schedule(static) if (worth_splitting(rows * L))
   for (int64_t r = 0; r < rows; ++r) {
     const T* m = mask + plan.offset(r);
     if (plan.per_element)
@@ -184,13 +180,13 @@ void softmax_rows_inplace(float* x, int64_t rows, int64_t L) { normalise_rows<fa
 void log_softmax_rows_inplace(float* x, int64_t rows, int64_t L) { normalise_rows<true>(x, x, rows, L); }
 
 void softmax_rows_backward(const float* y, const float* dy, float* dx, int64_t rows, int64_t L) {
-#pragma omp parallel for schedule(static) if (go_parallel(rows * L))
+#pragma omp parallel for schedule(static) if (worth_splitting(rows * L))
   for (int64_t r = 0; r < rows; ++r) softmax_row_backward(y + r * L, dy + r * L, dx + r * L, L);
 }
 
 void log_softmax_rows_backward(const float* y, const float* dy, float* dx, int64_t rows,
                                int64_t L) {
-#pragma omp parallel for schedule(static) if (go_parallel(rows * L))
+#pragma omp parallel for schedule(static) if (worth_splitting(rows * L))
   for (int64_t r = 0; r < rows; ++r) log_softmax_row_backward(y + r * L, dy + r * L, dx + r * L, L);
 }
 

@@ -28,6 +28,12 @@ void set_running_threads(int n);
 // thread as one part.
 bool in_parallel_region();
 
+// Whether a loop over `elements` independent elements is worth splitting over the threads: at
+// least kParallelMinElements of them, and not inside a parallel region, where it is one part.
+inline bool worth_splitting(int64_t elements) {
+  return elements >= kParallelMinElements && !in_parallel_region();
+}
+
 // For a layer above core that keeps a thread setting of its own: set_num_threads(n) calls every
 // registered hook with n, after setting OpenMP's, in the order they were registered. The BLAS
 // seam registers OpenBLAS's setter this way, so core calls nothing above itself (the layers of
