@@ -1,4 +1,4 @@
-// Whole-model speed of the Show-Attend-and-Tell captioner (models::Captioner, issue 15 "Speed"),
+// Whole-model speed of the Show-Attend-and-Tell captioner (caption::Captioner, issue 15 "Speed"),
 // the attnlab side of experiments/perf/caption (run.sh puts it beside the same model in PyTorch,
 // torch_caption.py): full training steps as attn-caption train takes them (zero grads,
 // Captioner::train_step, clip the gradient's global norm at 5, Adam at lr 1e-3), in images/s.
@@ -17,13 +17,13 @@
 // most likely max-pooling windows whose maxima tie in exact arithmetic and which the two
 // sides' rounding breaks differently.) One repetition trains on the pool in
 // consecutive batches of --batch, each gathered as the trainer gathers its batches
-// (train::gather_caption_batch: the captions cut to the batch's longest); the model keeps
+// (caption::gather_caption_batch: the captions cut to the batch's longest); the model keeps
 // training from one repetition to the next.
 //
 // --export FILE writes what the PyTorch twin needs to run the same model on the same data, and
 // to check that it is the same model, then exits without timing:
 //   /pool/images, /pool/tgt, /pool/tgt_len   the pool ([P, 1, H, W] float32, [P, T], [P] int32)
-//   /params/<name>        the initial parameters, attnlab's names and layouts (models/captioner.hpp)
+//   /params/<name>        the initial parameters, attnlab's names and layouts (families/caption/model.hpp)
 //   /check/grads/<name>   the gradients of one train_step on the pool's first --batch images from
 //                         those parameters; root attribute check_loss (the mean loss L the
 //                         gradient is of), check_batch
@@ -62,9 +62,9 @@
 #include <vector>
 
 #include "attn/core/threading.hpp"
-#include "attn/data/caption_data.hpp"
+#include "attn/families/caption/caption_data.hpp"
 #include "attn/io/hdf5_file.hpp"
-#include "attn/models/captioner.hpp"
+#include "attn/families/caption/model.hpp"
 #include "attn/nn/rnn.hpp"
 #include "attn/ops/activation.hpp"
 #include "attn/ops/conv.hpp"
@@ -74,7 +74,7 @@
 #include "attn/ops/shape_ops.hpp"
 #include "attn/optim/adam.hpp"
 #include "attn/optim/clip.hpp"
-#include "attn/train/caption_run.hpp"
+#include "attn/families/caption/run.hpp"
 #include "perf_util.hpp"
 
 namespace {
@@ -105,9 +105,9 @@ std::vector<std::vector<float>> make_glyphs(Rng& rng) {
 }
 
 // P strips of 1..5 digits, [P, 1, H, W], captioned with the digits' words and EOS.
-data::CaptionSplit make_pool(int64_t P, int64_t H, int64_t W, Rng& rng) {
+caption::CaptionSplit make_pool(int64_t P, int64_t H, int64_t W, Rng& rng) {
   const std::vector<std::vector<float>> glyphs = make_glyphs(rng);
-  data::CaptionSplit s;
+  caption::CaptionSplit s;
   s.name = "train";
   Tensor images({P, 1, H, W}), tgt({P, kMaxDigits + 1}, DType::i32);
   s.tgt_len = Tensor({P}, DType::i32);
@@ -127,7 +127,7 @@ data::CaptionSplit make_pool(int64_t P, int64_t H, int64_t W, Rng& rng) {
       tgt.idata()[n * (kMaxDigits + 1) + d] = static_cast<int32_t>(4 + digit);
       x += kDigitSide + rng.uniform_int(kMaxGap + 1);
     }
-    tgt.idata()[n * (kMaxDigits + 1) + k] = models::kEos;
+    tgt.idata()[n * (kMaxDigits + 1) + k] = data::kEos;
     s.tgt_len.idata()[n] = static_cast<int32_t>(k + 1);
   }
   s.images = images;
@@ -136,15 +136,15 @@ data::CaptionSplit make_pool(int64_t P, int64_t H, int64_t W, Rng& rng) {
 }
 
 // The first P rows of a data set's /train split (attn-data mnist-strips); sets its vocabulary's size.
-data::CaptionSplit read_pool(const std::string& path, int64_t P, int64_t& vocab) {
+caption::CaptionSplit read_pool(const std::string& path, int64_t P, int64_t& vocab) {
   const io::File file = io::File::open_read(path);
-  vocab = data::read_caption_vocab(file).size();
-  const data::CaptionSplit train = data::read_caption_split(file, "train", vocab);
+  vocab = caption::read_caption_vocab(file).size();
+  const caption::CaptionSplit train = caption::read_caption_split(file, "train", vocab);
   if (train.size() < P) throw ConfigError(path + ": /train has " + std::to_string(train.size()) + " images, fewer than --images");
   std::vector<int64_t> rows(static_cast<size_t>(P));
   for (int64_t i = 0; i < P; ++i) rows[static_cast<size_t>(i)] = i;
-  const models::CaptionBatch b = train::gather_caption_batch(train, rows);
-  data::CaptionSplit s;
+  const caption::CaptionBatch b = caption::gather_caption_batch(train, rows);
+  caption::CaptionSplit s;
   s.name = "train";
   s.images = b.images;
   s.tgt = b.tgt;
@@ -152,12 +152,12 @@ data::CaptionSplit read_pool(const std::string& path, int64_t P, int64_t& vocab)
   return s;
 }
 
-std::vector<models::CaptionBatch> make_batches(const data::CaptionSplit& pool, int64_t B) {
-  std::vector<models::CaptionBatch> batches;
+std::vector<caption::CaptionBatch> make_batches(const caption::CaptionSplit& pool, int64_t B) {
+  std::vector<caption::CaptionBatch> batches;
   for (int64_t first = 0; first < pool.size(); first += B) {
     std::vector<int64_t> rows;
     for (int64_t i = first; i < first + B; ++i) rows.push_back(i);
-    batches.push_back(train::gather_caption_batch(pool, rows));
+    batches.push_back(caption::gather_caption_batch(pool, rows));
   }
   return batches;
 }
@@ -175,11 +175,11 @@ struct ConvShape {
   }
 };
 
-std::vector<ConvShape> conv_shapes(const models::CaptionerConfig& c, int64_t B) {
+std::vector<ConvShape> conv_shapes(const caption::CaptionerConfig& c, int64_t B) {
   std::vector<ConvShape> out;
   int64_t C = c.channels, H = c.height, W = c.width;
-  for (const models::ConvEncoderLayer& l : models::parse_encoder(c.encoder)) {
-    if (l.kind == models::ConvEncoderLayer::conv) {
+  for (const caption::ConvEncoderLayer& l : caption::parse_encoder(c.encoder)) {
+    if (l.kind == caption::ConvEncoderLayer::conv) {
       out.push_back({B, C, H, W, l.channels, l.size});
       C = l.channels;
     } else {
@@ -202,8 +202,8 @@ void add_recurrence(bench::GemmList& g, int64_t T, int64_t B, int64_t Dd) {
 
 // The model's useful products for one training step of B images and T steps (conv0's dcol
 // left out: the images need no gradient; PyTorch skips it).
-bench::GemmList model_gemms(const models::CaptionerConfig& c, int64_t B, int64_t T) {
-  const models::CaptionerConfig::Grid grid = c.grid();
+bench::GemmList model_gemms(const caption::CaptionerConfig& c, int64_t B, int64_t T) {
+  const caption::CaptionerConfig::Grid grid = c.grid();
   const int64_t L = grid.locations(), D = grid.D, Dd = c.hidden, A = c.attention_dim, m = c.embed_dim;
   const int64_t G = 4 * Dd, V = c.vocab, N = T * B;
   bench::GemmList g;
@@ -235,7 +235,7 @@ bench::GemmList model_gemms(const models::CaptionerConfig& c, int64_t B, int64_t
 }
 
 // One full training step: zero grads, forward and backward, clip, Adam.
-void train_one(models::Captioner& model, const ParamList& params, const models::CaptionBatch& batch,
+void train_one(caption::Captioner& model, const ParamList& params, const caption::CaptionBatch& batch,
                optim::Adam& adam, Rng& rng, int64_t t) {
   zero_grads(params);
   model.train_step(batch, rng);
@@ -243,8 +243,9 @@ void train_one(models::Captioner& model, const ParamList& params, const models::
   adam.step(params, t);
 }
 
-void write_export(const std::string& path, const data::CaptionSplit& pool, const std::vector<models::CaptionBatch>& batches,
-                  models::Captioner& model, int64_t steps, uint64_t seed) {
+void write_export(const std::string& path, const caption::CaptionSplit& pool,
+                  const std::vector<caption::CaptionBatch>& batches, caption::Captioner& model, int64_t steps,
+                  uint64_t seed) {
   io::File file = io::File::create(path);
   file.write("pool/images", pool.images.all());
   file.write("pool/tgt", pool.tgt.all());
@@ -253,7 +254,7 @@ void write_export(const std::string& path, const data::CaptionSplit& pool, const
   for (const Param* p : params) file.write("params/" + p->name, p->value);
   Rng rng(seed);
   zero_grads(params);
-  const models::CaptionStats s = model.train_step(batches.front(), rng);
+  const caption::CaptionStats s = model.train_step(batches.front(), rng);
   for (const Param* p : params) file.write("check/grads/" + p->name, p->grad);
   const double loss = s.loss_sum / static_cast<double>(s.tokens);
   for (const auto& [key, value] : model.config().to_attrs()) file.set_attr("/", key, value);
@@ -319,9 +320,9 @@ void time_part(const char* part, int64_t reps, int64_t n_batches, double step_se
 // The parts (see the top) timed alone on the pool's first batch (B images, T steps) with the
 // model's current weights, so that the ReLUs and poolings see the activations they see in
 // training (their branches depend on the data); the gradients are random.
-void time_parts(models::Captioner& model, const models::CaptionBatch& batch, int64_t reps, int64_t n_batches,
+void time_parts(caption::Captioner& model, const caption::CaptionBatch& batch, int64_t reps, int64_t n_batches,
                 double step_seconds) {
-  const models::CaptionerConfig& c = model.config();
+  const caption::CaptionerConfig& c = model.config();
   const int64_t B = batch.images.dim(0), T = batch.tgt.dim(1);
   std::map<std::string, const Param*> params;
   for (const Param* p : model.params()) params[p->name] = p;
@@ -329,7 +330,7 @@ void time_parts(models::Captioner& model, const models::CaptionBatch& batch, int
   Tensor x = batch.images;
   double rest = 0.0;
   int64_t k = 0;
-  const std::vector<models::ConvEncoderLayer> layers = models::parse_encoder(c.encoder);
+  const std::vector<caption::ConvEncoderLayer> layers = caption::parse_encoder(c.encoder);
   const auto relu = [&](const Tensor& y) {   // timed into `rest`; returns relu(y)
     const Tensor dy = rand_uniform(y.shape(), rng, -1.0f, 1.0f);
     rest += seconds_per_batch(reps, n_batches, [&] {
@@ -340,8 +341,8 @@ void time_parts(models::Captioner& model, const models::CaptionBatch& batch, int
     return ops::relu_forward(y, nullptr);
   };
   for (size_t i = 0; i < layers.size(); ++i) {
-    const models::ConvEncoderLayer& l = layers[i];
-    if (l.kind == models::ConvEncoderLayer::pool) {
+    const caption::ConvEncoderLayer& l = layers[i];
+    if (l.kind == caption::ConvEncoderLayer::pool) {
       ops::MaxPoolCache pc;
       Tensor y = ops::max_pool2d_forward(x, {.kernel = l.size}, &pc);
       const Tensor dy = rand_uniform(y.shape(), rng, -1.0f, 1.0f);
@@ -350,7 +351,7 @@ void time_parts(models::Captioner& model, const models::CaptionBatch& batch, int
         ops::max_pool2d_forward(x, {.kernel = l.size}, &cache);
         ops::max_pool2d_backward(dy, cache);
       });
-      x = i > 0 && layers[i - 1].kind == models::ConvEncoderLayer::conv ? relu(y) : y;
+      x = i > 0 && layers[i - 1].kind == caption::ConvEncoderLayer::conv ? relu(y) : y;
       continue;
     }
     const std::string name = "encoder/conv" + std::to_string(k);
@@ -360,7 +361,7 @@ void time_parts(models::Captioner& model, const models::CaptionBatch& batch, int
     const bool input_grad = k > 0;   // as the model: the images need no gradient
     const ConvShape shape{B, x.dim(1), x.dim(2), x.dim(3), l.channels, l.size};
     // As Captioner::encode: a convolution with 2 x 2 pooling next runs as one op, the ReLU after both.
-    if (i + 1 < layers.size() && layers[i + 1].kind == models::ConvEncoderLayer::pool && layers[i + 1].size == 2) {
+    if (i + 1 < layers.size() && layers[i + 1].kind == caption::ConvEncoderLayer::pool && layers[i + 1].size == 2) {
       const Tensor y = ops::conv2d_max_pool2_forward(x, W, b, o, nullptr);
       const Tensor dy = rand_uniform(y.shape(), rng, -1.0f, 1.0f);
       time_part(("conv" + std::to_string(k++) + "+pool").c_str(), reps, n_batches, step_seconds,
@@ -381,7 +382,7 @@ void time_parts(models::Captioner& model, const models::CaptionBatch& batch, int
       ops::conv2d_forward(x, W, b, o, &cache);
       ops::conv2d_backward(dy, W, cache, dW, db, input_grad);
     });
-    x = i + 1 < layers.size() && layers[i + 1].kind == models::ConvEncoderLayer::pool ? y : relu(y);
+    x = i + 1 < layers.size() && layers[i + 1].kind == caption::ConvEncoderLayer::pool ? y : relu(y);
   }
   const Tensor dx = rand_uniform({x.dim(0), x.dim(2), x.dim(3), x.dim(1)}, rng, -1.0f, 1.0f);
   rest += seconds_per_batch(reps, n_batches, [&] {
@@ -431,18 +432,18 @@ int run(int argc, char** argv) {
   }
   Rng data_rng(seed);
   int64_t vocab = kVocab;
-  const data::CaptionSplit pool = args.str("data").empty()
+  const caption::CaptionSplit pool = args.str("data").empty()
                                       ? make_pool(P, args.integer("height"), args.integer("width"), data_rng)
                                       : read_pool(args.str("data"), P, vocab);
-  const std::vector<models::CaptionBatch> batches = make_batches(pool, B);
+  const std::vector<caption::CaptionBatch> batches = make_batches(pool, B);
 
-  models::CaptionerConfig c;   // the defaults are attn-caption train's
+  caption::CaptionerConfig c;   // the defaults are attn-caption train's
   c.vocab = vocab;
   c.channels = pool.images.dim(1);
   c.height = pool.images.dim(2);
   c.width = pool.images.dim(3);
   Rng init(seed);
-  models::Captioner model(c, init);
+  caption::Captioner model(c, init);
   const ParamList plist = model.params();
   int64_t params = 0;
   for (const Param* p : plist) params += p->value.numel();
@@ -455,14 +456,14 @@ int run(int argc, char** argv) {
   Rng rng(seed);
   int64_t t = 0;
   auto repetition = [&] {
-    for (const models::CaptionBatch& batch : batches) train_one(model, plist, batch, adam, rng, ++t);
+    for (const caption::CaptionBatch& batch : batches) train_one(model, plist, batch, adam, rng, ++t);
   };
   const perf::Times times = perf::time_reps(args.integer("warmup"), args.integer("steps"), repetition);
   flops::reset();
   repetition();
   const double counted = 2.0 * static_cast<double>(flops::count());
   bench::GemmList gemms;
-  for (const models::CaptionBatch& batch : batches) {
+  for (const caption::CaptionBatch& batch : batches) {
     const bench::GemmList g = model_gemms(c, B, batch.tgt.dim(1));
     gemms.insert(gemms.end(), g.begin(), g.end());
   }

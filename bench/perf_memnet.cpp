@@ -1,4 +1,4 @@
-// Whole-model speed of the end-to-end memory network (models::MemN2N) on bAbI, the attnlab side
+// Whole-model speed of the end-to-end memory network (memnet::MemN2N) on bAbI, the attnlab side
 // of experiments/perf/memnet (run.sh puts it beside the same model in PyTorch, torch_memnet.py):
 // full training steps as attn-memnet train takes them (zero grads, MemN2N::train_step, clip the
 // gradient's global norm at 1.25, SGD at lr 0.32), in questions/s and microseconds per question.
@@ -17,7 +17,7 @@
 // --export FILE writes what the PyTorch twin needs to run the same model on the same data, and
 // to check that it is the same model, then exits without timing:
 //   /pool/index           int32 [Q]: the pool's rows of /train (the twin reads --data itself)
-//   /params/<name>        the initial parameters, attnlab's names and layouts (models/memnet.hpp)
+//   /params/<name>        the initial parameters, attnlab's names and layouts (families/memnet/model.hpp)
 //   /check/grads/<name>   the gradients of one train_step on the pool's first --batch questions
 //                         from those parameters; root attributes check_loss (their mean loss,
 //                         nats: what the gradient is of), check_batch, seed
@@ -35,9 +35,9 @@
 #include <vector>
 
 #include "attn/core/threading.hpp"
-#include "attn/data/qa_data.hpp"
+#include "attn/families/memnet/qa_data.hpp"
 #include "attn/io/hdf5_file.hpp"
-#include "attn/models/memnet.hpp"
+#include "attn/families/memnet/model.hpp"
 #include "attn/optim/clip.hpp"
 #include "attn/optim/sgd.hpp"
 #include "perf_util.hpp"
@@ -64,33 +64,33 @@ std::vector<int64_t> pool_index(int64_t N, int64_t Q, Rng& rng) {
 }
 
 // The pool's consecutive batches, each gathered from the split as the trainer gathers them.
-std::vector<data::QaBatch> make_batches(const data::QaSplit& train, const std::vector<int64_t>& index, int64_t B) {
-  std::vector<data::QaBatch> batches;
+std::vector<memnet::QaBatch> make_batches(const memnet::QaSplit& train, const std::vector<int64_t>& index, int64_t B) {
+  std::vector<memnet::QaBatch> batches;
   for (size_t b = 0; b < index.size(); b += static_cast<size_t>(B))
     batches.push_back(train.gather(std::span<const int64_t>(index).subspan(b, static_cast<size_t>(B))));
   return batches;
 }
 
 // One full training step: zero grads, forward and backward (no noise), clip, SGD.
-void train(models::MemN2N& model, const ParamList& params, const data::QaBatch& batch, optim::Sgd& sgd, int64_t t) {
+void train(memnet::MemN2N& model, const ParamList& params, const memnet::QaBatch& batch, optim::Sgd& sgd, int64_t t) {
   zero_grads(params);
   model.train_step(batch);
   optim::clip_grad_norm(params, kClip);
   sgd.step(params, t);
 }
 
-void write_export(const std::string& path, const std::vector<int64_t>& index, const std::vector<data::QaBatch>& batches,
-                  models::MemN2N& model, int64_t steps, uint64_t seed) {
+void write_export(const std::string& path, const std::vector<int64_t>& index,
+                  const std::vector<memnet::QaBatch>& batches, memnet::MemN2N& model, int64_t steps, uint64_t seed) {
   io::File file = io::File::create(path);
   file.write("pool/index", Tensor::from_ints({static_cast<int64_t>(index.size())},
                                               std::vector<int32_t>(index.begin(), index.end())));
   const ParamList params = model.params();
   for (const Param* p : params) file.write("params/" + p->name, p->value);
   zero_grads(params);
-  const models::MemN2NStats s = model.train_step(batches.front());
+  const memnet::MemN2NStats s = model.train_step(batches.front());
   for (const Param* p : params) file.write("check/grads/" + p->name, p->grad);
   const double loss = s.loss_nats / static_cast<double>(s.questions);
-  const models::MemN2NConfig& c = model.config();
+  const memnet::MemN2NConfig& c = model.config();
   file.set_attr("/", "check_loss", loss);
   file.set_attr("/", "check_batch", s.questions);
   file.set_attr("/", "seed", static_cast<int64_t>(seed));
@@ -125,17 +125,17 @@ int main(int argc, char** argv) {
     return 2;
   }
   const io::File data = io::File::open_read(args.str("data"));
-  const int64_t V = data::read_qa_vocab(data).size();
-  const data::QaSplit train_split = data::read_qa_split(data, "train", V);
+  const int64_t V = memnet::read_qa_vocab(data).size();
+  const memnet::QaSplit train_split = memnet::read_qa_split(data, "train", V);
   Rng shuffle(seed);
   const std::vector<int64_t> index = pool_index(train_split.size(), Q, shuffle);
-  const std::vector<data::QaBatch> batches = make_batches(train_split, index, B);
+  const std::vector<memnet::QaBatch> batches = make_batches(train_split, index, B);
 
-  models::MemN2NConfig c;   // the defaults are attn-memnet's: PE, temporal, adjacent, 3 hops, Mm 50
+  memnet::MemN2NConfig c;   // the defaults are attn-memnet's: PE, temporal, adjacent, 3 hops, Mm 50
   c.vocab_size = V;
   c.embedding_size = args.integer("embedding-size");
   Rng init(seed);
-  models::MemN2N model(c, init);
+  memnet::MemN2N model(c, init);
   const ParamList plist = model.params();
   int64_t params = 0;
   for (const Param* p : plist) params += p->value.numel();
@@ -147,7 +147,7 @@ int main(int argc, char** argv) {
   optim::Sgd sgd({.lr = kLr});
   int64_t t = 0;
   auto repetition = [&] {
-    for (const data::QaBatch& batch : batches) train(model, plist, batch, sgd, ++t);
+    for (const memnet::QaBatch& batch : batches) train(model, plist, batch, sgd, ++t);
   };
   const perf::Times times = perf::time_reps(args.integer("warmup"), args.integer("steps"), repetition);
   const double med = perf::median(times.wall), q = static_cast<double>(Q);

@@ -30,7 +30,7 @@
 
 #include "attn/core/threading.hpp"
 #include "attn/dist/world.hpp"
-#include "attn/models/transformer.hpp"
+#include "attn/families/transformer/model.hpp"
 #include "attn/optim/adam.hpp"
 #include "attn/train/data_parallel.hpp"
 #include "perf_util.hpp"
@@ -43,9 +43,9 @@ using clock_type = std::chrono::steady_clock;
 double since(clock_type::time_point t0) { return std::chrono::duration<double>(clock_type::now() - t0).count(); }
 
 // Rows `index` of a batch whose rows all have length L.
-models::TokenBatch rows_of(const models::TokenBatch& all, std::span<const int64_t> index) {
+data::TokenBatch rows_of(const data::TokenBatch& all, std::span<const int64_t> index) {
   const int64_t L = all.src.dim(1), B = static_cast<int64_t>(index.size());
-  models::TokenBatch out;
+  data::TokenBatch out;
   out.src = Tensor({B, L}, DType::i32);
   out.tgt = Tensor({B, L}, DType::i32);
   out.src_len = Tensor({B}, DType::i32);
@@ -76,7 +76,7 @@ int main(int argc, char** argv) {
                          {"overlap", "1"}, {"bucket-floats", std::to_string(train::kBucketFloats)}});
   set_num_threads(static_cast<int>(args.integer("threads")));
   const int64_t B = args.integer("batch"), L = args.integer("length");
-  models::TransformerConfig c;
+  transformer::TransformerConfig c;
   c.src_vocab = c.tgt_vocab = args.integer("vocab");
   c.d_model = args.integer("d-model");
   c.heads = args.integer("heads");
@@ -85,8 +85,8 @@ int main(int argc, char** argv) {
   c.dropout = 0.1f;
   c.label_smoothing = 0.1f;
   Rng init(1);
-  models::Transformer model(c, init);
-  const models::TokenBatch all = perf::make_batch(B, L, c.tgt_vocab);
+  transformer::Transformer model(c, init);
+  const data::TokenBatch all = perf::make_batch(B, L, c.tgt_vocab);
   std::vector<int64_t> global(static_cast<size_t>(B));
   for (int64_t i = 0; i < B; ++i) global[static_cast<size_t>(i)] = i;
 
@@ -95,7 +95,7 @@ int main(int argc, char** argv) {
   task.params = model.params();
   task.sums = {"nll", "correct"};
   task.train_batch = [&](std::span<const int64_t> index, Rng& rng) {
-    const models::LossStats s = model.train_step(rows_of(all, index), rng);
+    const data::LossStats s = model.train_step(rows_of(all, index), rng);
     return train::BatchStats{.loss_sum = s.loss_sum, .count = static_cast<double>(s.tokens), .units = s.tokens,
                              .sums = {s.nll_sum, static_cast<double>(s.correct)}};
   };

@@ -3,7 +3,7 @@
 // training steps (zero grads, Ntm::train_step, clip every gradient to [-10, 10], RMSProp in
 // Graves' form); target sequences/s and ms per sequence.
 //
-// Model (models::Ntm, Collier & Beel's parameterisation): copy task of 8 bits (input width 9,
+// Model (ntm::Ntm, Collier & Beel's parameterisation): copy task of 8 bits (input width 9,
 // output 8), LSTM controller of 100 units (1 layer), memory 128 x 20 with constant init, one
 // write and one read head, shifts -1..1. Optimizer optim::RmsPropConfig::graves2013().
 //
@@ -15,7 +15,7 @@
 // --export FILE writes what the PyTorch twin needs to run the same model on the same data, and
 // to check that it is the same model, then exits without timing:
 //   /train/{inputs, input_len, targets, target_len}  the pool (data/sequence_data.hpp)
-//   /params/<name>        the initial parameters, attnlab's names and layouts (models/ntm.hpp)
+//   /params/<name>        the initial parameters, attnlab's names and layouts (families/ntm/model.hpp)
 //   /check/grads/<name>   the gradients of one train_step on the first --batch sequences of the
 //                         pool from those parameters; root attributes check_loss (the mean loss
 //                         over those sequences, nats: what the gradient is of), check_batch, seed
@@ -35,7 +35,7 @@
 #include "attn/data/sequence_data.hpp"
 #include "attn/datasets/ntm_tasks.hpp"
 #include "attn/io/hdf5_file.hpp"
-#include "attn/models/ntm.hpp"
+#include "attn/families/ntm/model.hpp"
 #include "attn/optim/clip.hpp"
 #include "attn/optim/rmsprop.hpp"
 #include "perf_util.hpp"
@@ -44,11 +44,11 @@ namespace {
 
 using namespace attn;
 
-models::NtmConfig copy_config() {
-  models::NtmConfig c;
+ntm::NtmConfig copy_config() {
+  ntm::NtmConfig c;
   c.input_size = 9;
   c.output_size = 8;
-  c.controller = models::NtmController::lstm;
+  c.controller = ntm::NtmController::lstm;
   c.controller_size = 100;
   c.controller_layers = 1;
   c.memory_rows = 128;
@@ -56,7 +56,7 @@ models::NtmConfig copy_config() {
   c.read_heads = 1;
   c.write_heads = 1;
   c.shift_range = 1;
-  c.memory_init = models::NtmMemoryInit::constant;
+  c.memory_init = ntm::NtmMemoryInit::constant;
   return c;
 }
 
@@ -68,7 +68,7 @@ data::SequenceBatch slice(const data::SequenceSplit& pool, int64_t begin, int64_
 }
 
 // One full training step: zero grads, forward and backward, clip by value at 10, RMSProp.
-void train(models::Ntm& model, const ParamList& params, const data::SequenceBatch& batch, optim::RmsProp& rmsprop,
+void train(ntm::Ntm& model, const ParamList& params, const data::SequenceBatch& batch, optim::RmsProp& rmsprop,
            int64_t t) {
   zero_grads(params);
   Rng memory(0);   // unused with constant memory
@@ -77,7 +77,7 @@ void train(models::Ntm& model, const ParamList& params, const data::SequenceBatc
   rmsprop.step(params, t);
 }
 
-void write_export(const std::string& path, const data::SequenceSplit& pool, models::Ntm& model, int64_t B,
+void write_export(const std::string& path, const data::SequenceSplit& pool, ntm::Ntm& model, int64_t B,
                   int64_t steps, uint64_t seed) {
   io::File file = io::File::create(path);
   data::write_sequence_split(file, "train", pool);
@@ -85,7 +85,7 @@ void write_export(const std::string& path, const data::SequenceSplit& pool, mode
   for (const Param* p : params) file.write("params/" + p->name, p->value);
   zero_grads(params);
   Rng memory(0);   // unused with constant memory
-  const models::NtmStats s = model.train_step(slice(pool, 0, B), memory);
+  const ntm::NtmStats s = model.train_step(slice(pool, 0, B), memory);
   for (const Param* p : params) file.write("check/grads/" + p->name, p->grad);
   file.set_attr("/", "check_loss", s.bce_nats / static_cast<double>(s.sequences));
   file.set_attr("/", "check_batch", B);
@@ -121,7 +121,7 @@ int main(int argc, char** argv) {
       datasets::make_copy({.width = 8, .min_len = 1, .max_len = 20}, {.train = n, .valid = 0, .test = 0}, seed).train;
 
   Rng init(seed);
-  models::Ntm model(copy_config(), init);
+  ntm::Ntm model(copy_config(), init);
   const ParamList plist = model.params();
   int64_t params = 0;
   for (const Param* p : plist) params += p->value.numel();

@@ -6,7 +6,7 @@
 // (hidden 256, input [e_t; c_t]), additive (concat) attention of dimension 256 in Bahdanau's
 // style, output layer over [s_t; c_t; e_t] (1024 -> 8000), vocabulary 8000, no dropout, no
 // label smoothing. Prints one key=value line (perf_util.hpp).
-#include "attn/models/seq2seq.hpp"
+#include "attn/families/seq2seq/model.hpp"
 #include "attn/optim/adam.hpp"
 #include "perf_util.hpp"
 
@@ -25,7 +25,7 @@ void add_recurrence(bench::GemmList& g, int64_t T, int64_t B, int64_t H, int64_t
   g.push_back({G, H, T * B});
 }
 
-bench::GemmList model_gemms(const models::Seq2SeqConfig& c, int64_t B, int64_t S, int64_t T) {
+bench::GemmList model_gemms(const seq2seq::Seq2SeqConfig& c, int64_t B, int64_t S, int64_t T) {
   const int64_t E = c.embed_dim, H = c.hidden, Dv = c.memory_dim(), Dd = c.dec_hidden, A = c.attention_dim;
   const int64_t V = c.tgt_vocab, Do = c.output_input_dim();
   bench::GemmList g;
@@ -60,7 +60,7 @@ int main(int argc, char** argv) {
                          {"vocab", "8000"}, {"embed", "256"}, {"hidden", "256"}, {"attention-dim", "256"}});
   set_num_threads(static_cast<int>(args.integer("threads")));
   const int64_t B = args.integer("batch"), L = args.integer("length");
-  models::Seq2SeqConfig c;
+  seq2seq::Seq2SeqConfig c;
   c.src_vocab = c.tgt_vocab = args.integer("vocab");
   c.embed_dim = args.integer("embed");
   c.cell = nn::RnnCell::gru;
@@ -68,13 +68,13 @@ int main(int argc, char** argv) {
   c.layers = 1;
   c.bidirectional = true;
   c.attention = nn::ScoreKind::concat;
-  c.attention_style = models::AttentionStyle::bahdanau;
+  c.attention_style = seq2seq::AttentionStyle::bahdanau;
   c.attention_dim = args.integer("attention-dim");
   c.dropout = 0.0f;
   c.label_smoothing = 0.0f;
   Rng init(1);
-  models::Seq2Seq model(c, init);
-  const models::TokenBatch batch = perf::make_batch(B, L, c.tgt_vocab);
+  seq2seq::Seq2Seq model(c, init);
+  const data::TokenBatch batch = perf::make_batch(B, L, c.tgt_vocab);
   const ParamList plist = model.params();
   int64_t params = 0;
   for (const Param* p : plist) params += p->value.numel();

@@ -13,8 +13,8 @@
 #include <cmath>
 
 #include "attn/core/thread_governor.hpp"
-#include "attn/decode/decode.hpp"
-#include "attn/models/transformer.hpp"
+#include "attn/families/transformer/decode.hpp"
+#include "attn/families/transformer/model.hpp"
 #include "attn/optim/adam.hpp"
 #include "perf_util.hpp"
 
@@ -23,7 +23,7 @@ namespace {
 using namespace attn;
 
 // The model's matrix products (perf_util.hpp) for one training step or one greedy decoding.
-bench::GemmList model_gemms(const models::TransformerConfig& c, int64_t B, int64_t L, int64_t new_tokens,
+bench::GemmList model_gemms(const transformer::TransformerConfig& c, int64_t B, int64_t L, int64_t new_tokens,
                             bool train) {
   const int64_t D = c.d_model, F = c.d_ff, V = c.tgt_vocab, NH = c.heads, HD = D / NH, N = B * L;
   bench::GemmList g;
@@ -68,7 +68,7 @@ bench::GemmList model_gemms(const models::TransformerConfig& c, int64_t B, int64
   return g;
 }
 
-int64_t count_params(models::Transformer& model) {
+int64_t count_params(transformer::Transformer& model) {
   int64_t n = 0;
   for (const Param* p : model.params()) n += p->value.numel();
   return n;
@@ -86,7 +86,7 @@ int main(int argc, char** argv) {
   if (args.integer("running") > 0) set_running_threads(static_cast<int>(args.integer("running")));   // as the governor
   const std::string mode = args.str("mode");
   const int64_t B = args.integer("batch"), L = args.integer("length"), new_tokens = args.integer("new-tokens");
-  models::TransformerConfig c;
+  transformer::TransformerConfig c;
   c.src_vocab = c.tgt_vocab = args.integer("vocab");
   c.d_model = args.integer("d-model");
   c.heads = args.integer("heads");
@@ -95,8 +95,8 @@ int main(int argc, char** argv) {
   c.dropout = 0.1f;
   c.label_smoothing = 0.1f;
   Rng init(1);
-  models::Transformer model(c, init);
-  const models::TokenBatch batch = perf::make_batch(B, L, c.tgt_vocab);
+  transformer::Transformer model(c, init);
+  const data::TokenBatch batch = perf::make_batch(B, L, c.tgt_vocab);
   const int64_t params = count_params(model);
 
   if (mode == "train") {
@@ -118,11 +118,11 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (mode == "decode") {
-    decode::DecodeOptions o;
+    transformer::DecodeOptions o;
     o.max_len = new_tokens;
     int64_t tokens = 0;
     auto run = [&] {
-      const decode::DecodeResult r = decode::greedy(model, batch.src, batch.src_len, o);
+      const transformer::DecodeResult r = transformer::greedy(model, batch.src, batch.src_len, o);
       tokens = 0;
       for (const auto& s : r.tokens) tokens += static_cast<int64_t>(s.size());
     };

@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "attn/models/token_batch.hpp"
+#include "attn/data/token_batch.hpp"
 #include "bench_util.hpp"
 
 namespace attn::perf {
@@ -49,8 +49,8 @@ class Args {
 // B pairs of source and target length L (S = T = L) over a vocabulary of V: deterministic
 // regular tokens (ids >= 4), every sentence full length, targets ending in EOS. The PyTorch scripts
 // (experiments/perf/*/torch_*.py) build the same batch with the same formula.
-inline models::TokenBatch make_batch(int64_t B, int64_t L, int64_t V) {
-  models::TokenBatch batch;
+inline data::TokenBatch make_batch(int64_t B, int64_t L, int64_t V) {
+  data::TokenBatch batch;
   batch.src = Tensor({B, L}, DType::i32);
   batch.tgt = Tensor({B, L}, DType::i32);
   batch.src_len = Tensor({B}, DType::i32);
@@ -59,7 +59,7 @@ inline models::TokenBatch make_batch(int64_t B, int64_t L, int64_t V) {
     for (int64_t t = 0; t < L; ++t) {
       batch.src.idata()[b * L + t] = static_cast<int32_t>(4 + (b * 31 + t * 17) % (V - 4));
       batch.tgt.idata()[b * L + t] =
-          static_cast<int32_t>(t == L - 1 ? models::kEos : 4 + (b * 13 + t * 29 + 7) % (V - 4));
+          static_cast<int32_t>(t == L - 1 ? data::kEos : 4 + (b * 13 + t * 29 + 7) % (V - 4));
     }
     batch.src_len.idata()[b] = static_cast<int32_t>(L);
     batch.tgt_len.idata()[b] = static_cast<int32_t>(L);

@@ -1,10 +1,10 @@
 // attn-caption eval | caption: a trained model on a split of a captioning data set
-// (attn/train/caption_run.hpp).
+// (attn/families/caption/run.hpp).
 #include <cmath>
 #include <cstdio>
 #include <string>
 
-#include "attn/train/caption_run.hpp"
+#include "attn/families/caption/run.hpp"
 #include "common/options.hpp"
 #include "verbs.hpp"
 
@@ -28,14 +28,14 @@ void add_common(cli::Options& opts) {
   opts.threads();
 }
 
-decode::CaptionDecodeOptions decode_options(const cli::Options& opts) {
+caption::CaptionDecodeOptions decode_options(const cli::Options& opts) {
   return {.max_len = opts.get<int64_t>("max-len"),
           .beam = opts.get<int64_t>("beam"),
           .length_penalty = static_cast<float>(opts.get<double>("length-penalty"))};
 }
 
 // "sequence accuracy 0.9870, BLEU-1..4 99.1/98.7/98.2/97.9"
-std::string describe(const train::Captions& c) {
+std::string describe(const caption::Captions& c) {
   char line[200];
   std::snprintf(line, sizeof line, "sequence accuracy %.4f, BLEU-1..4 %.1f/%.1f/%.1f/%.1f", c.sequence_accuracy(),
                 c.bleu[0], c.bleu[1], c.bleu[2], c.bleu[3]);
@@ -54,21 +54,21 @@ int cmd_eval(int argc, char** argv) {
   add_common(opts);
   opts.distributed();   // its batches shared out under mpirun (train/split_run.hpp)
   if (!opts.parse(argc, argv)) return 0;
-  const train::CaptionerFile m = train::load_captioner(opts.get<std::string>("model"));
+  const caption::CaptionerFile m = caption::load_captioner(opts.get<std::string>("model"));
   const std::string split = opts.get<std::string>("split");
   const io::File data = io::File::open_read(opts.get<std::string>("data"));   // the split may read from it
-  const data::CaptionSplit s = train::read_captioner_split(data, split, m);
+  const caption::CaptionSplit s = caption::read_captioner_split(data, split, m);
   if (s.size() == 0) throw DataError(opts.get<std::string>("data") + ": the split '" + split + "' has no images");
   const int64_t batch = opts.get<int64_t>("batch-size");
-  const train::CaptionScores scores = train::evaluate_captioner(m.model, s, batch);
-  const train::Captions captions = train::caption_split(m.model, s, decode_options(opts), batch);
+  const caption::CaptionScores scores = caption::evaluate_captioner(m.model, s, batch);
+  const caption::Captions captions = caption::caption_split(m.model, s, decode_options(opts), batch);
   char line[400];
   std::snprintf(line, sizeof line,
                 "%s eval: %s: %lld images: loss %.4f, perplexity %.4f, token accuracy %.4f, sequence accuracy "
                 "%.4f (teacher forced); attention correctness %.4f (%lld words); %s %s",
                 kTool, split.c_str(), static_cast<long long>(s.size()), scores.stats.loss(),
-                train::caption_perplexity(scores.stats), train::caption_token_accuracy(scores.stats),
-                train::caption_sequence_accuracy(scores.stats), scores.attention_correctness(),
+                caption::caption_perplexity(scores.stats), caption::caption_token_accuracy(scores.stats),
+                caption::caption_sequence_accuracy(scores.stats), scores.attention_correctness(),
                 static_cast<long long>(scores.named_words), opts.get<int64_t>("beam") > 1 ? "beam:" : "greedy:",
                 describe(captions).c_str());
   cli::print_summary(opts, line);
@@ -87,12 +87,13 @@ int cmd_caption(int argc, char** argv) {
   opts.out("captions file, HDF5");
   opts.distributed();   // its batches shared out under mpirun (train/split_run.hpp)
   if (!opts.parse(argc, argv)) return 0;
-  const train::CaptionerFile m = train::load_captioner(opts.get<std::string>("model"));
+  const caption::CaptionerFile m = caption::load_captioner(opts.get<std::string>("model"));
   const std::string split = opts.get<std::string>("split");
   const io::File data = io::File::open_read(opts.get<std::string>("data"));   // the split may read from it
-  const data::CaptionSplit s = train::read_captioner_split(data, split, m);
-  const train::Captions c = train::caption_split(m.model, s, decode_options(opts), opts.get<int64_t>("batch-size"));
-  cli::write_output(opts, "attnlab/output", "captions", [&](io::File& file) { train::write_captions(file, c, s, m.vocab); });
+  const caption::CaptionSplit s = caption::read_captioner_split(data, split, m);
+  const caption::Captions c = caption::caption_split(m.model, s, decode_options(opts), opts.get<int64_t>("batch-size"));
+  cli::write_output(opts, "attnlab/output", "captions",
+                    [&](io::File& file) { caption::write_captions(file, c, s, m.vocab); });
   cli::print_summary(opts, std::string(kTool) + " caption: " + std::to_string(s.size()) + " images of " + split +
                                ": " + describe(c) + " -> " + opts.get<std::string>("out"));
   return 0;

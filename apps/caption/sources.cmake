@@ -1,4 +1,4 @@
-# attn-caption: train / eval / caption (lib/train/caption_run).
+# attn-caption: train / eval / caption (attn/families/caption/run.hpp).
 attn_add_tool(attn-caption SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/main.cpp
   ${CMAKE_CURRENT_LIST_DIR}/train_verb.cpp

@@ -1,11 +1,11 @@
-// attn-caption train: options -> models::CaptionerConfig and the captioning task, then the
-// shared train verb (apps/common/training.hpp) over attn/train/caption_run.hpp.
+// attn-caption train: options -> caption::CaptionerConfig and the captioning task, then the
+// shared train verb (apps/common/training.hpp) over attn/families/caption/run.hpp.
 #include <memory>
 #include <optional>
 #include <string>
 
 #include "attn/core/error.hpp"
-#include "attn/train/caption_run.hpp"
+#include "attn/families/caption/run.hpp"
 #include "common/options.hpp"
 #include "common/training.hpp"
 #include "verbs.hpp"
@@ -51,9 +51,9 @@ void add_options(cli::Options& opts) {
        "dropout on the deep output's hidden layer");
 }
 
-models::CaptionerConfig config_from_options(const cli::Options& opts, const data::Vocab& vocab,
-                                            const data::CaptionSplit& train) {
-  models::CaptionerConfig c;
+caption::CaptionerConfig config_from_options(const cli::Options& opts, const data::Vocab& vocab,
+                                            const caption::CaptionSplit& train) {
+  caption::CaptionerConfig c;
   c.vocab = vocab.size();
   c.channels = train.images.dim(1);
   c.height = train.images.dim(2);
@@ -64,11 +64,11 @@ models::CaptionerConfig config_from_options(const cli::Options& opts, const data
   c.embed_dim = opts.get<int64_t>("embed-dim");
   c.hidden = opts.get<int64_t>("hidden");
   c.attention_dim = opts.get<int64_t>("attention-dim");
-  c.attention = models::parse_caption_attention(opts.get<std::string>("attention"));
-  c.gate = c.attention == models::CaptionAttention::soft && !opts.get<bool>("no-gate");
-  c.alpha_c = c.attention == models::CaptionAttention::soft ? static_cast<float>(opts.get<double>("alpha-c")) : 0.0f;
+  c.attention = caption::parse_caption_attention(opts.get<std::string>("attention"));
+  c.gate = c.attention == caption::CaptionAttention::soft && !opts.get<bool>("no-gate");
+  c.alpha_c = c.attention == caption::CaptionAttention::soft ? static_cast<float>(opts.get<double>("alpha-c")) : 0.0f;
   c.alpha_entropy =
-      c.attention == models::CaptionAttention::soft ? static_cast<float>(opts.get<double>("alpha-entropy")) : 0.0f;
+      c.attention == caption::CaptionAttention::soft ? static_cast<float>(opts.get<double>("alpha-entropy")) : 0.0f;
   c.dropout = static_cast<float>(opts.get<double>("dropout"));
   c.validate();
   return c;
@@ -77,28 +77,28 @@ models::CaptionerConfig config_from_options(const cli::Options& opts, const data
 // What a training run keeps alive: the data, the vocabulary, the model and its task.
 struct CaptionRun : cli::TrainRun {
   data::Vocab vocab;
-  data::CaptionSplit train, valid;
+  caption::CaptionSplit train, valid;
   bool has_valid = false;
-  std::optional<models::Captioner> model;
+  std::optional<caption::Captioner> model;
 };
 
 std::unique_ptr<cli::TrainRun> prepare(const cli::Options& opts, cli::TrainInputs& in) {
   auto run = std::make_unique<CaptionRun>();
-  run->vocab = data::read_caption_vocab(in.data);
-  run->train = data::open_caption_split(in.data, "train", run->vocab.size(), in.keep_data);
+  run->vocab = caption::read_caption_vocab(in.data);
+  run->train = caption::open_caption_split(in.data, "train", run->vocab.size(), in.keep_data);
   run->has_valid = in.data.is_group("/valid");
-  if (run->has_valid) run->valid = data::open_caption_split(in.data, "valid", run->vocab.size(), in.keep_data);
-  const models::CaptionerConfig config =
+  if (run->has_valid) run->valid = caption::open_caption_split(in.data, "valid", run->vocab.size(), in.keep_data);
+  const caption::CaptionerConfig config =
       in.resume.empty() ? config_from_options(opts, run->vocab, run->train)
-                        : models::CaptionerConfig::from_attrs(in.resumed_config("captioner"), in.resume);
-  train::check_caption_data(config, run->vocab, run->train, in.data.display_name());
-  if (run->has_valid) train::check_caption_data(config, run->vocab, run->valid, in.data.display_name());
+                        : caption::CaptionerConfig::from_attrs(in.resumed_config("captioner"), in.resume);
+  caption::check_caption_data(config, run->vocab, run->train, in.data.display_name());
+  if (run->has_valid) caption::check_caption_data(config, run->vocab, run->valid, in.data.display_name());
   run->model.emplace(config, in.init_rng);
-  train::CaptionTraining training;
+  caption::CaptionTraining training;
   training.alpha_entropy_epochs = opts.get<int64_t>("alpha-entropy-epochs");
   if (training.alpha_entropy_epochs > 0 && config.alpha_entropy == 0)
     throw ConfigError("--alpha-entropy-epochs applies with --alpha-entropy > 0 and soft attention");
-  run->task = train::caption_task(*run->model, run->train, run->has_valid ? &run->valid : nullptr, run->vocab,
+  run->task = caption::caption_task(*run->model, run->train, run->has_valid ? &run->valid : nullptr, run->vocab,
                                   training);
   run->model_width = config.hidden;
   return run;
@@ -120,7 +120,7 @@ int cmd_train(int argc, char** argv) {
       .clip_norm = 5.0,
       .add_options = add_options,
       .prepare = prepare,
-      .test_scores = train::caption_test_scores,
+      .test_scores = caption::caption_test_scores,
   });
 }
 

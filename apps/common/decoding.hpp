@@ -3,7 +3,7 @@
 // one-line summaries (attn/train/token_run.hpp). A tool's eval verb is one call:
 //
 //   int cmd_eval(int argc, char** argv) {
-//     return cli::run_eval_verb(kTool, argc, argv, train::load_seq2seq, reads, train::evaluate_seq2seq);
+//     return cli::run_eval_verb(kTool, argc, argv, seq2seq::load_seq2seq, reads, seq2seq::evaluate_seq2seq);
 //   }
 //
 // its translate verb builds its options, loads its model file and hands the rest to run_translate.

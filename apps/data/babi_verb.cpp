@@ -71,7 +71,7 @@ int cmd_babi(int argc, char** argv) {
     line += ", left out " + datasets::task_ranges(data.left_out) + " (no training file)";
   int64_t ms = 0, ws = 0, wq = 0;
   for (int k = 0; k < 3; ++k) {
-    const data::QaSplit& s = data.splits[k];
+    const memnet::QaSplit& s = data.splits[k];
     line += std::string(k ? ", " : ": ") + datasets::kSplitNames[k] + " " + std::to_string(s.size());
     ms = std::max(ms, s.memory_size());
     ws = std::max(ws, s.sentence_width());

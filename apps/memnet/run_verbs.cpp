@@ -1,9 +1,9 @@
 // attn-memnet eval | answer: a trained model on a split of a bAbI data set
-// (attn/train/memnet_run.hpp).
+// (attn/families/memnet/run.hpp).
 #include <cmath>
 #include <cstdio>
 
-#include "attn/train/memnet_run.hpp"
+#include "attn/families/memnet/run.hpp"
 #include "common/options.hpp"
 #include "verbs.hpp"
 
@@ -11,20 +11,20 @@ namespace attn::memnet_tool {
 namespace {
 
 // --split of --data, checked against the model's vocabulary.
-data::QaSplit read_split(const cli::Options& opts, const io::File& data, const train::MemnetFile& m) {
-  return train::read_memnet_split(data, opts.get<std::string>("split"), m);
+memnet::QaSplit read_split(const cli::Options& opts, const io::File& data, const memnet::MemnetFile& m) {
+  return memnet::read_memnet_split(data, opts.get<std::string>("split"), m);
 }
 
 // "1000 questions: loss 0.0123, accuracy 0.9990, error 0.0010"
 std::string describe(const train::BatchStats& s) {
   char line[160];
   std::snprintf(line, sizeof line, "%lld questions: loss %.4f, accuracy %.4f, error %.4f",
-                static_cast<long long>(s.count), s.loss(), train::answer_accuracy(s), train::answer_error(s));
+                static_cast<long long>(s.count), s.loss(), memnet::answer_accuracy(s), memnet::answer_error(s));
   return line;
 }
 
 // One line per task when the split has several: "  task  1: accuracy 0.9990, error 0.0010 (1000 questions)"
-std::string per_task(const train::MemnetScores& scores) {
+std::string per_task(const memnet::MemnetScores& scores) {
   if (scores.tasks() < 2) return "";
   std::string out;
   for (int t = 1; t <= 20; ++t) {
@@ -54,10 +54,10 @@ int cmd_eval(int argc, char** argv) {
   add_common(opts);
   opts.distributed();   // its batches shared out under mpirun (train/split_run.hpp)
   if (!opts.parse(argc, argv)) return 0;
-  const train::MemnetFile m = train::load_memnet(opts.get<std::string>("model"));
+  const memnet::MemnetFile m = memnet::load_memnet(opts.get<std::string>("model"));
   const io::File data = io::File::open_read(opts.get<std::string>("data"));   // the split may read from it
-  const data::QaSplit s = read_split(opts, data, m);
-  const train::MemnetScores scores = train::evaluate_memnet(m.model, s, opts.get<int64_t>("batch-size"));
+  const memnet::QaSplit s = read_split(opts, data, m);
+  const memnet::MemnetScores scores = memnet::evaluate_memnet(m.model, s, opts.get<int64_t>("batch-size"));
   cli::print_summary(opts, std::string(kTool) + " eval: " + opts.get<std::string>("split") + ": " +
                                describe(scores.stats) + per_task(scores));
   return 0;
@@ -76,12 +76,12 @@ int cmd_answer(int argc, char** argv) {
   opts.out("answers file, HDF5");
   opts.distributed();   // its batches shared out under mpirun (train/split_run.hpp)
   if (!opts.parse(argc, argv)) return 0;
-  const train::MemnetFile m = train::load_memnet(opts.get<std::string>("model"));
+  const memnet::MemnetFile m = memnet::load_memnet(opts.get<std::string>("model"));
   const io::File data = io::File::open_read(opts.get<std::string>("data"));   // the split may read from it
-  const data::QaSplit s = read_split(opts, data, m);
-  const train::MemnetAnswers a = train::answer_memnet(m.model, s, opts.get<int64_t>("batch-size"));
+  const memnet::QaSplit s = read_split(opts, data, m);
+  const memnet::MemnetAnswers a = memnet::answer_memnet(m.model, s, opts.get<int64_t>("batch-size"));
   cli::write_output(opts, "attnlab/output", "memnet-answers",
-                    [&](io::File& file) { train::write_memnet_answers(file, s, m.vocab, a); });
+                    [&](io::File& file) { memnet::write_memnet_answers(file, s, m.vocab, a); });
   cli::print_summary(opts, std::string(kTool) + " answer: " + opts.get<std::string>("split") + ": " +
                                describe(a.scores.stats) + " -> " + opts.get<std::string>("out"));
   return 0;

@@ -1,12 +1,12 @@
-// attn-memnet train: options -> models::MemN2NConfig and the bAbI task, then the shared train
-// verb (apps/common/training.hpp) over attn/train/memnet_run.hpp.
+// attn-memnet train: options -> memnet::MemN2NConfig and the bAbI task, then the shared train
+// verb (apps/common/training.hpp) over attn/families/memnet/run.hpp.
 #include <algorithm>
 #include <memory>
 #include <optional>
 #include <string>
 
 #include "attn/core/error.hpp"
-#include "attn/train/memnet_run.hpp"
+#include "attn/families/memnet/run.hpp"
 #include "common/options.hpp"
 #include "common/training.hpp"
 #include "verbs.hpp"
@@ -48,19 +48,20 @@ void add_options(cli::Options& opts) {
        "encoding only)");
 }
 
-models::MemN2NConfig config_from_options(const cli::Options& opts, const data::Vocab& vocab, const data::QaSplit& train) {
+memnet::MemN2NConfig config_from_options(const cli::Options& opts, const data::Vocab& vocab,
+                                         const memnet::QaSplit& train) {
   if (opts.get<bool>("temporal-encoding") && opts.get<bool>("no-temporal-encoding"))
     throw ConfigError("give --temporal-encoding or --no-temporal-encoding, not both");
-  models::MemN2NConfig c;
+  memnet::MemN2NConfig c;
   c.vocab_size = vocab.size();
   c.embedding_size = opts.get<int64_t>("embedding-size");
   c.hops = opts.get<int64_t>("hops");
   c.memory_size = opts.get<int64_t>("memory-size");
-  c.encoding = models::parse_memn2n_encoding(opts.get<std::string>("encoding"));
+  c.encoding = memnet::parse_memn2n_encoding(opts.get<std::string>("encoding"));
   c.temporal = !opts.get<bool>("no-temporal-encoding");
-  c.tying = models::parse_memn2n_tying(opts.get<std::string>("tying"));
+  c.tying = memnet::parse_memn2n_tying(opts.get<std::string>("tying"));
   // The code's J: the longest sentence or question, + 1 for its time word.
-  if (c.encoding == models::MemN2NEncoding::position_fixed)
+  if (c.encoding == memnet::MemN2NEncoding::position_fixed)
     c.sentence_length = std::max(train.sentence_width(), train.question_width()) + 1;
   // The code's memory: as many slots as the longest training story has sentences, at most Mm.
   if (opts.get<bool>("empty-slots")) c.empty_slots = std::min(c.memory_size, train.memory_size());
@@ -71,29 +72,29 @@ models::MemN2NConfig config_from_options(const cli::Options& opts, const data::V
 // What a training run keeps alive: the data, the vocabulary, the model and its task.
 struct MemnetRun : cli::TrainRun {
   data::Vocab vocab;
-  data::QaSplit train, valid;
+  memnet::QaSplit train, valid;
   bool has_valid = false;
-  std::optional<models::MemN2N> model;
+  std::optional<memnet::MemN2N> model;
 };
 
 std::unique_ptr<cli::TrainRun> prepare(const cli::Options& opts, cli::TrainInputs& in) {
   auto run = std::make_unique<MemnetRun>();
-  run->vocab = data::read_qa_vocab(in.data);
-  run->train = data::open_qa_split(in.data, "train", run->vocab.size(), in.keep_data);
+  run->vocab = memnet::read_qa_vocab(in.data);
+  run->train = memnet::open_qa_split(in.data, "train", run->vocab.size(), in.keep_data);
   run->has_valid = in.data.is_group("/valid");
-  if (run->has_valid) run->valid = data::open_qa_split(in.data, "valid", run->vocab.size(), in.keep_data);
-  const models::MemN2NConfig config =
+  if (run->has_valid) run->valid = memnet::open_qa_split(in.data, "valid", run->vocab.size(), in.keep_data);
+  const memnet::MemN2NConfig config =
       in.resume.empty() ? config_from_options(opts, run->vocab, run->train)
-                        : models::MemN2NConfig::from_attrs(in.resumed_config("memnet"), in.resume);
-  train::check_vocab(config, run->vocab, in.data.display_name());
+                        : memnet::MemN2NConfig::from_attrs(in.resumed_config("memnet"), in.resume);
+  memnet::check_vocab(config, run->vocab, in.data.display_name());
   run->model.emplace(config, in.init_rng);
-  train::MemnetTraining options;
+  memnet::MemnetTraining options;
   options.linear_start = opts.get<bool>("linear-start");
   options.linear_start_epochs = opts.get<int64_t>("linear-start-epochs");
   if (options.linear_start_epochs > 0 && !options.linear_start)
     throw ConfigError("--linear-start-epochs applies with --linear-start");
   options.random_noise = opts.get<bool>("random-noise");
-  run->task = train::memnet_task(*run->model, run->train, run->has_valid ? &run->valid : nullptr, run->vocab, options);
+  run->task = memnet::memnet_task(*run->model, run->train, run->has_valid ? &run->valid : nullptr, run->vocab, options);
   run->model_width = config.embedding_size;
   return run;
 }
@@ -118,7 +119,7 @@ int cmd_train(int argc, char** argv) {
       .add_options = add_options,
       .prepare = prepare,
       .repeats_metric = "error",
-      .test_scores = train::memnet_test_scores,
+      .test_scores = memnet::memnet_test_scores,
   });
 }
 

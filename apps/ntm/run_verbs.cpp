@@ -1,7 +1,7 @@
-// attn-ntm eval | run: a trained model on a split of a task's data set (attn/train/ntm_run.hpp).
+// attn-ntm eval | run: a trained model on a split of a task's data set (attn/families/ntm/run.hpp).
 #include <cstdio>
 
-#include "attn/train/ntm_run.hpp"
+#include "attn/families/ntm/run.hpp"
 #include "common/options.hpp"
 #include "verbs.hpp"
 
@@ -9,8 +9,8 @@ namespace attn::ntm_tool {
 namespace {
 
 // --split of --data as `model` reads it: the sequence layout, with the model's widths.
-data::SequenceSplit read_split(const cli::Options& opts, const io::File& data, const models::NtmConfig& config) {
-  return train::read_ntm_split(data, opts.get<std::string>("split"), config);
+data::SequenceSplit read_split(const cli::Options& opts, const io::File& data, const ntm::NtmConfig& config) {
+  return ntm::read_ntm_split(data, opts.get<std::string>("split"), config);
 }
 
 // "1000 sequences: cost 0.0123 bits per sequence, 0.0120 bit errors per sequence, bit error rate
@@ -20,8 +20,8 @@ std::string describe(const train::BatchStats& s) {
   std::snprintf(line, sizeof line,
                 "%lld sequences: cost %.4f bits per sequence, %.4f bit errors per sequence, bit error rate "
                 "%.5f, sequence accuracy %.4f",
-                static_cast<long long>(s.count), s.loss(), train::bit_errors_per_sequence(s),
-                train::bit_error_rate(s), train::sequence_accuracy(s));
+                static_cast<long long>(s.count), s.loss(), ntm::bit_errors_per_sequence(s),
+                ntm::bit_error_rate(s), ntm::sequence_accuracy(s));
   return line;
 }
 
@@ -41,10 +41,10 @@ int cmd_eval(int argc, char** argv) {
   add_common(opts);
   opts.distributed();   // its batches shared out under mpirun (train/split_run.hpp)
   if (!opts.parse(argc, argv)) return 0;
-  const train::NtmFile m = train::load_ntm(opts.get<std::string>("model"));
+  const ntm::NtmFile m = ntm::load_ntm(opts.get<std::string>("model"));
   const io::File data = io::File::open_read(opts.get<std::string>("data"));   // the split may read from it
   const data::SequenceSplit s = read_split(opts, data, m.model.config());
-  const train::BatchStats stats = train::evaluate_ntm(m.model, s, opts.get<int64_t>("batch-size"));
+  const train::BatchStats stats = ntm::evaluate_ntm(m.model, s, opts.get<int64_t>("batch-size"));
   cli::print_summary(opts, std::string(kTool) + " eval: " + opts.get<std::string>("split") + ": " + describe(stats));
   return 0;
 }
@@ -60,11 +60,11 @@ int cmd_run(int argc, char** argv) {
   opts.out("run file, HDF5");
   opts.distributed();   // its batches shared out under mpirun (train/split_run.hpp)
   if (!opts.parse(argc, argv)) return 0;
-  const train::NtmFile m = train::load_ntm(opts.get<std::string>("model"));
+  const ntm::NtmFile m = ntm::load_ntm(opts.get<std::string>("model"));
   const io::File data = io::File::open_read(opts.get<std::string>("data"));   // the split may read from it
   const data::SequenceSplit s = read_split(opts, data, m.model.config());
-  const train::NtmRunResult r = train::run_ntm(m.model, s, opts.get<int64_t>("batch-size"));
-  cli::write_output(opts, "attnlab/output", "ntm-run", [&](io::File& file) { train::write_ntm_run(file, s, r); });
+  const ntm::NtmRunResult r = ntm::run_ntm(m.model, s, opts.get<int64_t>("batch-size"));
+  cli::write_output(opts, "attnlab/output", "ntm-run", [&](io::File& file) { ntm::write_ntm_run(file, s, r); });
   cli::print_summary(opts, std::string(kTool) + " run: " + opts.get<std::string>("split") + ": " + describe(r.stats) +
                                " -> " + opts.get<std::string>("out"));
   return 0;

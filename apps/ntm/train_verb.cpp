@@ -1,10 +1,10 @@
-// attn-ntm train: options -> models::NtmConfig and the sequence task, then the shared train verb
-// (apps/common/training.hpp) over attn/train/ntm_run.hpp.
+// attn-ntm train: options -> ntm::NtmConfig and the sequence task, then the shared train verb
+// (apps/common/training.hpp) over attn/families/ntm/run.hpp.
 #include <iostream>
 #include <memory>
 #include <optional>
 
-#include "attn/train/ntm_run.hpp"
+#include "attn/families/ntm/run.hpp"
 #include "common/options.hpp"
 #include "common/training.hpp"
 #include "verbs.hpp"
@@ -48,11 +48,11 @@ void add_options(cli::Options& opts) {
        "bit error rate at which the curriculum moves on");
 }
 
-models::NtmConfig config_from_options(const cli::Options& opts, const data::SequenceSplit& train) {
-  models::NtmConfig c;
+ntm::NtmConfig config_from_options(const cli::Options& opts, const data::SequenceSplit& train) {
+  ntm::NtmConfig c;
   c.input_size = train.input_width();
   c.output_size = train.output_width();
-  c.controller = models::parse_ntm_controller(opts.get<std::string>("controller"));
+  c.controller = ntm::parse_ntm_controller(opts.get<std::string>("controller"));
   c.controller_size = opts.get<int64_t>("controller-size");
   c.controller_layers = opts.get<int64_t>("controller-layers");
   const std::vector<int64_t> memory = cli::parse_int_list("memory", opts.get<std::string>("memory"));
@@ -63,14 +63,14 @@ models::NtmConfig config_from_options(const cli::Options& opts, const data::Sequ
   c.read_heads = opts.get<int64_t>("read-heads");
   c.write_heads = opts.get<int64_t>("write-heads");
   c.shift_range = opts.get<int64_t>("shift-range");
-  c.memory_init = models::parse_ntm_memory_init(opts.get<std::string>("memory-init"));
+  c.memory_init = ntm::parse_ntm_memory_init(opts.get<std::string>("memory-init"));
   c.validate();
   if (opts.get<std::string>("baseline") == "lstm") {
-    const models::NtmConfig baseline = train::lstm_baseline(c, opts.get<int64_t>("baseline-layers"));
+    const ntm::NtmConfig baseline = ntm::lstm_baseline(c, opts.get<int64_t>("baseline-layers"));
     if (!opts.quiet())
       std::cerr << kTool << " train: the LSTM baseline: " << baseline.controller_layers << " layers of "
-                << baseline.controller_size << " units, " << train::parameter_count(baseline)
-                << " parameters (the NTM it stands in for: " << train::parameter_count(c) << ")\n";
+                << baseline.controller_size << " units, " << ntm::parameter_count(baseline)
+                << " parameters (the NTM it stands in for: " << ntm::parameter_count(c) << ")\n";
     return baseline;
   }
   return c;
@@ -80,7 +80,7 @@ models::NtmConfig config_from_options(const cli::Options& opts, const data::Sequ
 struct NtmRun : cli::TrainRun {
   data::SequenceSplit train, valid;
   bool has_valid = false;
-  std::optional<models::Ntm> model;
+  std::optional<ntm::Ntm> model;
 };
 
 std::unique_ptr<cli::TrainRun> prepare(const cli::Options& opts, cli::TrainInputs& in) {
@@ -88,19 +88,19 @@ std::unique_ptr<cli::TrainRun> prepare(const cli::Options& opts, cli::TrainInput
   run->train = data::open_sequence_split(in.data, "train", in.keep_data);
   run->has_valid = in.data.is_group("/valid");
   if (run->has_valid) run->valid = data::open_sequence_split(in.data, "valid", in.keep_data);
-  const models::NtmConfig config = in.resume.empty()
+  const ntm::NtmConfig config = in.resume.empty()
                                        ? config_from_options(opts, run->train)
-                                       : models::NtmConfig::from_attrs(in.resumed_config("ntm"), in.resume);
-  train::check_widths(config, run->train, in.data.display_name(), "train");
-  if (run->has_valid) train::check_widths(config, run->valid, in.data.display_name(), "valid");
+                                       : ntm::NtmConfig::from_attrs(in.resumed_config("ntm"), in.resume);
+  ntm::check_widths(config, run->train, in.data.display_name(), "train");
+  if (run->has_valid) ntm::check_widths(config, run->valid, in.data.display_name(), "valid");
   run->model.emplace(config, in.init_rng);
-  train::NtmTraining serving;
+  ntm::NtmTraining serving;
   serving.batch_size = opts.get<int64_t>("batch-size");
   serving.epoch_size = opts.get<int64_t>("epoch-size");
   serving.seed = static_cast<uint64_t>(opts.get<int64_t>("seed"));
   serving.curriculum = opts.get<bool>("curriculum");
   serving.curriculum_threshold = opts.get<double>("curriculum-threshold");
-  run->task = train::ntm_task(*run->model, run->train, run->has_valid ? &run->valid : nullptr, serving);
+  run->task = ntm::ntm_task(*run->model, run->train, run->has_valid ? &run->valid : nullptr, serving);
   return run;
 }
 

@@ -1,5 +1,5 @@
-// attn-seq2seq eval | translate: a trained model on data (attn/train/seq2seq_run.hpp).
-#include "attn/train/seq2seq_run.hpp"
+// attn-seq2seq eval | translate: a trained model on data (attn/families/seq2seq/run.hpp).
+#include "attn/families/seq2seq/run.hpp"
 #include "common/decoding.hpp"
 #include "common/options.hpp"
 #include "verbs.hpp"
@@ -8,14 +8,14 @@ namespace attn::seq2seq_tool {
 namespace {
 
 // What a model reads of a data set: sources and targets with its own vocabularies.
-cli::ModelReads reads(const train::Seq2SeqFile& m) {
-  return {&m.src_vocab, &m.tgt_vocab, train::seq2seq_request(m.model.config())};
+cli::ModelReads reads(const seq2seq::Seq2SeqFile& m) {
+  return {&m.src_vocab, &m.tgt_vocab, seq2seq::seq2seq_request(m.model.config())};
 }
 
 }  // namespace
 
 int cmd_eval(int argc, char** argv) {
-  return cli::run_eval_verb(kTool, argc, argv, train::load_seq2seq, reads, train::evaluate_seq2seq);
+  return cli::run_eval_verb(kTool, argc, argv, seq2seq::load_seq2seq, reads, seq2seq::evaluate_seq2seq);
 }
 
 int cmd_translate(int argc, char** argv) {
@@ -31,13 +31,13 @@ int cmd_translate(int argc, char** argv) {
                              "length normalisation alpha of beam search, log p / |y|^alpha (0: raw log p)");
   opts.threads();
   if (!opts.parse(argc, argv)) return 0;
-  const train::Seq2SeqFile m = train::load_seq2seq(opts.get<std::string>("model"));
+  const seq2seq::Seq2SeqFile m = seq2seq::load_seq2seq(opts.get<std::string>("model"));
   cli::run_translate(opts, reads(m), m.src_vocab, m.tgt_vocab,
                      [&](const data::TokenSplit& s, const cli::DecodeChoice& d) {
-                       train::Seq2SeqTranslateOptions to;
+                       seq2seq::Seq2SeqTranslateOptions to;
                        to.decode = {.max_len = d.max_len, .beam = d.beam, .length_penalty = d.length_penalty};
                        to.max_tokens = d.max_tokens;
-                       return train::translate(m.model, s, to);
+                       return seq2seq::translate(m.model, s, to);
                      });
   return 0;
 }

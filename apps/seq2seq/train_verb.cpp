@@ -1,9 +1,9 @@
-// attn-seq2seq train: options -> models::Seq2SeqConfig and train::TrainConfig, then train::fit
+// attn-seq2seq train: options -> seq2seq::Seq2SeqConfig and train::TrainConfig, then train::fit
 // over the token data set (attn/train/trainer.hpp, seq2seq_run.hpp).
 #include <algorithm>
 #include <memory>
 
-#include "attn/train/seq2seq_run.hpp"
+#include "attn/families/seq2seq/run.hpp"
 #include "common/decoding.hpp"
 #include "common/options.hpp"
 #include "common/training.hpp"
@@ -58,8 +58,8 @@ void add_model_options(cli::Options& opts) {
   cli::add_valid_bleu_option(opts);
 }
 
-models::Seq2SeqConfig config_from_options(const cli::Options& opts, const train::Vocabs& vocabs) {
-  models::Seq2SeqConfig c;
+seq2seq::Seq2SeqConfig config_from_options(const cli::Options& opts, const train::Vocabs& vocabs) {
+  seq2seq::Seq2SeqConfig c;
   c.src_vocab = vocabs.src.size();
   c.tgt_vocab = vocabs.tgt.size();
   c.embed_dim = opts.get<int64_t>("embed-dim");
@@ -71,12 +71,12 @@ models::Seq2SeqConfig config_from_options(const cli::Options& opts, const train:
   c.attention = nn::parse_score_kind(opts.get<std::string>("attention"));
   const bool dot = c.attention == nn::ScoreKind::dot || c.attention == nn::ScoreKind::scaled_dot;
   c.dec_hidden = opts.has("dec-hidden") ? opts.get<int64_t>("dec-hidden") : dot ? c.memory_dim() : c.hidden;
-  c.attention_style = models::parse_attention_style(opts.get<std::string>("attention-style"));
+  c.attention_style = seq2seq::parse_attention_style(opts.get<std::string>("attention-style"));
   const int64_t attention_dim = opts.get<int64_t>("attention-dim");
   c.attention_dim = attention_dim > 0 ? attention_dim : c.dec_hidden;
-  c.local = models::parse_local_attention(opts.get<std::string>("local"));
+  c.local = seq2seq::parse_local_attention(opts.get<std::string>("local"));
   c.attention_window = opts.get<int64_t>("attention-window");
-  if (c.local == models::LocalAttention::global && cli::given(opts, "attention-window"))
+  if (c.local == seq2seq::LocalAttention::global && cli::given(opts, "attention-window"))
     throw ConfigError("--attention-window applies to --local monotonic or predictive, not global");
   c.dropout = static_cast<float>(opts.get<double>("dropout"));
   c.teacher_forcing = static_cast<float>(opts.get<double>("teacher-forcing"));
@@ -85,22 +85,23 @@ models::Seq2SeqConfig config_from_options(const cli::Options& opts, const train:
 }
 
 std::unique_ptr<cli::TrainRun> prepare(const cli::Options& opts, cli::TrainInputs& in) {
-  auto run = std::make_unique<cli::TokenTrainRun<models::Seq2Seq>>();
+  auto run = std::make_unique<cli::TokenTrainRun<seq2seq::Seq2Seq>>();
   run->vocabs = train::read_data_vocabs(in.data);
-  models::Seq2SeqConfig config =
-      in.resume.empty()
-          ? config_from_options(opts, run->vocabs)
-          : models::Seq2SeqConfig::from_attrs(train::resumed_config(in.resume, "seq2seq", in.data, run->vocabs), in.resume);
-  run->splits = train::read_training_data(in.data, train::seq2seq_request(config), in.keep_data);
+  seq2seq::Seq2SeqConfig config = in.resume.empty()
+                                      ? config_from_options(opts, run->vocabs)
+                                      : seq2seq::Seq2SeqConfig::from_attrs(
+                                            train::resumed_config(in.resume, "seq2seq", in.data, run->vocabs),
+                                            in.resume);
+  run->splits = train::read_training_data(in.data, seq2seq::seq2seq_request(config), in.keep_data);
   if (in.resume.empty()) {
     const int64_t max_src = opts.get<int64_t>("max-src-len");
-    config.max_src_len = max_src > 0 ? max_src : std::max<int64_t>(256, train::longest_source(run->splits));
+    config.max_src_len = max_src > 0 ? max_src : std::max<int64_t>(256, seq2seq::longest_source(run->splits));
   }
   run->model.emplace(config, in.init_rng);
-  run->task = train::seq2seq_task(*run->model, run->splits.train, run->splits.valid_or_null(), run->vocabs.src,
+  run->task = seq2seq::seq2seq_task(*run->model, run->splits.train, run->splits.valid_or_null(), run->vocabs.src,
                                   run->vocabs.tgt);
   cli::add_valid_bleu(opts, run->task, run->splits.valid_or_null(),
-                      [m = &*run->model](const data::TokenSplit& s) { return train::translate(*m, s, {}); });
+                      [m = &*run->model](const data::TokenSplit& s) { return seq2seq::translate(*m, s, {}); });
   return run;
 }
 

@@ -1,11 +1,11 @@
 // attn-transformer finetune | classify, and eval of a fine-tuned model: the second stage of GPT
-// and BERT on a labelled data set (attn/train/classifier_run.hpp, trainer.hpp).
+// and BERT on a labelled data set (attn/families/transformer/classifier_run.hpp, trainer.hpp).
 #include <cstdio>
 #include <memory>
 #include <optional>
 
 #include "attn/data/splits.hpp"
-#include "attn/train/classifier_run.hpp"
+#include "attn/families/transformer/classifier_run.hpp"
 #include "common/cli.hpp"
 #include "common/options.hpp"
 #include "common/training.hpp"
@@ -37,32 +37,33 @@ void add_finetune_options(cli::Options& opts) {
 }
 
 struct FineTuneRun : cli::TrainRun {
-  train::LabelledData data;
-  std::optional<models::TransformerClassifier> model;
+  transformer::LabelledData data;
+  std::optional<transformer::TransformerClassifier> model;
 };
 
 std::unique_ptr<cli::TrainRun> prepare(const cli::Options& opts, cli::TrainInputs& in) {
   auto run = std::make_unique<FineTuneRun>();
-  run->data = train::read_labelled_data(in.data, in.keep_data);
+  run->data = transformer::read_labelled_data(in.data, in.keep_data);
   const auto classes = static_cast<int64_t>(run->data.labels.size());
   const auto aux_lm = static_cast<float>(opts.get<double>("aux-lm"));
   if (in.resume.empty()) {
     if (!opts.has("init")) throw ConfigError("finetune needs --init PRETRAINED.h5 (or --resume)");
     const std::string init = opts.get<std::string>("init");
-    train::TransformerFile pre = train::load_pretrained(init, in.data, run->data);
+    transformer::TransformerFile pre = transformer::load_pretrained(init, in.data, run->data);
     if (opts.get<bool>("from-scratch"))
-      run->model.emplace(models::ClassifierConfig{pre.model.config(), classes, aux_lm}, in.init_rng);
+      run->model.emplace(transformer::ClassifierConfig{pre.model.config(), classes, aux_lm}, in.init_rng);
     else
       run->model.emplace(std::move(pre.model), classes, aux_lm, in.init_rng);
   } else {
-    const models::ClassifierConfig c = models::ClassifierConfig::from_attrs(in.resumed_config(train::kClassifierKind), in.resume);
+    const transformer::ClassifierConfig c = transformer::ClassifierConfig::from_attrs(
+        in.resumed_config(transformer::kClassifierKind), in.resume);
     if (c.classes != classes || c.body.tgt_vocab != run->data.vocab.size())
       throw DataError(in.resume + ": a classifier of " + std::to_string(c.classes) + " classes over " +
                       std::to_string(c.body.tgt_vocab) + " tokens, but " + in.data.display_name() + " has " +
                       std::to_string(classes) + " classes and " + std::to_string(run->data.vocab.size()) + " tokens");
     run->model.emplace(c, in.init_rng);
   }
-  run->task = train::classifier_task(*run->model, run->data.train, run->data.valid_or_null(), run->data.vocab,
+  run->task = transformer::classifier_task(*run->model, run->data.train, run->data.valid_or_null(), run->data.vocab,
                                      run->data.labels, opts.get<bool>("freeze-encoder"));
   run->model_width = run->model->config().body.d_model;
   return run;
@@ -71,9 +72,9 @@ std::unique_ptr<cli::TrainRun> prepare(const cli::Options& opts, cli::TrainInput
 // test_error of a fine-tuned model on the data set's test split, for --repeats (none without one).
 std::vector<std::pair<std::string, double>> test_scores(const std::string& model, const io::File& data) {
   if (!data::has_split(data, "test")) return {};
-  const train::ClassifierFile m = train::load_classifier(model);
-  const data::LabelledSplit test = train::read_classifier_split(data, "test", m, model);
-  const train::BatchStats s = train::evaluate_classifier(m.model, test, 64);
+  const transformer::ClassifierFile m = transformer::load_classifier(model);
+  const transformer::LabelledSplit test = transformer::read_classifier_split(data, "test", m, model);
+  const train::BatchStats s = transformer::evaluate_classifier(m.model, test, 64);
   return {{"test_error", 1.0 - s.sum(1) / s.count}};
 }
 
@@ -109,10 +110,11 @@ void add_classify_options(cli::Options& opts) {
 
 int eval_classifier(const cli::Options& opts) {
   const std::string path = opts.get<std::string>("model");
-  const train::ClassifierFile m = train::load_classifier(path);
+  const transformer::ClassifierFile m = transformer::load_classifier(path);
   const io::File data = io::File::open_read(opts.get<std::string>("data"));
-  const data::LabelledSplit s = train::read_classifier_split(data, opts.get<std::string>("split"), m, path);
-  const train::BatchStats r = train::evaluate_classifier(m.model, s, opts.get<int64_t>("batch-size"));
+  const transformer::LabelledSplit s = transformer::read_classifier_split(data, opts.get<std::string>("split"), m,
+                                                                          path);
+  const train::BatchStats r = transformer::evaluate_classifier(m.model, s, opts.get<int64_t>("batch-size"));
   cli::print_summary(opts, opts.tool() + " eval: " + s.name + ": loss " + fixed(r.loss()) + ", accuracy " +
                                fixed(r.sum(1) / r.count) + ", error " + fixed(1.0 - r.sum(1) / r.count) + " (" +
                                std::to_string(s.size()) + " examples)");
@@ -131,13 +133,14 @@ int cmd_classify(int argc, char** argv) {
   opts.distributed();   // its batches shared out under mpirun (train/split_run.hpp)
   if (!opts.parse(argc, argv)) return 0;
   const std::string path = opts.get<std::string>("model");
-  const train::ClassifierFile m = train::load_classifier(path);
+  const transformer::ClassifierFile m = transformer::load_classifier(path);
   const io::File data = io::File::open_read(opts.get<std::string>("data"));
-  const data::LabelledSplit s = train::read_classifier_split(data, opts.get<std::string>("split"), m, path);
-  const train::Classification c =
-      train::classify(m.model, s, opts.get<int64_t>("batch-size"), opts.get<bool>("dump-attention"));
+  const transformer::LabelledSplit s = transformer::read_classifier_split(data, opts.get<std::string>("split"), m,
+                                                                          path);
+  const transformer::Classification c =
+      transformer::classify(m.model, s, opts.get<int64_t>("batch-size"), opts.get<bool>("dump-attention"));
   cli::write_output(opts, "attnlab/output", "classification",
-                    [&](io::File& f) { train::write_classification(f, c, s, m.vocab, m.labels); });
+                    [&](io::File& f) { transformer::write_classification(f, c, s, m.vocab, m.labels); });
   cli::print_summary(opts, opts.tool() + " classify: " + std::to_string(s.size()) + " examples of " + s.name +
                                ": accuracy " + fixed(c.stats.sum(1) / c.stats.count) + ", loss " +
                                fixed(c.stats.loss()) + " -> " + opts.get<std::string>("out"));

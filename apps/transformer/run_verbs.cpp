@@ -1,13 +1,13 @@
 // attn-transformer eval | translate | generate | average: a trained model on data
-// (attn/train/transformer_run.hpp, lib/decode).
+// (attn/families/transformer/run.hpp, lib/decode).
 #include <iostream>
 
 #include "attn/data/batching.hpp"
 #include "attn/data/tokenizer.hpp"
 #include "attn/data/vocab.hpp"
-#include "attn/decode/decode.hpp"
-#include "attn/train/classifier_run.hpp"
-#include "attn/train/transformer_run.hpp"
+#include "attn/families/transformer/decode.hpp"
+#include "attn/families/transformer/classifier_run.hpp"
+#include "attn/families/transformer/run.hpp"
 #include "common/cli.hpp"
 #include "common/decoding.hpp"
 #include "common/options.hpp"
@@ -20,12 +20,13 @@ namespace po = boost::program_options;
 using cli::int_value;
 
 // What a model reads of a data set (transformer_request), with its own vocabularies: an mlm's
-// one vocabulary is the data set's source side (train::transformer_vocabs).
-cli::ModelReads reads(const train::TransformerFile& m) {
-  const models::TransformerArch arch = m.model.config().arch;
-  if (arch == models::TransformerArch::mlm) return {&m.tgt_vocab, nullptr, train::transformer_request(m.model.config())};
-  return {arch == models::TransformerArch::encdec ? &m.src_vocab : nullptr, &m.tgt_vocab,
-          train::transformer_request(m.model.config())};
+// one vocabulary is the data set's source side (transformer::transformer_vocabs).
+cli::ModelReads reads(const transformer::TransformerFile& m) {
+  const transformer::TransformerArch arch = m.model.config().arch;
+  if (arch == transformer::TransformerArch::mlm)
+    return {&m.tgt_vocab, nullptr, transformer::transformer_request(m.model.config())};
+  return {arch == transformer::TransformerArch::encdec ? &m.src_vocab : nullptr, &m.tgt_vocab,
+          transformer::transformer_request(m.model.config())};
 }
 
 }  // namespace
@@ -39,10 +40,10 @@ int cmd_eval(int argc, char** argv) {
   if (!opts.parse(argc, argv)) return 0;
   // Standard input can be read once: a model piped in is taken for a Transformer.
   const std::string model = opts.get<std::string>("model");
-  if (model != "-" && train::is_classifier_file(model)) return eval_classifier(opts);
-  const train::TransformerFile m = train::load_transformer(opts.get<std::string>("model"));
+  if (model != "-" && transformer::is_classifier_file(model)) return eval_classifier(opts);
+  const transformer::TransformerFile m = transformer::load_transformer(opts.get<std::string>("model"));
   cli::run_eval(opts, reads(m), [&](const data::TokenSplit& s, int64_t max_tokens) {
-    return train::evaluate_transformer(m.model, s, max_tokens);
+    return transformer::evaluate_transformer(m.model, s, max_tokens);
   });
   return 0;
 }
@@ -60,16 +61,16 @@ int cmd_translate(int argc, char** argv) {
   opts.add()("dump-attention", po::bool_switch(), "store the attention weights of every layer and head");
   opts.threads();
   if (!opts.parse(argc, argv)) return 0;
-  const train::TransformerFile m = train::load_transformer(opts.get<std::string>("model"));
+  const transformer::TransformerFile m = transformer::load_transformer(opts.get<std::string>("model"));
   cli::run_translate(opts, reads(m), m.src_vocab, m.tgt_vocab,
                      [&](const data::TokenSplit& s, const cli::DecodeChoice& d) {
-                       train::TranslateOptions to;
+                       transformer::TranslateOptions to;
                        to.decode.max_len = d.max_len;
                        to.decode.beam = d.beam;
                        to.decode.length_penalty = d.length_penalty;
                        to.decode.want_attention = opts.get<bool>("dump-attention");
                        to.max_tokens = d.max_tokens;
-                       return train::translate(m.model, s, to);
+                       return transformer::translate(m.model, s, to);
                      });
   return 0;
 }
@@ -90,19 +91,19 @@ int cmd_generate(int argc, char** argv) {
       ("top-k", int_value(0)->notifier(cli::at_least<int64_t>("top-k", 0)), "sample among the k most likely (0: all)");
   opts.seed(1).threads();
   if (!opts.parse(argc, argv)) return 0;
-  const train::TransformerFile m = train::load_transformer(opts.get<std::string>("model"));
-  if (m.model.config().arch != models::TransformerArch::lm)
+  const transformer::TransformerFile m = transformer::load_transformer(opts.get<std::string>("model"));
+  if (m.model.config().arch != transformer::TransformerArch::lm)
     throw ConfigError("generate needs a language model (train --arch lm); " + opts.get<std::string>("model") +
-                      " is '" + models::arch_name(m.model.config().arch) + "' (use translate)");
+                      " is '" + transformer::arch_name(m.model.config().arch) + "' (use translate)");
   const std::vector<int32_t> prompt = m.tgt_vocab.encode(data::split_whitespace(opts.get<std::string>("prompt")));
   const auto n = opts.get<int64_t>("n");
   const data::PaddedBatch p = data::pad_sequences(std::vector<std::vector<int32_t>>(static_cast<size_t>(n), prompt));
-  decode::SampleOptions so;
+  transformer::SampleOptions so;
   so.max_len = opts.get<int64_t>("max-len");
   so.temperature = static_cast<float>(opts.get<double>("temperature"));
   so.top_k = opts.get<int64_t>("top-k");
   Rng rng(static_cast<uint64_t>(opts.get<int64_t>("seed")));
-  const decode::DecodeResult r = decode::sample(m.model, p.tokens, p.lengths, so, rng);
+  const transformer::DecodeResult r = transformer::sample(m.model, p.tokens, p.lengths, so, rng);
   for (const auto& tokens : r.tokens) std::cout << data::join_tokens(m.tgt_vocab.decode(tokens)) << "\n";
   std::cout.flush();
   return 0;
@@ -124,7 +125,7 @@ int cmd_average(int argc, char** argv) {
       throw cli::OutputError(e.what());
     }
   }();
-  train::average_transformers(inputs, out, std::string(kTool) + " " + cli::version(), opts.command());
+  transformer::average_transformers(inputs, out, std::string(kTool) + " " + cli::version(), opts.command());
   cli::commit_output(out);
   cli::print_summary(opts, std::string(kTool) + " average: " + std::to_string(inputs.size()) + " models -> " +
                                opts.get<std::string>("out"));

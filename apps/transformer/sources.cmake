@@ -1,4 +1,4 @@
-# attn-transformer: train / eval / translate / generate / average / finetune / classify (lib/train/transformer_run).
+# attn-transformer: train / eval / translate / generate / average / finetune / classify (attn/families/transformer/run.hpp).
 attn_add_tool(attn-transformer SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/main.cpp
   ${CMAKE_CURRENT_LIST_DIR}/train_verb.cpp

@@ -1,8 +1,8 @@
-// attn-transformer train: options -> models::TransformerConfig and train::TrainConfig, then
+// attn-transformer train: options -> transformer::TransformerConfig and train::TrainConfig, then
 // train::fit over the token data set (attn/train/trainer.hpp, transformer_run.hpp).
 #include <memory>
 
-#include "attn/train/transformer_run.hpp"
+#include "attn/families/transformer/run.hpp"
 #include "common/decoding.hpp"
 #include "common/options.hpp"
 #include "common/training.hpp"
@@ -13,7 +13,7 @@ namespace {
 
 namespace po = boost::program_options;
 using cli::int_value;
-using models::TransformerArch;
+using transformer::TransformerArch;
 
 void add_model_options(cli::Options& opts) {
   opts.add_model()
@@ -53,22 +53,23 @@ void add_model_options(cli::Options& opts) {
 
 // BERT's masking, with --mask-prob's selection probability and --mask-words' words; both refused
 // for the other architectures, which mask nothing.
-models::MaskingOptions masking_from_options(const cli::Options& opts, TransformerArch arch, const data::Vocab& vocab) {
-  models::MaskingOptions masking;
+transformer::MaskingOptions masking_from_options(const cli::Options& opts, TransformerArch arch,
+                                                 const data::Vocab& vocab) {
+  transformer::MaskingOptions masking;
   if (arch != TransformerArch::mlm && (opts.has("mask-prob") || opts.has("mask-words")))
     throw ConfigError("--mask-prob and --mask-words need a masked LM (--arch mlm), this model is '" +
-                      std::string(models::arch_name(arch)) + "'");
+                      std::string(transformer::arch_name(arch)) + "'");
   if (opts.has("mask-prob")) masking.select = static_cast<float>(opts.get<double>("mask-prob"));
-  if (opts.has("mask-words")) masking.only = train::read_mask_words(opts.get<std::string>("mask-words"), vocab);
+  if (opts.has("mask-words")) masking.only = transformer::read_mask_words(opts.get<std::string>("mask-words"), vocab);
   return masking;
 }
 
-models::TransformerConfig config_from_options(const cli::Options& opts, const train::Vocabs& vocabs) {
-  models::TransformerConfig c;
-  c.arch = models::arch_from_string(opts.get<std::string>("arch"));
+transformer::TransformerConfig config_from_options(const cli::Options& opts, const train::Vocabs& vocabs) {
+  transformer::TransformerConfig c;
+  c.arch = transformer::arch_from_string(opts.get<std::string>("arch"));
   c.src_vocab = c.arch == TransformerArch::encdec ? vocabs.src.size() : 0;
   c.tgt_vocab = vocabs.tgt.size();
-  c.tie_embeddings = models::tie_embeddings_from_string(opts.get<std::string>("tie-embeddings"));
+  c.tie_embeddings = transformer::tie_embeddings_from_string(opts.get<std::string>("tie-embeddings"));
   if (c.shared_vocab() && vocabs.src.tokens() != vocabs.tgt.tokens())
     throw ConfigError("--tie-embeddings all needs one vocabulary for source and target; the data set's "
                       "/vocab/src and /vocab/tgt differ (use --tie-embeddings output)");
@@ -79,39 +80,41 @@ models::TransformerConfig config_from_options(const cli::Options& opts, const tr
   c.enc_layers = opts.has("enc-layers") ? opts.get<int64_t>("enc-layers") : layers;
   c.dec_layers = opts.has("dec-layers") ? opts.get<int64_t>("dec-layers") : layers;
   c.dropout = static_cast<float>(opts.get<double>("dropout"));
-  c.pos_encoding = models::positional_from_string(opts.get<std::string>("pos-encoding"));
-  c.norm = models::norm_from_string(opts.get<std::string>("norm"));
+  c.pos_encoding = transformer::positional_from_string(opts.get<std::string>("pos-encoding"));
+  c.norm = transformer::norm_from_string(opts.get<std::string>("norm"));
   c.attn_window = opts.get<int64_t>("attn-window");
   c.label_smoothing = static_cast<float>(opts.get<double>("label-smoothing"));
   return c;
 }
 
 std::unique_ptr<cli::TrainRun> prepare(const cli::Options& opts, cli::TrainInputs& in) {
-  auto run = std::make_unique<cli::TokenTrainRun<models::Transformer>>();
+  auto run = std::make_unique<cli::TokenTrainRun<transformer::Transformer>>();
   // The architecture decides which side's vocabulary is the model's (an mlm reads /src).
   const train::Vocabs data_vocabs = train::read_data_vocabs(in.data);
-  models::TransformerConfig config;
+  transformer::TransformerConfig config;
   if (in.resume.empty()) {
-    run->vocabs = train::transformer_vocabs(models::arch_from_string(opts.get<std::string>("arch")), data_vocabs);
+    run->vocabs = transformer::transformer_vocabs(transformer::arch_from_string(opts.get<std::string>("arch")),
+                                                  data_vocabs);
     config = config_from_options(opts, run->vocabs);
   } else {
     const std::map<std::string, io::AttrValue> stored = in.resumed_config("transformer");
-    config = models::TransformerConfig::from_attrs(stored, in.resume);
-    run->vocabs = train::transformer_vocabs(config.arch, data_vocabs);
+    config = transformer::TransformerConfig::from_attrs(stored, in.resume);
+    run->vocabs = transformer::transformer_vocabs(config.arch, data_vocabs);
     train::check_resumed_vocabs(stored, in.resume, in.data, run->vocabs);
   }
-  run->splits = train::read_training_data(in.data, train::transformer_request(config), in.keep_data);
+  run->splits = train::read_training_data(in.data, transformer::transformer_request(config), in.keep_data);
   if (in.resume.empty())
-    config.max_len =
-        train::transformer_max_len(run->splits, opts.has("max-positions") ? opts.get<int64_t>("max-positions") : 0);
+    config.max_len = transformer::transformer_max_len(
+        run->splits, opts.has("max-positions") ? opts.get<int64_t>("max-positions") : 0);
   run->model.emplace(config, in.init_rng);
-  run->task = train::transformer_task(*run->model, run->splits.train, run->splits.valid_or_null(), run->vocabs.src,
-                                      run->vocabs.tgt, masking_from_options(opts, config.arch, run->vocabs.src));
+  run->task = transformer::transformer_task(*run->model, run->splits.train, run->splits.valid_or_null(),
+                                            run->vocabs.src, run->vocabs.tgt,
+                                            masking_from_options(opts, config.arch, run->vocabs.src));
   run->model_width = config.d_model;
   if (config.arch != TransformerArch::encdec && opts.get<bool>("valid-bleu"))
     throw ConfigError("--valid-bleu needs an encoder-decoder model (--arch encdec)");
   cli::add_valid_bleu(opts, run->task, run->splits.valid_or_null(),
-                      [m = &*run->model](const data::TokenSplit& s) { return train::translate(*m, s, {}); });
+                      [m = &*run->model](const data::TokenSplit& s) { return transformer::translate(*m, s, {}); });
   return run;
 }
 

@@ -93,7 +93,7 @@ struct Row {
 };
 
 // The rows as a split: Ms, Ws, Wq, Ks the largest of the rows (at least 1).
-data::QaSplit encode_rows(const std::vector<Row>& rows) {
+memnet::QaSplit encode_rows(const std::vector<Row>& rows) {
   const int64_t n = static_cast<int64_t>(rows.size());
   size_t Ms = 1, Ws = 1, Wq = 1, Ks = 1;
   for (const Row& r : rows) {
@@ -106,7 +106,7 @@ data::QaSplit encode_rows(const std::vector<Row>& rows) {
   }
   const auto ms = static_cast<int64_t>(Ms), ws = static_cast<int64_t>(Ws), wq = static_cast<int64_t>(Wq),
              ks = static_cast<int64_t>(Ks);
-  data::QaSplit s;
+  memnet::QaSplit s;
   Tensor story({n, ms, ws}, DType::i32), question({n, wq}, DType::i32);
   s.story_len = Tensor({n}, DType::i32);
   s.answer = Tensor({n}, DType::i32);
@@ -339,8 +339,8 @@ BabiData build_babi(const std::vector<BabiTask>& tasks, const BabiConfig& cfg) {
 }
 
 void write_babi(io::File& file, const BabiData& data) {
-  for (int k = 0; k < 3; ++k) data::write_qa_split(file, kSplitNames[k], data.splits[k]);
-  data::write_vocab(file, data::kQaVocab, data.vocab);
+  for (int k = 0; k < 3; ++k) memnet::write_qa_split(file, kSplitNames[k], data.splits[k]);
+  data::write_vocab(file, memnet::kQaVocab, data.vocab);
   file.set_attr("/vocab", "tokenizer", kBabiTokenizer);
   file.set_attr("/vocab", "test_only_answers", static_cast<int64_t>(data.test_only_answers.size()));
   file.set_attr("/test", "unknown_words", data.unknown_test_words);

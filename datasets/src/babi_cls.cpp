@@ -24,7 +24,7 @@ BabiClsData babi_classification(const BabiData& qa, const data::Vocab* vocab) {
   // The classes: every answer of a kept question, in the order of its id in the bAbI vocabulary.
   std::map<int32_t, int32_t> class_of;
   for (int k = 0; k < 3; ++k) {
-    const data::QaSplit& s = qa.splits[k];
+    const memnet::QaSplit& s = qa.splits[k];
     for (int64_t i = 0; i < s.size(); ++i)
       if (!is_babi_list_task(s.task.idata()[i])) class_of.emplace(s.answer.idata()[i], 0);
   }
@@ -40,7 +40,7 @@ BabiClsData babi_classification(const BabiData& qa, const data::Vocab* vocab) {
   };
 
   for (int k = 0; k < 3; ++k) {
-    const data::QaSplit& s = qa.splits[k];
+    const memnet::QaSplit& s = qa.splits[k];
     std::vector<std::vector<int32_t>> rows, segs;
     std::vector<int32_t> labels, tasks;
     const int64_t Ms = s.size() ? s.memory_size() : 0, Ws = s.size() ? s.sentence_width() : 0;
@@ -80,10 +80,10 @@ BabiClsData babi_classification(const BabiData& qa, const data::Vocab* vocab) {
 
 void write_babi_classification(io::File& file, const BabiClsData& data) {
   for (int k = 0; k < 3; ++k) {
-    data::write_labelled_split(file, kSplitNames[k], data.splits[k]);
+    transformer::write_labelled_split(file, kSplitNames[k], data.splits[k]);
     file.write(std::string("/") + kSplitNames[k] + "/task", data.task[k]);
   }
-  data::write_labels(file, data.labels);
+  transformer::write_labels(file, data.labels);
   data::write_vocab(file, "/vocab/src", data.vocab);
   file.set_attr("/vocab", "tokenizer", kBabiTokenizer);
   file.set_attr("/", "tasks", task_ranges(data.tasks));

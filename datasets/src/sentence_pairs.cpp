@@ -72,12 +72,12 @@ PairsData sentence_pairs(const ParallelData& parallel, uint64_t seed) {
 
 void write_sentence_pairs(io::File& file, const PairsData& data) {
   for (int k = 0; k < 3; ++k) {
-    data::write_labelled_split(file, kSplitNames[k], data.splits[k]);
+    transformer::write_labelled_split(file, kSplitNames[k], data.splits[k]);
     const std::string g = std::string("/") + kSplitNames[k];
     file.set_attr(g, "lines", data.lines[k]);
     file.set_attr(g, "dropped", data.dropped[k]);
   }
-  data::write_labels(file, {kPairLabels[0], kPairLabels[1]});
+  transformer::write_labels(file, {kPairLabels[0], kPairLabels[1]});
   data::write_vocab(file, "/vocab/src", data.vocab);
   file.set_attr("/vocab", "tokenizer", kTokenizerName);
   file.set_attr("/vocab", "lowercase", static_cast<int64_t>(data.tokenize.lowercase));

@@ -4,7 +4,7 @@
 // reads the real task 1 when the shared data is there.
 #include <filesystem>
 
-#include "attn/data/qa_data.hpp"
+#include "attn/families/memnet/qa_data.hpp"
 #include "attn/io/hdf5_file.hpp"
 #include "test_support.hpp"
 
@@ -63,9 +63,9 @@ TEST_CASE("attn-data babi writes the question-answering layout that attn-data in
   CHECK(f.attr_int("/config", "memory_size") == 50);
   CHECK(f.attr_double("/config", "valid_fraction") == 0.25);
   CHECK(f.attr_int("/config", "seed") == 1);
-  const data::Vocab vocab = data::read_qa_vocab(f);
+  const data::Vocab vocab = memnet::read_qa_vocab(f);
   CHECK(vocab.size() == 16);
-  const data::QaSplit test = data::read_qa_split(f, "test", vocab.size());
+  const memnet::QaSplit test = memnet::read_qa_split(f, "test", vocab.size());
   CHECK(test.size() == 4);
   CHECK(test.memory_size() == 2);   // the second question of each story remembers 2 statements
   CHECK(vocab.token(test.answer.idata()[0]) == "bathroom");
@@ -160,7 +160,7 @@ TEST_CASE("attn-data babi imports the real task 1", "[data][babi]") {
   CHECK_THAT(r.out, Contains("(en task 1: train 900, valid 100, test 1000 questions;") &&
                         Contains("0 unknown test words"));
   const io::File f = io::File::open_read(dir.file("b.h5"));
-  const data::Vocab vocab = data::read_qa_vocab(f);
-  for (const char* split : {"train", "valid", "test"}) REQUIRE_NOTHROW(data::read_qa_split(f, split, vocab.size()));
+  const data::Vocab vocab = memnet::read_qa_vocab(f);
+  for (const char* split : {"train", "valid", "test"}) REQUIRE_NOTHROW(memnet::read_qa_split(f, split, vocab.size()));
   CHECK(attn_data(dir, "info --data b.h5").code == 0);
 }

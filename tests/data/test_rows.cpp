@@ -9,9 +9,9 @@
 #include "attn/core/error.hpp"
 #include "attn/core/rng.hpp"
 #include "attn/data/batching.hpp"
-#include "attn/data/caption_data.hpp"
-#include "attn/data/labelled_data.hpp"
-#include "attn/data/qa_data.hpp"
+#include "attn/families/caption/caption_data.hpp"
+#include "attn/families/transformer/labelled_data.hpp"
+#include "attn/families/memnet/qa_data.hpp"
 #include "attn/data/sequence_data.hpp"
 #include "attn/data/token_data.hpp"
 #include "test_support.hpp"
@@ -76,8 +76,9 @@ TEST_CASE("rows: every layout opened for training reads the batches of the split
     io::File f = io::File::create(dir.file("all.h5"));
     data::write_token_split(f, "text", {.name = "text", .src = src, .src_len = src_len, .tgt = tgt, .tgt_len = tgt_len, .segments = {}});
     f.write("/text/segments", segments);
-    data::write_labelled_split(f, "cls", {.name = "cls", .src = src, .src_len = src_len, .segments = segments, .label = labels});
-    data::write_qa_split(f, "qa", {story, story_len, question, answer, support, task});
+    transformer::write_labelled_split(
+        f, "cls", {.name = "cls", .src = src, .src_len = src_len, .segments = segments, .label = labels});
+    memnet::write_qa_split(f, "qa", {story, story_len, question, answer, support, task});
     data::write_sequence_split(f, "seq", {inputs, in_len, targets, out_len});
     f.write_all("/cap/", {{"images", images}, {"tgt", tgt}, {"tgt_len", tgt_len}});
     f.commit();
@@ -102,23 +103,25 @@ TEST_CASE("rows: every layout opened for training reads the batches of the split
     CHECK(same_bits(opened.tgt.all(), tgt));
   }
   SECTION("labelled") {
-    const data::LabelledSplit memory = data::read_labelled_split(f, "cls", kVocab, 3);
-    const data::LabelledSplit opened = data::open_labelled_split(f, "cls", kVocab, 3, data::KeepData::file);
+    const transformer::LabelledSplit memory = transformer::read_labelled_split(f, "cls", kVocab, 3);
+    const transformer::LabelledSplit opened = transformer::open_labelled_split(f, "cls", kVocab, 3,
+                                                                               data::KeepData::file);
     CHECK((opened.src.in_file() && opened.segments.in_file()));
-    const data::LabelledSplit a = data::gather_labelled(memory, kIndex), b = data::gather_labelled(opened, kIndex);
+    const transformer::LabelledSplit a = transformer::gather_labelled(memory, kIndex),
+                                     b = transformer::gather_labelled(opened, kIndex);
     CHECK(same_bits(a.src.all(), b.src.all()));
     CHECK(same_bits(a.segments.all(), b.segments.all()));
     CHECK(same_bits(a.label, b.label));
     CHECK(opened.has_pairs());
   }
   SECTION("question answering") {
-    const data::QaSplit memory = data::read_qa_split(f, "qa", kVocab);
-    const data::QaSplit opened = data::open_qa_split(f, "qa", kVocab, data::KeepData::file);
+    const memnet::QaSplit memory = memnet::read_qa_split(f, "qa", kVocab);
+    const memnet::QaSplit opened = memnet::open_qa_split(f, "qa", kVocab, data::KeepData::file);
     CHECK((opened.story.in_file() && opened.question.in_file()));
     CHECK(opened.memory_size() == 4);
-    const data::QaBatch a = memory.gather(kIndex), b = opened.gather(kIndex);
-    for (const auto field : {&data::QaBatch::story, &data::QaBatch::story_len, &data::QaBatch::question,
-                             &data::QaBatch::answer, &data::QaBatch::support, &data::QaBatch::task})
+    const memnet::QaBatch a = memory.gather(kIndex), b = opened.gather(kIndex);
+    for (const auto field : {&memnet::QaBatch::story, &memnet::QaBatch::story_len, &memnet::QaBatch::question,
+                             &memnet::QaBatch::answer, &memnet::QaBatch::support, &memnet::QaBatch::task})
       CHECK(same_bits(a.*field, b.*field));
   }
   SECTION("sequences") {
@@ -132,8 +135,8 @@ TEST_CASE("rows: every layout opened for training reads the batches of the split
     CHECK(same_bits(a.target_len, b.target_len));
   }
   SECTION("captions") {
-    const data::CaptionSplit memory = data::read_caption_split(f, "cap", kVocab);
-    const data::CaptionSplit opened = data::open_caption_split(f, "cap", kVocab, data::KeepData::file);
+    const caption::CaptionSplit memory = caption::read_caption_split(f, "cap", kVocab);
+    const caption::CaptionSplit opened = caption::open_caption_split(f, "cap", kVocab, data::KeepData::file);
     CHECK((opened.images.in_file() && opened.tgt.in_file()));
     CHECK(same_bits(opened.images.gather(kIndex), memory.images.gather(kIndex)));
     CHECK(same_bits(opened.images.range(30, 37), images.rows(30, 37)));

@@ -128,7 +128,7 @@ TEST_CASE("build_babi encodes the hand-written task exactly", "[unit][babi]") {
   CHECK(d.test_only_answers == Strings{"cinema"});
   CHECK(d.unknown_test_words == 3);   // travelled, fred, fred
 
-  const data::QaSplit& tr = d.splits.train;
+  const memnet::QaSplit& tr = d.splits.train;
   CHECK(tr.story.shape() == Shape{3, 3, 7});
   CHECK(ints(tr.story.all()) == Ints{
       13, 10, 5, 4, 11, 0, 0,    // mary moved to the bathroom
@@ -151,7 +151,7 @@ TEST_CASE("build_babi encodes the hand-written task exactly", "[unit][babi]") {
   CHECK(ints(tr.support) == Ints{0, -1, -1, 2, 0, 1});
   CHECK(ints(tr.task) == Ints{5, 5, 5});
 
-  const data::QaSplit& te = d.splits.test;
+  const memnet::QaSplit& te = d.splits.test;
   CHECK(te.story.shape() == Shape{2, 2, 5});
   CHECK(ints(te.story.all()) == Ints{
       13, 3, 5, 4, 12,    // mary <unk> to the kitchen
@@ -164,7 +164,7 @@ TEST_CASE("build_babi encodes the hand-written task exactly", "[unit][babi]") {
   CHECK(ints(te.support) == Ints{0, 1});
   CHECK(ints(te.task) == Ints{5, 5});
 
-  const data::QaSplit& va = d.splits.valid;   // nothing held out
+  const memnet::QaSplit& va = d.splits.valid;   // nothing held out
   CHECK(va.size() == 0);
   CHECK(va.story.shape() == Shape{0, 1, 1});
 
@@ -175,10 +175,10 @@ TEST_CASE("build_babi encodes the hand-written task exactly", "[unit][babi]") {
     f.commit();
   }
   const io::File f = io::File::open_read(dir.file("b.h5"));
-  const data::Vocab v = data::read_qa_vocab(f);
+  const data::Vocab v = memnet::read_qa_vocab(f);
   CHECK(v.tokens() == kVocab);
-  for (const char* split : {"train", "valid", "test"}) REQUIRE_NOTHROW(data::read_qa_split(f, split, v.size()));
-  CHECK(ints(data::read_qa_split(f, "train", v.size()).story.all()) == ints(tr.story.all()));
+  for (const char* split : {"train", "valid", "test"}) REQUIRE_NOTHROW(memnet::read_qa_split(f, split, v.size()));
+  CHECK(ints(memnet::read_qa_split(f, "train", v.size()).story.all()) == ints(tr.story.all()));
   CHECK(f.attr_string("/", "tasks") == "5");
   CHECK(!f.has_attr("/", "tasks_left_out"));
   CHECK(f.attr_string("/vocab", "tokenizer") == datasets::kBabiTokenizer);
@@ -321,7 +321,7 @@ TEST_CASE("bAbI en: task 1 and task 8 import with the published sizes", "[data][
   const datasets::BabiData e = datasets::build_babi(eight.tasks, {});
   int64_t comma_answers = 0;
   for (int k = 0; k < 3; ++k) {
-    const data::QaSplit& s = e.splits[k];
+    const memnet::QaSplit& s = e.splits[k];
     for (int64_t i = 0; i < s.size(); ++i)
       if (e.vocab.token(s.answer.idata()[i]).find(',') != std::string::npos) ++comma_answers;
   }

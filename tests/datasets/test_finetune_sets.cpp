@@ -13,13 +13,13 @@ using Strings = std::vector<std::string>;
 namespace {
 
 // Row i of a labelled split: its words, and its segments.
-Strings words(const data::LabelledSplit& s, const data::Vocab& vocab, int64_t i) {
+Strings words(const transformer::LabelledSplit& s, const data::Vocab& vocab, int64_t i) {
   const int32_t* p = s.src.all().idata() + i * s.src.dim(1);
   Strings out;
   for (int32_t t = 0; t < s.src_len.idata()[i]; ++t) out.push_back(vocab.token(p[t]));
   return out;
 }
-std::vector<int32_t> segments(const data::LabelledSplit& s, int64_t i) {
+std::vector<int32_t> segments(const transformer::LabelledSplit& s, int64_t i) {
   const int32_t* p = s.segments.all().idata() + i * s.segments.dim(1);
   return {p, p + s.src_len.idata()[i]};
 }
@@ -48,7 +48,7 @@ TEST_CASE("babi-cls: the memory as segment 0, the question as segment 1, the ans
   const datasets::BabiClsData d = datasets::babi_classification(qa, nullptr);
   CHECK(d.tasks == std::vector<int>{1});
   CHECK(d.left_out == std::vector<int>{19});
-  const data::LabelledSplit& tr = d.splits.train;
+  const transformer::LabelledSplit& tr = d.splits.train;
   REQUIRE(tr.size() == 2);
   CHECK(words(tr, d.vocab, 1) == Strings{"mary", "moved", "to", "the", "bathroom", "john", "went", "to", "the",
                                          "hallway", "where", "is", "john"});
@@ -79,7 +79,7 @@ TEST_CASE("pairs: each line with its translation, then with another line's, one 
   CHECK(cfg.vocab->size() == 4 + 13);
   text.test = {};
   const datasets::PairsData d = datasets::sentence_pairs(datasets::build_parallel(text, cfg), 3);
-  const data::LabelledSplit& tr = d.splits.train;
+  const transformer::LabelledSplit& tr = d.splits.train;
   REQUIRE(tr.size() == 8);
   for (int64_t i = 0; i < 4; ++i) {
     const Strings pos = words(tr, d.vocab, 2 * i), neg = words(tr, d.vocab, 2 * i + 1);

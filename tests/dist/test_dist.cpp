@@ -21,8 +21,8 @@
 #include "attn/train/data_fingerprint.hpp"
 #include "attn/train/data_parallel.hpp"
 #include "attn/train/split_run.hpp"
-#include "attn/train/seq2seq_run.hpp"
-#include "attn/train/transformer_run.hpp"
+#include "attn/families/seq2seq/run.hpp"
+#include "attn/families/transformer/run.hpp"
 #include "reversal_fixture.hpp"
 #include "test_support.hpp"
 
@@ -404,10 +404,12 @@ TEST_CASE("DataParallel: the Transformer's and seq2seq's announcements are right
   // A gradient announced final before its last addition would be sent without it: these models
   // announce sublayer by sublayer (seq2seq: layer by layer), buckets hold one module each, and
   // the embeddings go as rows.
-  for (const auto arch : {models::TransformerArch::encdec, models::TransformerArch::lm, models::TransformerArch::mlm}) {
-    for (const auto tie : {models::TieEmbeddings::none, models::TieEmbeddings::output, models::TieEmbeddings::all}) {
-      std::function<models::Transformer()> make = [&] {
-        models::TransformerConfig c;
+  for (const auto arch :
+       {transformer::TransformerArch::encdec, transformer::TransformerArch::lm, transformer::TransformerArch::mlm}) {
+    for (const auto tie :
+         {transformer::TieEmbeddings::none, transformer::TieEmbeddings::output, transformer::TieEmbeddings::all}) {
+      std::function<transformer::Transformer()> make = [&] {
+        transformer::TransformerConfig c;
         c.arch = arch;
         c.src_vocab = c.tgt_vocab = kWords;
         c.d_model = 16;
@@ -417,25 +419,25 @@ TEST_CASE("DataParallel: the Transformer's and seq2seq's announcements are right
         c.dropout = 0.1f;
         c.tie_embeddings = tie;
         Rng init(3);
-        return models::Transformer(c, init);
+        return transformer::Transformer(c, init);
       };
       // BERT's masking: transformer_task's default, which a function pointer does not carry.
-      const auto task = [](models::Transformer& m, const data::TokenSplit& train, const data::TokenSplit* valid,
+      const auto task = [](transformer::Transformer& m, const data::TokenSplit& train, const data::TokenSplit* valid,
                            const data::Vocab& src, const data::Vocab& tgt) {
-        return train::transformer_task(m, train, valid, src, tgt);
+        return transformer::transformer_task(m, train, valid, src, tgt);
       };
       const OverlapRun on = step_on_two_ranks(make, task, true);
       const OverlapRun off = step_on_two_ranks(make, task, false);
-      INFO(models::arch_name(arch) << ", tie " << models::tie_embeddings_name(tie) << ": " << on.overlapped << " of " << on.buckets
-                                   << " buckets inside the backward");
+      INFO(transformer::arch_name(arch) << ", tie " << transformer::tie_embeddings_name(tie) << ": " << on.overlapped
+                                        << " of " << on.buckets << " buckets inside the backward");
       CHECK(on.overlapped >= static_cast<int64_t>(on.buckets) / 2);
       CHECK(off.overlapped == 0);
       check_same_gradients(on, off);
     }
   }
   for (const bool bidirectional : {false, true}) {
-    std::function<models::Seq2Seq()> make = [&] {
-      models::Seq2SeqConfig c;
+    std::function<seq2seq::Seq2Seq()> make = [&] {
+      seq2seq::Seq2SeqConfig c;
       c.src_vocab = c.tgt_vocab = kWords;
       c.embed_dim = 8;
       c.hidden = c.dec_hidden = 12;
@@ -446,10 +448,10 @@ TEST_CASE("DataParallel: the Transformer's and seq2seq's announcements are right
       c.attention_dim = 8;
       c.dropout = 0.1f;
       Rng init(3);
-      return models::Seq2Seq(c, init);
+      return seq2seq::Seq2Seq(c, init);
     };
-    const OverlapRun on = step_on_two_ranks(make, train::seq2seq_task, true);
-    const OverlapRun off = step_on_two_ranks(make, train::seq2seq_task, false);
+    const OverlapRun on = step_on_two_ranks(make, seq2seq::seq2seq_task, true);
+    const OverlapRun off = step_on_two_ranks(make, seq2seq::seq2seq_task, false);
     INFO("seq2seq, bidirectional " << bidirectional << ": " << on.overlapped << " of " << on.buckets << " buckets");
     CHECK(on.overlapped >= static_cast<int64_t>(on.buckets) / 2);
     CHECK(off.overlapped == 0);

@@ -15,14 +15,14 @@
 #include <vector>
 
 #include "attn/io/hdf5_file.hpp"
-#include "attn/models/token_batch.hpp"
-#include "attn/models/transformer.hpp"
-#include "attn/train/seq2seq_run.hpp"
-#include "attn/data/qa_data.hpp"
+#include "attn/data/token_batch.hpp"
+#include "attn/families/transformer/model.hpp"
+#include "attn/families/seq2seq/run.hpp"
+#include "attn/families/memnet/qa_data.hpp"
 #include "attn/data/token_data.hpp"
-#include "attn/train/memnet_run.hpp"
+#include "attn/families/memnet/run.hpp"
 #include "attn/train/token_run.hpp"
-#include "attn/train/transformer_run.hpp"
+#include "attn/families/transformer/run.hpp"
 #include "test_support.hpp"
 
 using namespace attn;
@@ -62,7 +62,7 @@ void train(const test::TempDir& dir, const std::string& name, const std::string&
 }
 
 // The first kRows examples of the test split, as `request` reads them.
-models::TokenBatch test_batch(const test::TempDir& dir, const data::TokenSplitRequest& request) {
+data::TokenBatch test_batch(const test::TempDir& dir, const data::TokenSplitRequest& request) {
   const io::File data = io::File::open_read(dir.file("data.h5"));
   const data::TokenSplit split = data::read_token_split(data, "test", request);
   std::vector<int64_t> index(kRows);
@@ -72,7 +72,7 @@ models::TokenBatch test_batch(const test::TempDir& dir, const data::TokenSplitRe
 
 // The batch file: the batch the model read and what the library computed on it (reload.py's
 // input).
-void write_batch(const test::TempDir& dir, const std::string& name, const models::TokenBatch& batch, bool with_src,
+void write_batch(const test::TempDir& dir, const std::string& name, const data::TokenBatch& batch, bool with_src,
                  bool with_tgt, const Tensor& logits, const Tensor& alignment = {}) {
   io::File f = io::File::create(dir.file(batch_file(name)));
   if (with_src) {
@@ -124,27 +124,27 @@ void check_reload(const test::TempDir& dir, const std::vector<std::string>& name
 // Trains a Transformer with `options`, then writes its logits on the test batch.
 void transformer_case(const test::TempDir& dir, const std::string& name, const std::string& options) {
   train(dir, name, "attn-transformer", options);
-  const train::TransformerFile m = train::load_transformer(dir.file(model_file(name)));
-  const models::TransformerConfig& c = m.model.config();
-  models::TokenBatch batch = test_batch(dir, train::transformer_request(c));
-  if (c.arch == models::TransformerArch::mlm) {   // BERT masking, so that [MASK] ids are fed
+  const transformer::TransformerFile m = transformer::load_transformer(dir.file(model_file(name)));
+  const transformer::TransformerConfig& c = m.model.config();
+  data::TokenBatch batch = test_batch(dir, transformer::transformer_request(c));
+  if (c.arch == transformer::TransformerArch::mlm) {   // BERT masking, so that [MASK] ids are fed
     std::vector<int64_t> examples(kRows);
     std::iota(examples.begin(), examples.end(), int64_t{0});
-    batch = models::mask_examples(batch, /*seed=*/5, examples, m.model.mask_token_id(), c.tgt_vocab,
+    batch = transformer::mask_examples(batch, /*seed=*/5, examples, m.model.mask_token_id(), c.tgt_vocab,
                                   {.select = 0.5f, .replace_mask = 0.8f, .replace_random = 0.1f, .only = {}});
     int64_t masks = 0;
     for (int64_t i = 0; i < batch.src.numel(); ++i) masks += batch.src.idata()[i] == m.model.mask_token_id();
     REQUIRE(masks > 0);
   }
-  write_batch(dir, name, batch, c.arch != models::TransformerArch::lm, c.arch != models::TransformerArch::mlm,
+  write_batch(dir, name, batch, c.arch != transformer::TransformerArch::lm, c.arch != transformer::TransformerArch::mlm,
               m.model.logits(batch));
 }
 
 // Trains a seq2seq model with `options`, then writes its logits and alignment on the test batch.
 void seq2seq_case(const test::TempDir& dir, const std::string& name, const std::string& options) {
   train(dir, name, "attn-seq2seq", options);
-  const train::Seq2SeqFile m = train::load_seq2seq(dir.file(model_file(name)));
-  const models::TokenBatch batch = test_batch(dir, train::seq2seq_request(m.model.config()));
+  const seq2seq::Seq2SeqFile m = seq2seq::load_seq2seq(dir.file(model_file(name)));
+  const data::TokenBatch batch = test_batch(dir, seq2seq::seq2seq_request(m.model.config()));
   Tensor alignment;
   const Tensor logits = m.model.logits(batch, &alignment);
   write_batch(dir, name, batch, true, true, logits,
@@ -163,7 +163,7 @@ void write_qa_data(const test::TempDir& dir) {
   const int V = static_cast<int>(vocab.size());
   io::File f = io::File::create(dir.file("memnet.data.h5"));
   for (const auto& [split, n] : {std::pair{"train", 64}, std::pair{"valid", 8}, std::pair{"test", 24}}) {
-    data::QaSplit s;
+    memnet::QaSplit s;
     s.story = Tensor({n, 7, 5}, DType::i32);
     s.story_len = Tensor({n}, DType::i32);
     s.question = Tensor({n, 3}, DType::i32);
@@ -177,9 +177,9 @@ void write_qa_data(const test::TempDir& dir) {
       for (int w = draw(1, 3) - 1; w >= 0; --w) s.question.all().idata()[i * 3 + w] = draw(4, V - 1);
       s.answer.idata()[i] = draw(4, V - 1);
     }
-    data::write_qa_split(f, split, s);
+    memnet::write_qa_split(f, split, s);
   }
-  data::write_vocab(f, data::kQaVocab, vocab);
+  data::write_vocab(f, memnet::kQaVocab, vocab);
   f.commit();
 }
 
@@ -195,14 +195,14 @@ void memnet_case(const test::TempDir& dir, const std::string& name, const std::s
   const test::ShellResult r = test::run_tools(dir, line, {{"{memnet}", "attn-memnet"}});
   INFO(line << "\n" << r.err);
   REQUIRE(r.code == 0);
-  const train::MemnetFile m = train::load_memnet(dir.file(model_file(name)));
+  const memnet::MemnetFile m = memnet::load_memnet(dir.file(model_file(name)));
   const io::File data = io::File::open_read(dir.file("memnet.data.h5"));
-  const data::QaSplit test = data::read_qa_split(data, "test", m.vocab.size());
+  const memnet::QaSplit test = memnet::read_qa_split(data, "test", m.vocab.size());
   std::vector<int64_t> index(static_cast<size_t>(test.size()));
   std::iota(index.begin(), index.end(), int64_t{0});
-  const data::QaBatch batch = test.gather(index);
+  const memnet::QaBatch batch = test.gather(index);
   REQUIRE(batch.story.dim(1) > 5);   // some memories are longer than the window
-  const models::MemN2NResult a = m.model.answer(batch);
+  const memnet::MemN2NResult a = m.model.answer(batch);
   io::File f = io::File::create(dir.file(batch_file(name)));
   f.write_all("/", {{"story", batch.story}, {"story_len", batch.story_len}, {"question", batch.question},
                     {"attention", a.attention}, {"predictions", a.predictions}});

@@ -4,9 +4,4 @@
 # ([integration]).
 attn_add_test(test_formats SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_formats.cpp)
 target_compile_definitions(test_formats PRIVATE ATTN_FORMATS_RELOAD_SCRIPT="${CMAKE_CURRENT_LIST_DIR}/reload.py")
-# The cases run the tools: build them first when the tests are built.
-foreach(tool attn-transformer attn-seq2seq attn-memnet attn-data)
-  if(TARGET ${tool})
-    add_dependencies(test_formats ${tool})
-  endif()
-endforeach()
+attn_tests_run_tools(test_formats attn-transformer attn-seq2seq attn-memnet attn-data)

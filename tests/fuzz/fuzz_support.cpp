@@ -7,18 +7,18 @@
 #include <stdexcept>
 
 #include "attn/core/memory.hpp"
-#include "attn/data/caption_data.hpp"
-#include "attn/data/qa_data.hpp"
+#include "attn/families/caption/caption_data.hpp"
+#include "attn/families/memnet/qa_data.hpp"
 #include "attn/data/sequence_data.hpp"
 #include "attn/io/hdf5_file.hpp"
-#include "attn/train/caption_run.hpp"
-#include "attn/train/classifier_run.hpp"
+#include "attn/families/caption/run.hpp"
+#include "attn/families/transformer/classifier_run.hpp"
 #include "attn/train/data_fingerprint.hpp"
-#include "attn/train/memnet_run.hpp"
-#include "attn/train/ntm_run.hpp"
-#include "attn/train/seq2seq_run.hpp"
+#include "attn/families/memnet/run.hpp"
+#include "attn/families/ntm/run.hpp"
+#include "attn/families/seq2seq/run.hpp"
 #include "attn/train/token_run.hpp"
-#include "attn/train/transformer_run.hpp"
+#include "attn/families/transformer/run.hpp"
 
 namespace attn::fuzz {
 
@@ -57,29 +57,29 @@ void read_data_set(int reader, const io::File& file) {
       for (const char* split : {"train", "valid", "test"}) (void)data::read_sequence_split(file, split);
       break;
     case 2: {
-      const data::Vocab v = data::read_qa_vocab(file);
-      for (const char* split : {"train", "valid", "test"}) (void)data::read_qa_split(file, split, v.size());
+      const data::Vocab v = memnet::read_qa_vocab(file);
+      for (const char* split : {"train", "valid", "test"}) (void)memnet::read_qa_split(file, split, v.size());
       break;
     }
     case 3: {
-      const data::Vocab v = data::read_caption_vocab(file);
-      for (const char* split : {"train", "test"}) (void)data::read_caption_split(file, split, v.size());
+      const data::Vocab v = caption::read_caption_vocab(file);
+      for (const char* split : {"train", "test"}) (void)caption::read_caption_split(file, split, v.size());
       break;
     }
     default:
-      (void)train::read_labelled_data(file);
+      (void)transformer::read_labelled_data(file);
       break;
   }
 }
 
 void load_model(int family, const std::string& path) {
   switch (family) {
-    case 0: (void)train::load_transformer(path); break;
-    case 1: (void)train::load_seq2seq(path); break;
-    case 2: (void)train::load_ntm(path); break;
-    case 3: (void)train::load_memnet(path); break;
-    case 4: (void)train::load_captioner(path); break;
-    default: (void)train::load_classifier(path); break;
+    case 0: (void)transformer::load_transformer(path); break;
+    case 1: (void)seq2seq::load_seq2seq(path); break;
+    case 2: (void)ntm::load_ntm(path); break;
+    case 3: (void)memnet::load_memnet(path); break;
+    case 4: (void)caption::load_captioner(path); break;
+    default: (void)transformer::load_classifier(path); break;
   }
 }
 

@@ -1,5 +1,3 @@
 foreach(part basic softmax_loss recurrent_conv attention)
-  if(EXISTS ${CMAKE_CURRENT_LIST_DIR}/part_${part}.cmake)
-    include(${CMAKE_CURRENT_LIST_DIR}/part_${part}.cmake)
-  endif()
+  attn_include(${CMAKE_CURRENT_LIST_DIR}/part_${part}.cmake)
 endforeach()

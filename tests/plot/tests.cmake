@@ -7,7 +7,4 @@ attn_add_test(test_plot
           ${CMAKE_CURRENT_LIST_DIR}/test_plot_inputs.cpp
           ${CMAKE_CURRENT_LIST_DIR}/test_attn_plot.cpp
   LIBS attn_plot PkgConfig::ATTN_CAIRO)
-# The [cli] cases run the tool: build it first when the tests are built.
-if(TARGET attn-plot)
-  add_dependencies(test_plot attn-plot)
-endif()
+attn_tests_run_tools(test_plot attn-plot)

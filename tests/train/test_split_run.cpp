@@ -5,8 +5,8 @@
 #include "attn/core/memory.hpp"
 #include "attn/data/sequence_data.hpp"
 #include "attn/io/hdf5_file.hpp"
-#include "attn/models/ntm.hpp"
-#include "attn/train/ntm_run.hpp"
+#include "attn/families/ntm/model.hpp"
+#include "attn/families/ntm/run.hpp"
 #include "test_support.hpp"
 
 using namespace attn;
@@ -82,18 +82,18 @@ TEST_CASE("the eval readers leave a split over a 16th of the memory budget in th
     data::write_sequence_split(f, "test", {inputs, in_len, targets, out_len});
     f.commit();
   }
-  models::NtmConfig c;
+  ntm::NtmConfig c;
   c.input_size = kIn, c.output_size = kOut, c.controller_size = 8, c.memory_rows = 8, c.memory_width = 4;
   Rng init(1);
-  const models::Ntm model(c, init);
+  const ntm::Ntm model(c, init);
   const io::File data = io::File::open_read(dir.file("seq.h5"));
-  const data::SequenceSplit memory = train::read_ntm_split(data, "test", c);
+  const data::SequenceSplit memory = ntm::read_ntm_split(data, "test", c);
   set_memory_budget(64 * 1024);   // the split's 7.5 KiB of rows are over a 16th of it
-  const data::SequenceSplit in_file = train::read_ntm_split(data, "test", c);
+  const data::SequenceSplit in_file = ntm::read_ntm_split(data, "test", c);
   set_memory_budget(0);
   REQUIRE_FALSE(memory.inputs.in_file());
   REQUIRE(in_file.inputs.in_file());
-  const train::BatchStats a = train::evaluate_ntm(model, memory, 7), b = train::evaluate_ntm(model, in_file, 7);
+  const train::BatchStats a = ntm::evaluate_ntm(model, memory, 7), b = ntm::evaluate_ntm(model, in_file, 7);
   CHECK(a.loss_sum == b.loss_sum);
   CHECK(a.count == b.count);
   CHECK(a.sums == b.sums);

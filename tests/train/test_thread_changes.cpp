@@ -5,7 +5,7 @@
 
 #include "attn/core/threading.hpp"
 #include "attn/optim/config.hpp"
-#include "attn/train/transformer_run.hpp"
+#include "attn/families/transformer/run.hpp"
 #include "reversal_fixture.hpp"
 #include "test_support.hpp"
 
@@ -17,7 +17,7 @@ constexpr int32_t kVocab = 40;
 
 // Big enough that the seam splits its products over two threads (2^19 multiply-adds and up).
 std::vector<Tensor> train_params(const train::TrainCallbacks& callbacks) {
-  models::TransformerConfig c;
+  transformer::TransformerConfig c;
   c.src_vocab = c.tgt_vocab = kVocab;
   c.d_model = 64;
   c.heads = 4;
@@ -25,7 +25,7 @@ std::vector<Tensor> train_params(const train::TrainCallbacks& callbacks) {
   c.enc_layers = c.dec_layers = 1;
   c.dropout = 0.1f;
   Rng init(3);
-  models::Transformer model(c, init);
+  transformer::Transformer model(c, init);
   const data::TokenSplit split = test::reversal_split(192, kVocab, 6, 16);
   const data::Vocab vocab = test::word_vocab(kVocab);
   train::TrainConfig tc;
@@ -34,7 +34,7 @@ std::vector<Tensor> train_params(const train::TrainCallbacks& callbacks) {
   tc.seed = 4;
   tc.optimizer.kind = optim::OptimizerKind::adam;
   tc.optimizer.schedule = optim::ConstantLr(1e-3f);
-  train::fit(train::transformer_task(model, split, nullptr, vocab, vocab), tc, callbacks);
+  train::fit(transformer::transformer_task(model, split, nullptr, vocab, vocab), tc, callbacks);
   std::vector<Tensor> out;
   for (const Param* p : model.params()) out.push_back(p->value.clone());
   return out;

@@ -8,7 +8,4 @@ attn_add_test(test_train SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/test_token_run.cpp
   ${CMAKE_CURRENT_LIST_DIR}/test_split_run.cpp
   ${CMAKE_CURRENT_LIST_DIR}/test_repeats.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/test_classifier_run.cpp
   ${CMAKE_CURRENT_LIST_DIR}/test_thread_changes.cpp)
-# The memory network's training task on the real bAbI task 1 (skipped without the shared data).
-attn_add_test(test_memnet_run SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_memnet_run.cpp LIBS attn_datasets)

@@ -6,8 +6,5 @@ list(APPEND ATTN_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/splits.cpp
   ${CMAKE_CURRENT_LIST_DIR}/rows.cpp
   ${CMAKE_CURRENT_LIST_DIR}/sequence_data.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/qa_data.cpp
   ${CMAKE_CURRENT_LIST_DIR}/token_data.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/caption_data.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/labelled_data.cpp
   ${CMAKE_CURRENT_LIST_DIR}/corpus.cpp)

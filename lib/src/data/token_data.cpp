@@ -34,7 +34,7 @@ void read_sequences(const io::File& file, const std::string& split, const std::s
 }
 
 // A labelled split read as language-model text: each row A | B as A [SEP] B EOS ([SEP] = EOS), the
-// text a fine-tuned lm reads (models/transformer_classifier.hpp).
+// text a fine-tuned lm reads (families/transformer/classifier.hpp).
 void labelled_as_text(const io::File& file, const std::string& split, int64_t vocab, const io::RowSet& rows,
                       Tensor& tgt, Tensor& tgt_len) {
   Tensor src, src_len;

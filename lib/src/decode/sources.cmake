@@ -1,5 +1,3 @@
+# decode: the one greedy search, sampling and beam search over any model's incremental decoder.
 list(APPEND ATTN_SOURCES
-  ${CMAKE_CURRENT_LIST_DIR}/search.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/decode.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/seq2seq.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/caption.cpp)
+  ${CMAKE_CURRENT_LIST_DIR}/search.cpp)

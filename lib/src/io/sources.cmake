@@ -9,4 +9,5 @@ list(APPEND ATTN_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/hdf5_checksum.cpp
   ${CMAKE_CURRENT_LIST_DIR}/hdf5_attributes.cpp
   ${CMAKE_CURRENT_LIST_DIR}/checkpoint.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/config_reader.cpp)
+  ${CMAKE_CURRENT_LIST_DIR}/config_reader.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/config_limits.cpp)

@@ -1,6 +1,4 @@
 # The ops layer is written in parts (one file list per op family); each part lists its sources.
 foreach(part basic softmax_loss recurrent_conv attention)
-  if(EXISTS ${CMAKE_CURRENT_LIST_DIR}/part_${part}.cmake)
-    include(${CMAKE_CURRENT_LIST_DIR}/part_${part}.cmake)
-  endif()
+  attn_include(${CMAKE_CURRENT_LIST_DIR}/part_${part}.cmake)
 endforeach()

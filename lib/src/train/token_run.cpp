@@ -61,7 +61,7 @@ TrainingData read_training_data(const io::File& file, const data::TokenSplitRequ
   return out;
 }
 
-BatchStats to_stats(const models::LossStats& s) {
+BatchStats to_stats(const data::LossStats& s) {
   return {.loss_sum = s.loss_sum, .count = static_cast<double>(s.tokens), .units = s.tokens,
           .sums = {s.nll_sum, static_cast<double>(s.correct)}};
 }
@@ -75,8 +75,8 @@ void describe_token_task(TrainTask& task) {
   task.metrics = {{"perplexity", "perplexity", perplexity}, {"accuracy", "token accuracy", token_accuracy}};
 }
 
-models::TokenBatch gather_token_batch(const data::TokenSplit& split, std::span<const int64_t> index) {
-  models::TokenBatch batch;
+data::TokenBatch gather_token_batch(const data::TokenSplit& split, std::span<const int64_t> index) {
+  data::TokenBatch batch;
   if (split.has_src()) {
     data::PaddedBatch src = data::gather_batch(split.src, split.src_len, index);
     batch.src = src.tokens, batch.src_len = src.lengths;
@@ -89,7 +89,7 @@ models::TokenBatch gather_token_batch(const data::TokenSplit& split, std::span<c
   return batch;
 }
 
-metrics::AccuracyCounts argmax_accuracy(const Tensor& logits, const models::TokenBatch& batch) {
+metrics::AccuracyCounts argmax_accuracy(const Tensor& logits, const data::TokenBatch& batch) {
   return metrics::count_correct(argmax_last(logits), batch.tgt, batch.tgt_len);
 }
 

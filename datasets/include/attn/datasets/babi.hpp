@@ -1,6 +1,6 @@
 // The bAbI question-answering tasks (Weston et al. 2015, "Towards AI-Complete Question
 // Answering: A Set of Prerequisite Toy Tasks"), v1.2, imported into the question-answering
-// layout (attn/data/qa_data.hpp) the way the end-to-end memory network reads them (Sukhbaatar
+// layout (attn/families/memnet/qa_data.hpp) the way the end-to-end memory network reads them (Sukhbaatar
 // et al. 2015, section 4; the preprocessing of their reference code).
 //
 // A file is a run of stories. Every line is `<index> <text>`; the index counts the story's
@@ -24,7 +24,7 @@
 #include <string_view>
 #include <vector>
 
-#include "attn/data/qa_data.hpp"
+#include "attn/families/memnet/qa_data.hpp"
 #include "attn/data/vocab.hpp"
 #include "attn/datasets/splits.hpp"
 
@@ -97,7 +97,7 @@ struct BabiConfig {
 };
 
 struct BabiData {
-  Splits<data::QaSplit> splits;
+  Splits<memnet::QaSplit> splits;
   data::Vocab vocab;                         // /vocab/words
   std::vector<int> tasks;                    // the tasks imported, ascending
   std::vector<int> left_out;                 // tasks asked for but absent (read_babi_tasks)

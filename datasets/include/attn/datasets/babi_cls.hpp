@@ -1,6 +1,6 @@
 // bAbI as sequence classification (datasets/README.md, "bAbI as classification: babi-cls"): each
 // question of the question-answering layout (babi.hpp) becomes one labelled example
-// (data/labelled_data.hpp) for a fine-tuned Transformer: the words of its memory (the story's
+// (families/transformer/labelled_data.hpp) for a fine-tuned Transformer: the words of its memory (the story's
 // statements before it, oldest first) as sentence A, the question's words as sentence B, and the
 // answer as the class, so that the Transformer answers the same questions, on the same test sets,
 // as the memory network.
@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "attn/data/labelled_data.hpp"
+#include "attn/families/transformer/labelled_data.hpp"
 #include "attn/data/vocab.hpp"
 #include "attn/datasets/babi.hpp"
 #include "attn/datasets/splits.hpp"
@@ -23,7 +23,7 @@ inline constexpr int kBabiListTasks[] = {8, 19};
 bool is_babi_list_task(int task);
 
 struct BabiClsData {
-  Splits<data::LabelledSplit> splits;    // /train, /valid, /test
+  Splits<transformer::LabelledSplit> splits;    // /train, /valid, /test
   Splits<Tensor> task;                   // int32 [N] per split: the bAbI task of each example
   data::Vocab vocab;                     // /vocab/src
   std::vector<std::string> labels;       // /labels: every answer, in the order of its vocabulary id

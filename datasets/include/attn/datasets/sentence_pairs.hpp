@@ -1,13 +1,13 @@
 // Sentence-pair classification from a parallel corpus (datasets/README.md, "Sentence pairs:
 // pairs"): "is B the translation of A", BERT's sentence-pair task on real text. Every kept line
-// pair (A_i, B_i) of a split gives two labelled examples (data/labelled_data.hpp): A_i | B_i of
+// pair (A_i, B_i) of a split gives two labelled examples (families/transformer/labelled_data.hpp): A_i | B_i of
 // class 1 ("translation"), and A_i | B_j of class 0 ("other"), B_j the target of another line j
 // of the same split drawn uniformly (Rng(seed).fork(split), so the same seed gives the same
 // negatives), whose text differs from B_i's.
 #pragma once
 #include <cstdint>
 
-#include "attn/data/labelled_data.hpp"
+#include "attn/families/transformer/labelled_data.hpp"
 #include "attn/data/vocab.hpp"
 #include "attn/datasets/parallel_text.hpp"
 #include "attn/datasets/splits.hpp"
@@ -22,7 +22,7 @@ data::Vocab joint_vocab(const Splits<TextPairs>& text, const data::TokenizeOptio
                         const data::VocabOptions& options);
 
 struct PairsData {
-  Splits<data::LabelledSplit> splits;
+  Splits<transformer::LabelledSplit> splits;
   data::Vocab vocab;
   data::TokenizeOptions tokenize;
   Splits<int64_t> lines, dropped;   // line pairs read and left out (an empty side, too long)

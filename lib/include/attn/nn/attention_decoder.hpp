@@ -1,7 +1,7 @@
 // nn::AttentionDecoder: one step of an attention RNN decoder, an nn::Rnn cell (GRU or LSTM)
 // and an nn::Attention over a prepared memory h_1..h_S (keys = values), in either of the two
 // orders of the literature, for every model that decodes by attending (the RNN encoder-decoder,
-// models/seq2seq; the Show-Attend-and-Tell captioner, whose memory is the R image regions).
+// families/seq2seq; the Show-Attend-and-Tell captioner, whose memory is the R image regions).
 //
 // At step t, with the caller's input x_t (e.g. the embedding of y_{t-1}) already projected
 // (gx_t = x_t W_ih[:, :E]^T + b, all steps in ONE GEMM by `project_input`), and state s_{t-1}:

@@ -94,7 +94,7 @@ SharpenGrads sharpen_backward(const Tensor& dy, const SharpenCache& cache);
 // The chain above plus the softmax and the interpolation, for one head and one batch row on raw
 // rows, allocating nothing: w = sharpen(circular_conv(g softmax(β K(k, mem)) + (1 - g) w_prev,
 // s), γ). An NTM addresses every head at every time step, and at batch 1 four batched ops per
-// head would spend more on tensors and dispatch than on arithmetic; models/ntm calls the row
+// head would spend more on tensors and dispatch than on arithmetic; families/ntm calls the row
 // functions from its own loop over batch rows (one thread per row, so no reduction is shared).
 // `head_address_forward/backward` run them over a batch [B, ...]; they check their inputs, count
 // their multiply-adds, and their test checks the fusion against the four ops above. The row

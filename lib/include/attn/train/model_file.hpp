@@ -3,7 +3,7 @@
 // reads from the same open file.
 //
 //   const io::File file = io::File::open_read(path);
-//   LoadedModel<models::Ntm> m = load_model<models::Ntm>(file, "ntm");
+//   LoadedModel<ntm::Ntm> m = load_model<ntm::Ntm>(file, "ntm");
 #pragma once
 #include <string>
 #include <type_traits>

@@ -31,15 +31,13 @@
 
 #include "attn/core/tensor.hpp"
 #include "attn/data/batching.hpp"
+#include "attn/data/token_batch.hpp"
 #include "attn/data/token_data.hpp"
 #include "attn/data/vocab.hpp"
-#include "attn/decode/decode.hpp"
-#include "attn/decode/seq2seq.hpp"
 #include "attn/io/checkpoint.hpp"
 #include "attn/io/hdf5_file.hpp"
 #include "attn/metrics/accuracy.hpp"
 #include "attn/metrics/bleu.hpp"
-#include "attn/models/token_batch.hpp"
 #include "attn/nn/param.hpp"
 #include "attn/train/model_file.hpp"
 #include "attn/train/split_run.hpp"
@@ -60,7 +58,7 @@ TrainingData read_training_data(const io::File& file, const data::TokenSplitRequ
 
 // A token task's BatchStats: loss and count over the counted target tokens, units = tokens,
 // sums {nll, correct} (kTokenSums).
-BatchStats to_stats(const models::LossStats& s);
+BatchStats to_stats(const data::LossStats& s);
 inline const std::vector<std::string> kTokenSums = {"nll", "correct"};
 // exp(nll / tokens) and correct / tokens of a token task's sums (NaN when nothing was counted).
 double perplexity(const BatchStats& s);
@@ -71,11 +69,11 @@ void describe_token_task(TrainTask& task);
 
 // The padded batch of rows `index` of `split`: src/src_len (and segments when read) when the
 // split was read with its sources, tgt/tgt_len when with its targets.
-models::TokenBatch gather_token_batch(const data::TokenSplit& split, std::span<const int64_t> index);
+data::TokenBatch gather_token_batch(const data::TokenSplit& split, std::span<const int64_t> index);
 
 // Teacher-forced argmax per token and per sentence (EOS included) against batch.tgt: all tokens
 // right is exactly when greedy decoding reproduces the target. logits: [B, T, V].
-metrics::AccuracyCounts argmax_accuracy(const Tensor& logits, const models::TokenBatch& batch);
+metrics::AccuracyCounts argmax_accuracy(const Tensor& logits, const data::TokenBatch& batch);
 
 struct EvalResult {
   BatchStats stats;                    // loss, perplexity, token accuracy (teacher forced)
@@ -156,13 +154,13 @@ using BatchDecoder = std::function<DecodedBatch(const data::PaddedBatch& src)>;
 int64_t generation_limit(int64_t max_len, const data::PaddedBatch& src);
 
 // One batch of sources through a family's greedy search (options.beam 1) or beam search (the
-// decode::greedy / decode::beam_search overloads of its model), generating at most
-// generation_limit(options.max_len, src) tokens.
+// greedy / beam_search of its model's namespace, found by argument-dependent lookup: the caller
+// includes its family's decode.hpp), generating at most generation_limit(options.max_len, src) tokens.
 template <class Model, class Options>
 auto decode_batch(const Model& model, const data::PaddedBatch& src, Options options) {
   options.max_len = generation_limit(options.max_len, src);
-  return options.beam > 1 ? decode::beam_search(model, src.tokens, src.lengths, options)
-                          : decode::greedy(model, src.tokens, src.lengths, options);
+  return options.beam > 1 ? beam_search(model, src.tokens, src.lengths, options)
+                          : greedy(model, src.tokens, src.lengths, options);
 }
 
 // Decodes the sources of `split` in batches of about max_tokens source tokens of similar lengths

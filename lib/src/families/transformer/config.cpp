@@ -1,0 +1,147 @@
+// TransformerConfig: validation, the names of its enums, its /config attributes; and the BERT
+// masking of a batch for the masked language model.
+#include <sstream>
+
+#include "attn/io/config_limits.hpp"
+#include "attn/core/enum_names.hpp"
+#include "attn/io/config_fields.hpp"
+
+#include "attn/families/transformer/model.hpp"
+
+namespace attn::transformer {
+namespace {
+
+std::string str(double v) {
+  std::ostringstream os;
+  os << v;
+  return os.str();
+}
+
+[[noreturn]] void bad(const std::string& field, const std::string& want, const std::string& got) {
+  throw ConfigError("transformer config: " + field + " must be " + want + ", got " + got);
+}
+
+void unit_interval(const std::string& field, float value) {
+  if (!(value >= 0.0f && value < 1.0f)) bad(field, "in [0, 1)", str(value));
+}
+
+}  // namespace
+
+namespace {
+constexpr EnumNames<TransformerArch, 3> kArchNames{
+    {{TransformerArch::encdec, "encdec"}, {TransformerArch::lm, "lm"}, {TransformerArch::mlm, "mlm"}}};
+constexpr EnumNames<PositionalKind, 2> kPositionalNames{
+    {{PositionalKind::sinusoidal, "sinusoidal"}, {PositionalKind::learned, "learned"}}};
+constexpr EnumNames<nn::NormPosition, 2> kNormNames{{{nn::NormPosition::post, "post"}, {nn::NormPosition::pre, "pre"}}};
+constexpr EnumNames<TieEmbeddings, 3> kTieNames{
+    {{TieEmbeddings::none, "none"}, {TieEmbeddings::output, "output"}, {TieEmbeddings::all, "all"}}};
+}  // namespace
+
+const char* arch_name(TransformerArch arch) { return enum_name(kArchNames, arch); }
+const char* positional_name(PositionalKind kind) { return enum_name(kPositionalNames, kind); }
+const char* norm_name(nn::NormPosition norm) { return enum_name(kNormNames, norm); }
+const char* tie_embeddings_name(TieEmbeddings tie) { return enum_name(kTieNames, tie); }
+TransformerArch arch_from_string(const std::string& name) { return parse_enum(kArchNames, "arch", name); }
+PositionalKind positional_from_string(const std::string& name) {
+  return parse_enum(kPositionalNames, "positional encoding", name);
+}
+TieEmbeddings tie_embeddings_from_string(const std::string& name) {
+  return parse_enum(kTieNames, "tie_embeddings", name);
+}
+nn::NormPosition norm_from_string(const std::string& name) { return parse_enum(kNormNames, "norm position", name); }
+
+
+void TransformerConfig::validate() const {
+  // A vocabulary holds the 4 special ids and at least one regular token.
+  io::check_range("transformer", "tgt_vocab", tgt_vocab, data::kFirstRegularToken + 1, io::kMaxVocab);
+  if (arch == TransformerArch::encdec) {
+    io::check_range("transformer", "src_vocab", src_vocab, data::kFirstRegularToken + 1, io::kMaxVocab);
+    if (shared_vocab() && src_vocab != tgt_vocab)
+      bad("src_vocab", "equal to tgt_vocab " + std::to_string(tgt_vocab) + " with tie_embeddings all",
+          std::to_string(src_vocab));
+  }
+  io::check_range("transformer", "d_model", d_model, 1, io::kMaxWidth);
+  io::check_range("transformer", "heads", heads, 1, io::kMaxCount);
+  if (d_model % heads != 0)
+    bad("d_model", "a multiple of heads " + std::to_string(heads), std::to_string(d_model));
+  io::check_range("transformer", "d_ff", d_ff, 1, io::kMaxWidth);
+  if (arch != TransformerArch::lm) io::check_range("transformer", "enc_layers", enc_layers, 1, io::kMaxCount);
+  if (arch != TransformerArch::mlm) io::check_range("transformer", "dec_layers", dec_layers, 1, io::kMaxCount);
+  unit_interval("dropout", dropout);
+  io::check_range("transformer", "max_len", max_len, 2, io::kMaxLength);
+  io::check_range("transformer", "attn_window", attn_window, -1, io::kMaxLength);
+  unit_interval("label_smoothing", label_smoothing);
+}
+
+std::map<std::string, io::AttrValue> TransformerConfig::to_attrs() const { return io::write_fields(*this); }
+
+TransformerConfig TransformerConfig::from_attrs(const std::map<std::string, io::AttrValue>& a,
+                                                const std::string& source) {
+  return io::read_fields<TransformerConfig>(a, source);
+}
+
+namespace {
+
+// mask_tokens with row b drawing from row_rng(b).
+template <class RowRng>
+data::TokenBatch mask_rows(const data::TokenBatch& batch, RowRng&& row_rng, int32_t mask_id, int64_t vocab,
+                     const MaskingOptions& o) {
+  check_tensor(batch.src, {kAny, kAny}, "mask_tokens: src [B, S]", DType::i32);
+  const int64_t B = batch.src.dim(0), S = batch.src.dim(1);
+  check_tensor(batch.src_len, {B}, "mask_tokens: src_len [B]", DType::i32);
+  if (vocab <= data::kFirstRegularToken)
+    throw ConfigError("mask_tokens: vocab must be > " + std::to_string(data::kFirstRegularToken) + ", got " +
+                      std::to_string(vocab));
+  if (!(o.select >= 0 && o.select <= 1 && o.replace_mask >= 0 && o.replace_random >= 0 &&
+        o.replace_mask + o.replace_random <= 1))
+    throw ConfigError("mask_tokens: probabilities must lie in [0, 1] with replace_mask + replace_random <= 1");
+  if (!o.only.empty() && static_cast<int64_t>(o.only.size()) != vocab)
+    throw ConfigError("mask_tokens: `only` has " + std::to_string(o.only.size()) + " flags for a vocabulary of " +
+                      std::to_string(vocab));
+  const auto eligible = [&o, vocab](int32_t tok) {
+    return o.only.empty() || (tok < vocab && o.only[static_cast<size_t>(tok)]);
+  };
+  data::TokenBatch out;
+  out.src = batch.src.clone();
+  out.src_len = batch.src_len;
+  out.tgt = Tensor({B, S}, DType::i32);   // PAD everywhere: ignored by the loss
+  out.tgt_len = batch.src_len;
+  out.segments = batch.segments;
+  int32_t* in = out.src.idata();
+  int32_t* tgt = out.tgt.idata();
+  const int32_t* len = batch.src_len.idata();
+  for (int64_t b = 0; b < B; ++b) {
+    Rng& rng = row_rng(b);
+    const int64_t n = std::min<int64_t>(len[b], S);
+    for (int64_t t = 0; t < n; ++t) {
+      int32_t& tok = in[b * S + t];
+      if (tok < data::kFirstRegularToken || !eligible(tok) || !rng.bernoulli(o.select)) continue;
+      tgt[b * S + t] = tok;
+      const float u = rng.uniform();
+      if (u < o.replace_mask)
+        tok = mask_id;
+      else if (u < o.replace_mask + o.replace_random)
+        tok = static_cast<int32_t>(data::kFirstRegularToken + rng.uniform_int(vocab - data::kFirstRegularToken));
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+data::TokenBatch mask_tokens(const data::TokenBatch& batch, Rng& rng, int32_t mask_id, int64_t vocab,
+                       const MaskingOptions& o) {
+  return mask_rows(batch, [&](int64_t) -> Rng& { return rng; }, mask_id, vocab, o);
+}
+
+data::TokenBatch mask_examples(const data::TokenBatch& batch, uint64_t seed, std::span<const int64_t> examples,
+                               int32_t mask_id, int64_t vocab, const MaskingOptions& o) {
+  if (static_cast<int64_t>(examples.size()) != batch.src.dim(0))
+    throw ShapeError("mask_examples: " + std::to_string(examples.size()) + " example ids for a batch of " +
+                     std::to_string(batch.src.dim(0)) + " rows");
+  Rng row;
+  return mask_rows(batch, [&](int64_t b) -> Rng& { return row = Rng(seed).fork(static_cast<uint64_t>(examples[b])); },
+                   mask_id, vocab, o);
+}
+
+}  // namespace attn::transformer

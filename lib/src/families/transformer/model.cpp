@@ -1,0 +1,509 @@
+// The Transformer model: embeddings, the encoder and decoder stacks, the output projection and
+// the fused loss; the teacher-forced training step (forward, then its steps in reverse), and
+// the inference entry points that attn::decode builds on.
+#include "attn/families/transformer/model.hpp"
+
+#include <cmath>
+
+#include "attn/blas/blas.hpp"
+#include "attn/nn/grad_ready.hpp"
+#include "attn/ops/cross_entropy.hpp"
+#include "attn/ops/elementwise.hpp"
+
+namespace attn::transformer {
+
+struct Transformer::EmbedCache {
+  ops::EmbeddingCache tokens, segments;
+  Tensor segment_ids;   // the zeros used when a batch has no segments
+  ops::DropoutCache drop;
+};
+
+struct Transformer::StepCache {
+  EmbedCache src, tgt;
+  std::vector<nn::EncoderLayer::Cache> enc;
+  std::vector<nn::DecoderLayer::Cache> dec;
+  ops::LayerNormCache enc_norm, dec_norm;
+  ops::LinearCache out;
+  Tensor logits;   // [B*T, V], reused from step to step (its gradient overwrites it in place)
+};
+
+namespace {
+
+Rng& unused_rng() {   // inference draws nothing, but the ops take an Rng by reference
+  thread_local Rng rng(0);
+  return rng;
+}
+
+// [BOS, tgt_0, ..., tgt_{T-2}]: the teacher-forced decoder input.   tgt: int32 [B, T]
+Tensor shift_right(const Tensor& tgt) {
+  const int64_t B = tgt.dim(0), T = tgt.dim(1);
+  Tensor out({B, T}, DType::i32);
+  const int32_t* t = tgt.idata();
+  int32_t* o = out.idata();
+  for (int64_t b = 0; b < B; ++b) {
+    o[b * T] = data::kBos;
+    std::copy(t + b * T, t + b * T + T - 1, o + b * T + 1);
+  }
+  return out;
+}
+
+void scale_inplace(Tensor& x, float alpha) {
+  float* p = x.data();
+  const int64_t n = x.numel();
+#pragma omp parallel for simd schedule(static) if (n >= (1 << 16))
+  for (int64_t i = 0; i < n; ++i) p[i] *= alpha;
+}
+
+
+}  // namespace
+
+Transformer::~Transformer() = default;
+Transformer::Transformer(Transformer&&) noexcept = default;
+Transformer& Transformer::operator=(Transformer&&) noexcept = default;
+
+Transformer::Transformer(const TransformerConfig& config, Rng& rng) : config_(config) {
+  config_.validate();
+  const TransformerConfig& c = config_;
+  const int64_t D = c.d_model;
+  const float emb_std = 1.0f / std::sqrt(static_cast<float>(D));   // sqrt(D) * table ~ N(0, 1)
+  const bool has_encoder = c.arch != TransformerArch::lm, has_decoder = c.arch != TransformerArch::mlm;
+
+  if (c.arch == TransformerArch::encdec && !c.shared_vocab()) {
+    src_embed_ = nn::Embedding(c.src_vocab, D, "src_embed", rng, emb_std, data::kPad);
+    tgt_embed_ = nn::Embedding(c.tgt_vocab, D, "tgt_embed", rng, emb_std, data::kPad);
+  } else {
+    const int64_t rows = c.arch == TransformerArch::mlm ? c.tgt_vocab + 1 : c.tgt_vocab;   // + [MASK]
+    tgt_embed_ = nn::Embedding(rows, D, "embed", rng, emb_std, data::kPad);
+  }
+  if (c.arch == TransformerArch::mlm) segment_embed_.emplace(2, D, "segment_embed", rng, emb_std);
+  if (c.pos_encoding == PositionalKind::learned) {
+    if (has_encoder) enc_pos_.emplace(c.max_len, D, "encoder/positions", rng);
+    if (has_decoder) dec_pos_.emplace(c.max_len, D, "decoder/positions", rng);
+  } else {
+    sinusoid_ = nn::sinusoidal_encoding(c.max_len, D);
+  }
+
+  const nn::LayerOptions lo{D, c.heads, c.d_ff, c.dropout, c.norm};
+  if (has_encoder) {
+    encoder_.reserve(static_cast<size_t>(c.enc_layers));
+    for (int64_t i = 0; i < c.enc_layers; ++i) encoder_.emplace_back(lo, "encoder/layer" + std::to_string(i), rng);
+    if (c.norm == nn::NormPosition::pre) enc_norm_.emplace(D, "encoder/final_norm");
+  }
+  if (has_decoder) {
+    decoder_.reserve(static_cast<size_t>(c.dec_layers));
+    for (int64_t i = 0; i < c.dec_layers; ++i)
+      decoder_.emplace_back(lo, c.arch == TransformerArch::encdec, "decoder/layer" + std::to_string(i), rng);
+    if (c.norm == nn::NormPosition::pre) dec_norm_.emplace(D, "decoder/final_norm");
+  }
+  if (!c.tie_output()) output_.emplace(D, c.tgt_vocab, "output", rng);
+  else tgt_embed_.table.sparse_rows = false;   // the output layer adds to every row (nn/grad_ready.hpp)
+}
+
+bool Transformer::shared_embed() const {
+  return config_.arch != TransformerArch::encdec || config_.shared_vocab();
+}
+
+ParamList Transformer::params() {
+  ParamList list;
+  if (!shared_embed()) nn::append(list, src_embed_.params());
+  nn::append(list, tgt_embed_.params());
+  if (segment_embed_) nn::append(list, segment_embed_->params());
+  if (enc_pos_) nn::append(list, enc_pos_->params());
+  if (dec_pos_) nn::append(list, dec_pos_->params());
+  for (nn::EncoderLayer& l : encoder_) nn::append(list, l.params());
+  if (enc_norm_) nn::append(list, enc_norm_->params());
+  for (nn::DecoderLayer& l : decoder_) nn::append(list, l.params());
+  if (dec_norm_) nn::append(list, dec_norm_->params());
+  if (output_) nn::append(list, output_->params());
+  return list;
+}
+
+// ---- forward pieces ---------------------------------------------------------------------------
+
+ops::AttentionMask Transformer::self_mask(const Tensor& lengths, bool causal) const {
+  ops::AttentionMask m;
+  m.key_lengths = lengths;
+  m.causal = causal;
+  m.window = config_.attn_window;
+  return m;
+}
+
+Tensor Transformer::embed(const nn::Embedding& table, const std::optional<nn::LearnedPositionalEmbedding>& pos,
+                          const Tensor& ids, const Tensor& segments, int64_t offset, bool training, Rng& rng,
+                          EmbedCache* cache) const {
+  const int64_t L = ids.dim(1);
+  if (offset + L > config_.max_len)
+    throw ShapeError("transformer: positions [" + std::to_string(offset) + ", " + std::to_string(offset + L) +
+                     ") exceed max_len " + std::to_string(config_.max_len) + " (raise max_len)");
+  Tensor x = table.forward(ids, cache ? &cache->tokens : nullptr);   // [B, S or T, D], fresh
+  scale_inplace(x, std::sqrt(static_cast<float>(config_.d_model)));
+  if (segment_embed_) {
+    Tensor seg = segments;
+    if (seg.empty()) seg = Tensor(ids.shape(), DType::i32);
+    if (cache) cache->segment_ids = seg;
+    ops::accumulate(x, segment_embed_->forward(seg, cache ? &cache->segments : nullptr));
+  }
+  nn::add_positional_encoding(x, pos ? pos->table.value : sinusoid_, offset);
+  return ops::dropout_forward(x, config_.dropout, training, rng, cache ? &cache->drop : nullptr);
+}
+
+void Transformer::embed_backward(const Tensor& dx, nn::Embedding& table,
+                                 std::optional<nn::LearnedPositionalEmbedding>& pos, const EmbedCache& cache) {
+  const Tensor d = ops::dropout_backward(dx, cache.drop);
+  if (pos) pos->backward(d);
+  if (segment_embed_) segment_embed_->backward(d, cache.segments);
+  table.backward(ops::scale_forward(d, std::sqrt(static_cast<float>(config_.d_model))), cache.tokens);
+}
+
+Tensor Transformer::run_encoder(const Tensor& src, const Tensor& src_len, const Tensor& segments, bool training,
+                                Rng& rng, StepCache* cache, std::vector<Tensor>* self) const {
+  Tensor x = embed(src_embedding(), enc_pos_, src, segments, 0, training, rng, cache ? &cache->src : nullptr);
+  const ops::AttentionMask mask = self_mask(src_len, /*causal=*/false);
+  if (cache) cache->enc.resize(encoder_.size());
+  if (self) self->assign(encoder_.size(), Tensor());
+  for (size_t l = 0; l < encoder_.size(); ++l)
+    x = encoder_[l].forward(x, mask, training, rng, cache ? &cache->enc[l] : nullptr, self ? &(*self)[l] : nullptr);
+  if (enc_norm_) x = enc_norm_->forward(x, cache ? &cache->enc_norm : nullptr);
+  return x;
+}
+
+Tensor Transformer::run_decoder(const Tensor& dec_in, const Tensor& dec_len, const Tensor& memory,
+                                const Tensor& src_len, bool training, Rng& rng, StepCache* cache,
+                                std::vector<Tensor>* self, std::vector<Tensor>* cross) const {
+  Tensor x = embed(tgt_embed_, dec_pos_, dec_in, {}, 0, training, rng, cache ? &cache->tgt : nullptr);
+  const ops::AttentionMask smask = self_mask(dec_len, /*causal=*/true);
+  const ops::AttentionMask cmask = ops::AttentionMask::padding(src_len);
+  if (cache) cache->dec.resize(decoder_.size());
+  if (self) self->assign(decoder_.size(), Tensor());
+  if (cross) cross->assign(decoder_.size(), Tensor());
+  for (size_t l = 0; l < decoder_.size(); ++l)
+    x = decoder_[l].forward(x, memory, smask, cmask, training, rng, cache ? &cache->dec[l] : nullptr,
+                            self ? &(*self)[l] : nullptr,
+                            cross && decoder_[l].has_cross_attention() ? &(*cross)[l] : nullptr);
+  if (dec_norm_) x = dec_norm_->forward(x, cache ? &cache->dec_norm : nullptr);
+  return x;
+}
+
+void Transformer::check_batch(const data::TokenBatch& batch) const {
+  const bool uses_src = config_.arch != TransformerArch::lm, uses_tgt = config_.arch != TransformerArch::mlm;
+  int64_t B = kAny;
+  if (uses_src) {
+    check_tensor(batch.src, {kAny, kAny}, "transformer: src [B, S]", DType::i32);
+    B = batch.src.dim(0);
+    check_tensor(batch.src_len, {B}, "transformer: src_len [B]", DType::i32);
+  }
+  if (config_.arch == TransformerArch::mlm) {
+    check_tensor(batch.tgt, batch.src.shape(), "transformer: mlm targets tgt [B, S]", DType::i32);
+    if (!batch.segments.empty())
+      check_tensor(batch.segments, batch.src.shape(), "transformer: segments [B, S]", DType::i32);
+  }
+  if (uses_tgt) {
+    check_tensor(batch.tgt, {B, kAny}, "transformer: tgt [B, T]", DType::i32);
+    check_tensor(batch.tgt_len, {batch.tgt.dim(0)}, "transformer: tgt_len [B]", DType::i32);
+  }
+}
+
+Tensor Transformer::output_logits(const Tensor& hidden) const {
+  const int64_t D = config_.d_model, V = config_.tgt_vocab;
+  if (hidden.rank() < 1 || hidden.dim(-1) != D)
+    throw ShapeError("transformer: hidden [..., D] has shape " + to_string(hidden.shape()) + ", expected [..., " +
+                     std::to_string(D) + "]");
+  Shape out_shape = hidden.shape();
+  out_shape.back() = V;
+  const Tensor h = hidden.reshape({kAny, D});
+  const Tensor y = output_ ? output_->forward(h, nullptr)
+                           : ops::linear_forward(h, tgt_embed_.table.value.rows(0, V), Tensor(), nullptr);
+  return y.reshape(out_shape);
+}
+
+Tensor Transformer::body(const data::TokenBatch& batch, bool training, Rng& rng, StepCache* cache,
+                         std::vector<Tensor>* self) const {
+  switch (config_.arch) {
+    case TransformerArch::encdec: {
+      const Tensor memory = run_encoder(batch.src, batch.src_len, {}, training, rng, cache);
+      return run_decoder(shift_right(batch.tgt), batch.tgt_len, memory, batch.src_len, training, rng, cache, self);
+    }
+    case TransformerArch::lm:
+      return run_decoder(shift_right(batch.tgt), batch.tgt_len, {}, {}, training, rng, cache, self);
+    case TransformerArch::mlm:
+      return run_encoder(batch.src, batch.src_len, batch.segments, training, rng, cache, self);
+  }
+  throw ConfigError("transformer: unknown architecture");
+}
+
+Tensor Transformer::forward_logits(const data::TokenBatch& batch, bool training, Rng& rng, StepCache* cache,
+                                   Tensor* targets) const {
+  check_batch(batch);
+  const Tensor h = body(batch, training, rng, cache);
+  *targets = batch.tgt.reshape({kAny});
+  // One GEMM [B*T, D] x [D, V]; tied: the first V rows of the target embedding table.
+  const int64_t D = config_.d_model, V = config_.tgt_vocab;
+  const Tensor h2 = h.reshape({kAny, D});
+  if (cache == nullptr) return output_logits(h2);
+  // Training reuses one logits buffer: at B*T*V floats it is the largest tensor of a step, and
+  // a fresh one each step would cost a page fault per 4 KiB.
+  const int64_t N = h2.dim(0);
+  if (cache->logits.numel() < N * V) cache->logits = Tensor({N * V});
+  Tensor logits = cache->logits.reshape({kAny}).rows(0, N * V).reshape({N, V});
+  const float beta = output_ ? 1.0f : 0.0f;
+  if (output_)
+    for (int64_t i = 0; i < N; ++i) std::copy_n(output_->b.value.data(), V, logits.data() + i * V);
+  const float* W = output_ ? output_->W.value.data() : tgt_embed_.table.value.data();
+  blas::gemm(blas::Trans::N, blas::Trans::T, N, V, D, 1.0f, h2.data(), D, W, D, beta, logits.data(), V);
+  cache->out.x = h2;
+  return logits;
+}
+
+// ---- training ---------------------------------------------------------------------------------
+
+Tensor Transformer::output_backward(const Tensor& dlogits, const ops::LinearCache& cache) {
+  if (output_) {
+    Tensor dh = output_->backward(dlogits, cache);
+    nn::announce_final(output_->params());
+    return dh;
+  }
+  const int64_t V = config_.tgt_vocab;
+  Tensor dW = tgt_embed_.table.grad.rows(0, V);   // a view: adds into the table's gradient
+  Tensor no_bias;
+  return ops::linear_backward(dlogits, tgt_embed_.table.value.rows(0, V), cache, dW, no_bias);
+}
+
+// Announces each layer's gradients final as the backward passes below it (nn/grad_ready.hpp), so
+// that data-parallel training can send them while the layers beneath are computed.
+Tensor Transformer::decoder_backward(Tensor dh, StepCache& c) {
+  if (dec_norm_) {
+    dh = dec_norm_->backward(dh, c.dec_norm);
+    nn::announce_final(dec_norm_->params());
+  }
+  Tensor dmemory;
+  for (size_t l = decoder_.size(); l-- > 0;) {
+    nn::DecoderLayer::Grads g = decoder_[l].backward(dh, c.dec[l]);
+    nn::announce_final(decoder_[l].params());
+    dh = std::move(g.dx);
+    if (!g.dmemory.empty()) {
+      if (dmemory.empty())
+        dmemory = std::move(g.dmemory);
+      else
+        ops::accumulate(dmemory, g.dmemory);
+    }
+  }
+  embed_backward(dh, tgt_embed_, dec_pos_, c.tgt);
+  if (!shared_embed()) nn::announce_final(tgt_embed_.params());   // else the encoder adds to it too
+  if (dec_pos_) nn::announce_final(dec_pos_->params());
+  return dmemory;
+}
+
+void Transformer::encoder_backward(Tensor dx, StepCache& c) {
+  if (enc_norm_) {
+    dx = enc_norm_->backward(dx, c.enc_norm);
+    nn::announce_final(enc_norm_->params());
+  }
+  for (size_t l = encoder_.size(); l-- > 0;) {
+    dx = encoder_[l].backward(dx, c.enc[l]);
+    nn::announce_final(encoder_[l].params());
+  }
+  embed_backward(dx, shared_embed() ? tgt_embed_ : src_embed_, enc_pos_, c.src);
+}
+
+data::LossStats Transformer::train_step(const data::TokenBatch& batch, Rng& dropout_rng) {
+  if (!cache_) cache_ = std::make_unique<StepCache>();
+  StepCache& c = *cache_;
+  Tensor targets;
+  Tensor logits = forward_logits(batch, /*training=*/true, dropout_rng, &c, &targets);   // [B*T, V]
+  const ops::CrossEntropyOptions ce_options{data::kPad, config_.label_smoothing};
+  // The loss and its gradient in one op; the gradient overwrites the logits.
+  const data::LossStats stats = data::loss_stats(
+      ops::cross_entropy_forward_backward_inplace(logits, targets, ce_options, 1.0f));
+  nn::announce_loss_count(static_cast<double>(stats.tokens));
+
+  // Backward: the forward's steps in reverse.
+  const Tensor& dlogits = logits;
+  const int64_t D = config_.d_model;
+  switch (config_.arch) {
+    case TransformerArch::encdec: {
+      const Tensor dh = output_backward(dlogits, c.out).reshape({batch.tgt.dim(0), batch.tgt.dim(1), D});
+      encoder_backward(decoder_backward(dh, c), c);
+      break;
+    }
+    case TransformerArch::lm:
+      decoder_backward(output_backward(dlogits, c.out).reshape({batch.tgt.dim(0), batch.tgt.dim(1), D}), c);
+      break;
+    case TransformerArch::mlm:
+      encoder_backward(output_backward(dlogits, c.out).reshape({batch.src.dim(0), batch.src.dim(1), D}), c);
+      break;
+  }
+  return stats;
+}
+
+data::LossStats Transformer::evaluate(const data::TokenBatch& batch) const {
+  Tensor targets;
+  const Tensor logits = forward_logits(batch, /*training=*/false, unused_rng(), nullptr, &targets);
+  const ops::CrossEntropyOptions ce_options{data::kPad, config_.label_smoothing};
+  return data::loss_stats(ops::cross_entropy_forward(logits, targets, ce_options, nullptr));
+}
+
+Tensor Transformer::logits(const data::TokenBatch& batch) const {
+  Tensor targets;
+  const Tensor y = forward_logits(batch, /*training=*/false, unused_rng(), nullptr, &targets);
+  return y.reshape({batch.tgt.dim(0), batch.tgt.dim(1), config_.tgt_vocab});
+}
+
+// ---- fine-tuning ------------------------------------------------------------------------------
+
+void Transformer::check_head_batch(const data::TokenBatch& batch) const {
+  switch (config_.arch) {
+    case TransformerArch::encdec:
+      throw ConfigError("transformer: a task head needs a pre-trained lm or mlm body, not an encoder-decoder");
+    case TransformerArch::lm:
+      check_tensor(batch.tgt, {kAny, kAny}, "transformer: tgt [B, T]", DType::i32);
+      check_tensor(batch.tgt_len, {batch.tgt.dim(0)}, "transformer: tgt_len [B]", DType::i32);
+      break;
+    case TransformerArch::mlm:
+      check_tensor(batch.src, {kAny, kAny}, "transformer: src [B, S]", DType::i32);
+      check_tensor(batch.src_len, {batch.src.dim(0)}, "transformer: src_len [B]", DType::i32);
+      if (!batch.segments.empty())
+        check_tensor(batch.segments, batch.src.shape(), "transformer: segments [B, S]", DType::i32);
+      break;
+  }
+}
+
+Tensor Transformer::hidden(const data::TokenBatch& batch, std::vector<Tensor>* self) const {
+  check_head_batch(batch);
+  return body(batch, /*training=*/false, unused_rng(), nullptr, self);
+}
+
+data::LossStats Transformer::train_head_step(const data::TokenBatch& batch, Rng& dropout_rng, float lm_weight,
+                                             bool train_body, const HeadBackward& head) {
+  check_head_batch(batch);
+  if (lm_weight > 0 && config_.arch != TransformerArch::lm)
+    throw ConfigError("transformer: an auxiliary language-model loss needs an lm body, this one is '" +
+                      std::string(arch_name(config_.arch)) + "'");
+  if (!cache_) cache_ = std::make_unique<StepCache>();
+  StepCache& c = *cache_;
+  const Tensor h = body(batch, /*training=*/true, dropout_rng, &c);   // [B, L, D]
+  Tensor dh = head(h);
+  check_tensor(dh, h.shape(), "transformer: the head's gradient dh [B, L, D]");
+  data::LossStats lm;
+  if (lm_weight > 0) {
+    const int64_t V = config_.tgt_vocab;
+    ops::LinearCache out_cache;
+    const Tensor h2 = h.reshape({kAny, config_.d_model});
+    Tensor logits = output_ ? output_->forward(h2, &out_cache)
+                            : ops::linear_forward(h2, tgt_embed_.table.value.rows(0, V), Tensor(), &out_cache);
+    const ops::CrossEntropyOptions ce_options{data::kPad, config_.label_smoothing};
+    lm = data::loss_stats(ops::cross_entropy_forward_backward_inplace(logits, batch.tgt.reshape({kAny}), ce_options,
+                                                                lm_weight));
+    if (train_body) ops::accumulate(dh, output_backward(logits, out_cache).reshape(h.shape()));
+  }
+  if (!train_body) return lm;
+  if (config_.arch == TransformerArch::lm)
+    decoder_backward(std::move(dh), c);
+  else
+    encoder_backward(std::move(dh), c);
+  return lm;
+}
+
+// ---- decoding ---------------------------------------------------------------------------------
+
+Tensor Transformer::encode(const Tensor& src, const Tensor& src_len, const Tensor& segments) const {
+  if (config_.arch == TransformerArch::lm) throw ConfigError("transformer: an lm has no encoder");
+  check_tensor(src, {kAny, kAny}, "transformer: src [B, S]", DType::i32);
+  check_tensor(src_len, {src.dim(0)}, "transformer: src_len [B]", DType::i32);
+  return run_encoder(src, src_len, segments, /*training=*/false, unused_rng(), nullptr);
+}
+
+DecoderState Transformer::start_decoding(const Tensor& memory, const Tensor& src_len, int64_t capacity,
+                                         int64_t rows) const {
+  if (config_.arch == TransformerArch::mlm) throw ConfigError("transformer: an mlm model has no decoder");
+  if (capacity < 1 || capacity > config_.max_len)
+    throw ConfigError("transformer: decoding capacity must be in [1, max_len = " +
+                      std::to_string(config_.max_len) + "], got " + std::to_string(capacity));
+  DecoderState st;
+  const bool encdec = config_.arch == TransformerArch::encdec;
+  int64_t B = rows;
+  if (encdec) {
+    check_tensor(memory, {kAny, kAny, config_.d_model}, "transformer: memory [B, S, D]");
+    B = memory.dim(0);
+    check_tensor(src_len, {B}, "transformer: src_len [B]", DType::i32);
+    st.memory = memory;
+    st.src_len = src_len;
+  }
+  for (const nn::DecoderLayer& layer : decoder_) {
+    st.self_kv.push_back(layer.self_attn.new_kv_cache(B, capacity));
+    if (encdec) {
+      nn::KVCache kv = layer.cross_attn->new_kv_cache(B, memory.dim(1));
+      layer.cross_attn->append_kv(memory, memory, kv);   // projected once per source batch
+      st.cross_kv.push_back(std::move(kv));
+    }
+  }
+  return st;
+}
+
+Tensor Transformer::decode_step(const Tensor& tokens, DecoderState& st, std::vector<Tensor>* self,
+                                std::vector<Tensor>* cross) const {
+  check_tensor(tokens, {st.rows(), kAny}, "transformer: decode_step tokens [B, Tn]", DType::i32);
+  const int64_t Tn = tokens.dim(1);
+  Tensor x = embed(tgt_embed_, dec_pos_, tokens, {}, st.length, /*training=*/false, unused_rng(), nullptr);
+  ops::AttentionMask smask = self_mask(Tensor(), /*causal=*/true);
+  smask.query_offset = st.length;   // = cache length after the append - Tn
+  const ops::AttentionMask cmask = ops::AttentionMask::padding(st.src_len);
+  if (self) self->assign(decoder_.size(), Tensor());
+  if (cross) cross->assign(decoder_.size(), Tensor());
+  for (size_t l = 0; l < decoder_.size(); ++l) {
+    const bool has_cross = decoder_[l].has_cross_attention();
+    x = decoder_[l].step(x, st.self_kv[l], has_cross ? &st.cross_kv[l] : nullptr, smask, cmask,
+                         self ? &(*self)[l] : nullptr, cross && has_cross ? &(*cross)[l] : nullptr);
+  }
+  st.length += Tn;
+  if (dec_norm_) x = dec_norm_->forward(x, nullptr);
+  return output_logits(x);
+}
+
+Tensor Transformer::decode_prefix(const Tensor& prefix, const Tensor& memory, const Tensor& src_len,
+                                  std::vector<Tensor>* self, std::vector<Tensor>* cross) const {
+  if (config_.arch == TransformerArch::mlm) throw ConfigError("transformer: an mlm model has no decoder");
+  check_tensor(prefix, {kAny, kAny}, "transformer: prefix [B, T]", DType::i32);
+  return run_decoder(prefix, Tensor(), memory, src_len, /*training=*/false, unused_rng(), nullptr, self, cross);
+}
+
+// ---- decoder state ----------------------------------------------------------------------------
+
+namespace {
+
+// out[r] = t[keep[r]] along the leading dimension; t: [B, ...] -> [keep.size(), ...].
+Tensor gather_rows(const Tensor& t, const std::vector<int64_t>& keep) {
+  Shape shape = t.shape();
+  shape[0] = static_cast<int64_t>(keep.size());
+  Tensor out(shape, t.dtype());
+  for (size_t r = 0; r < keep.size(); ++r) out[static_cast<int64_t>(r)].copy_from(t[keep[r]]);
+  return out;
+}
+
+// The same for a KV cache, copying only the filled positions [0, length) of each head.
+nn::KVCache gather_kv(const nn::KVCache& kv, const std::vector<int64_t>& keep) {
+  const int64_t NH = kv.k.dim(1), cap = kv.k.dim(2), HD = kv.k.dim(3), R = static_cast<int64_t>(keep.size());
+  nn::KVCache out{Tensor({R, NH, cap, HD}), Tensor({R, NH, cap, HD}), kv.length};
+  const int64_t n = kv.length * HD;
+  for (int64_t r = 0; r < R; ++r)
+    for (int64_t h = 0; h < NH; ++h) {
+      const int64_t src = (keep[static_cast<size_t>(r)] * NH + h) * cap * HD, dst = (r * NH + h) * cap * HD;
+      std::copy(kv.k.data() + src, kv.k.data() + src + n, out.k.data() + dst);
+      std::copy(kv.v.data() + src, kv.v.data() + src + n, out.v.data() + dst);
+    }
+  return out;
+}
+
+}  // namespace
+
+void DecoderState::select(const std::vector<int64_t>& keep) {
+  const int64_t B = rows();
+  for (int64_t r : keep)
+    if (r < 0 || r >= B)
+      throw ShapeError("decoder state: row " + std::to_string(r) + " out of range [0, " + std::to_string(B) + ")");
+  for (nn::KVCache& kv : self_kv) kv = gather_kv(kv, keep);
+  for (nn::KVCache& kv : cross_kv) kv = gather_kv(kv, keep);
+  if (!memory.empty()) memory = gather_rows(memory, keep);
+  if (!src_len.empty()) src_len = gather_rows(src_len, keep);
+}
+
+}  // namespace attn::transformer
