@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
-"""Rebuilds an attnlab model from its HDF5 file with h5py and numpy only and checks its logits.
+"""Rebuilds an attnlab model from its HDF5 file with h5py and numpy only and checks its numbers.
 
     reload.py [--tol 1e-4] [--break CONVENTION] MODEL.h5 BATCH.h5 [MODEL.h5 BATCH.h5 ...]
 
 MODEL.h5 is a model file of kind "transformer" (arch encdec, lm or mlm), "seq2seq" (any
-variant) or "memnet" (any encoding and tying). Nothing of attnlab is imported: the model is rebuilt from the file's /config and /params
-alone, following docs/FORMATS.md, which is what this script tests.
+variant), "memnet" (any encoding and tying), "ntm" (any controller, heads and memory_init) or
+"captioner" (any encoder, soft or mean attention). Nothing of attnlab is imported: the model is
+rebuilt from the file's /config, /params (and /buffers) alone, following docs/FORMATS.md, which
+is what this script tests.
 
 BATCH.h5 holds a batch as the model reads it and what attnlab computed on it:
     /src, /src_len   int32 [B, S], [B]      encdec, mlm (inputs, [MASK] included), seq2seq
@@ -16,13 +18,35 @@ For a memnet, instead:
     /story, /story_len, /question   int32 [B, Ms, Ws], [B], [B, Wq]   a bAbI batch
     /attention       float32 [B, Nhop, Ms]  every hop's attention (0 outside the window)
     /predictions     int32 [B]              the predicted answer ids (compared exactly)
+For an NTM: the file `attn-ntm run` wrote (FORMATS.md, "Run"): its /outputs, /read_weights,
+/write_weights and /metrics bits_per_sequence are compared (memory_init random: M_0 drawn as the
+run drew it, in batches of its /config batch_size).
+For a captioner:
+    /images, /tgt, /tgt_len          float32 [B, C, H, W], int32 [B, T], [B]
+    /logits          float32 [B, T, V]      teacher-forced logits
+    /attention       float32 [B, T, L]      the weights behind every word, 0 past tgt_len
+    /captions/predictions, predictions_len, scores, attention
+                                            what `attn-caption caption` wrote for these images
+                                            (greedy; compared exactly, the rest to the tolerance),
+                                            with the attribute /captions max_len
+BATCH.h5 may also be a model file one training step after MODEL.h5, trained on its whole training
+split (its /config data, read from the working directory) in one batch:
+    ntm        with plain SGD: the step divided by the rate must be the objective's gradient
+               (central differences here), clipped by value and then by norm as /config says
+    captioner  with batch_norm: the running statistics must have moved towards the batch's
 Every position is compared, padded ones included (their values are defined too).
 
 Prints one line per pair (the largest differences) and exits 0 when every difference is below
 the tolerance, 1 when one is not, 2 on a file that does not fit, 77 when h5py or numpy is missing.
 --break applies a wrong convention on purpose (the test checks that it is noticed):
-    gru-gates       swaps the GRU's r and z gates
-    sinusoid-halves sin in the first D/2 columns and cos in the last (instead of interleaved)
+    gru-gates            swaps the GRU's r and z gates
+    sinusoid-halves      sin in the first D/2 columns and cos in the last (instead of interleaved)
+    ntm-loss-bits        the NTM's objective in bits (instead of nats)
+    clip-norm-first      gradients clipped by norm, then by value (instead of value, then norm)
+    coords-centres       captioner coordinates of cell centres (instead of -1 .. 1 at the ends)
+    bn-batch-statistics  batch normalisation by the batch's statistics at evaluation
+    bn-biased-variance   running variance moved towards the biased batch variance
+    scores-without-eos   caption scores without the EOS log-probability
 """
 import argparse
 import sys
@@ -49,19 +73,39 @@ def attribute(v):
     return v.decode("utf-8") if isinstance(v, bytes) else v
 
 
-def read_model(path):
+def read_file(path):
+    """Every dataset of an HDF5 file by path ("captions/scores") and the attributes of the root
+    ("") and of every group, as numpy and Python values."""
+    data, attrs = {}, {}
     with h5py.File(path, "r") as f:
-        root = {k: attribute(v) for k, v in f.attrs.items()}
+        attrs[""] = {k: attribute(v) for k, v in f.attrs.items()}
+
+        def visit(name, obj):
+            if isinstance(obj, h5py.Dataset):
+                data[name] = obj[()]
+            else:
+                attrs[name] = {k: attribute(v) for k, v in obj.attrs.items()}
+        f.visititems(visit)
+    return data, attrs
+
+
+class Model:
+    """A model file: its kind, /config, /params (float64), /buffers and /state."""
+
+    def __init__(self, path):
+        data, attrs = read_file(path)
+        root = attrs[""]
         if root.get("format") != "attnlab/model":
             raise FormatProblem(f"{path}: root format is {root.get('format')!r}, not 'attnlab/model'")
         if int(root.get("format_version", 0)) != 2:
             raise FormatProblem(f"{path}: format_version {root.get('format_version')}, this reader knows 2")
-        config = {k: attribute(v) for k, v in f["/config"].attrs.items()}
-        params = {}
-        f["/params"].visititems(
-            lambda name, obj: params.__setitem__(name, np.asarray(obj[()], dtype=np.float64))
-            if isinstance(obj, h5py.Dataset) else None)
-        return str(root["kind"]), config, params
+        self.path, self.kind = path, str(root["kind"])
+        self.config, self.state = attrs.get("config", {}), attrs.get("state", {})
+
+        def under(group):
+            return {k[len(group) + 1:]: np.asarray(v, dtype=np.float64) for k, v in data.items()
+                    if k.startswith(group + "/")}
+        self.params, self.buffers = under("params"), under("buffers")
 
 
 class Params:
@@ -450,15 +494,638 @@ def memnet_outputs(config, p, batch):
     return attention, logits
 
 
+# ---- attnlab's random stream (Philox4x32-10) -------------------------------------------------
+
+class Philox:
+    """attnlab's Rng (lib/src/core/rng.cpp): value n of stream `seed` is lane n mod 4 of the
+    Philox4x32-10 block n // 4 (counter = the block index, key = the seed); `counter` counts the
+    32-bit values drawn."""
+    M0, M1, W0, W1 = 0xD2511F53, 0xCD9E8D57, 0x9E3779B9, 0xBB67AE85
+    MASK = 0xFFFFFFFF
+
+    def __init__(self, seed):
+        self.seed, self.counter = int(seed), 0
+
+    def blocks(self, first, count):
+        """Blocks first .. first + count - 1: uint64 [count, 4], each entry a 32-bit value."""
+        index = np.arange(first, first + count, dtype=np.uint64)
+        c0, c1 = index & np.uint64(self.MASK), index >> np.uint64(32)
+        c2, c3 = np.zeros_like(index), np.zeros_like(index)
+        k0, k1 = self.seed & self.MASK, self.seed >> 32
+        for _ in range(10):
+            p0, p1 = np.uint64(self.M0) * c0, np.uint64(self.M1) * c2
+            c0, c1, c2, c3 = ((p1 >> np.uint64(32)) ^ c1 ^ np.uint64(k0), p1 & np.uint64(self.MASK),
+                              (p0 >> np.uint64(32)) ^ c3 ^ np.uint64(k1), p0 & np.uint64(self.MASK))
+            k0, k1 = (k0 + self.W0) & self.MASK, (k1 + self.W1) & self.MASK
+        return np.stack([c0, c1, c2, c3], axis=1)
+
+    @staticmethod
+    def unit(x):
+        """A 32-bit value as a float32 in [0, 1): its top 24 bits times 2^-24."""
+        return (np.asarray(x, dtype=np.uint64) >> np.uint64(8)).astype(np.float32) * np.float32(2.0 ** -24)
+
+    @staticmethod
+    def box_muller(u1, u2):
+        """Float32, as the C++ computes it: sqrt(-2 log u1) cos(2 pi u2), u1 in (0, 1]."""
+        two_pi = np.float32(2.0) * np.float32(np.pi)
+        return np.sqrt(np.float32(-2.0) * np.log(u1)) * np.cos(two_pi * u2)
+
+    def fill_normal(self, n, mean, stddev):
+        """Rng::fill_normal: element i from the next unused block + i (its lanes 0 and 1); the
+        counter then moves past every block used."""
+        first = (self.counter + 3) // 4
+        b = self.blocks(first, n)
+        u1 = np.float32(1.0) - self.unit(b[:, 0])
+        u2 = self.unit(b[:, 1])
+        self.counter = (first + n) * 4
+        return np.float32(mean) + np.float32(stddev) * self.box_muller(u1, u2)
+
+    def next_u32(self):
+        v = int(self.blocks(self.counter // 4, 1)[0, self.counter % 4])
+        self.counter += 1
+        return v
+
+    def normal(self):
+        """Rng::normal: two consecutive values, u1 = 1 - uniform, u2 = uniform."""
+        u1 = np.float32(1.0) - self.unit(self.next_u32())
+        u2 = self.unit(self.next_u32())
+        return self.box_muller(u1, u2)
+
+
+NTM_EVALUATION_SEED = 0x4E544D   # "NTM": the stream of M_0 in eval and run
+
+
+def ntm_random_memory(rng, B, Nm, M):
+    """memory_init random for a batch of B sequences: N(0, 0.5^2) by fill_normal, then every value
+    outside [-1, 1] drawn again, in index order, as 0.5 * normal(). Returns M_0 [B, Nm, M] and the
+    number of values drawn again."""
+    v = rng.fill_normal(B * Nm * M, 0.0, 0.5)
+    again = 0
+    for i in range(v.size):
+        while not abs(v[i]) <= 1.0:
+            v[i] = np.float32(0.5) * rng.normal()
+            again += 1
+    return v.reshape(B, Nm, M).astype(np.float64), again
+
+
+# ---- NTM ---------------------------------------------------------------------------------------
+
+def softplus(x):
+    return np.logaddexp(0.0, x)
+
+
+def softmax(x, axis=-1):
+    e = np.exp(x - x.max(axis, keepdims=True))
+    return e / e.sum(axis, keepdims=True)
+
+
+def lin(x, W, b):
+    """y = x W^T + b over any leading axes, W [out, in] (or with leading axes of its own that
+    broadcast with x's: the variants of a finite difference)."""
+    return np.einsum("...i,...oi->...o", x, W) + b
+
+
+class Ntm:
+    """An NTM (FORMATS.md, NTM) from its /config and /params. forward() takes `variants`: for
+    some parameters, a stack [V, 1, *shape] of values to run at once (leading axes [V, B])."""
+
+    def __init__(self, c, p):
+        self.I, self.O, self.H, self.L = c["input_size"], c["output_size"], c["controller_size"], c["controller_layers"]
+        self.Nm, self.M, self.Nr, self.Nw = c["memory_rows"], c["memory_width"], c["read_heads"], c["write_heads"]
+        self.r = c["shift_range"]
+        self.Ns = 2 * self.r + 1
+        self.lstm = c["controller"] == "lstm"
+        self.init = c["memory_init"]
+        H, RM, M = self.H, self.Nr * self.M, self.M
+        self.P = {}
+
+        def take(name, shape):
+            self.P[name] = p(name, shape)
+            return name
+        self.layers = []
+        for l in range(self.L):
+            In = self.I + RM if l == 0 else H
+            n = f"controller/layer{l}"
+            if self.lstm:
+                self.layers.append((take(f"{n}/W_ih", (4 * H, In)), take(f"{n}/W_hh", (4 * H, H)), take(f"{n}/b", (4 * H,))))
+            else:
+                self.layers.append((take(f"{n}/W", (H, In)), None, take(f"{n}/b", (H,))))
+        Pr = M + self.Ns + 3   # k [M], beta, g, s [Ns], gamma; a write head then e [M], a [M]
+        self.heads = [(take(f"heads/write{i}/W", (Pr + 2 * M, H)), take(f"heads/write{i}/b", (Pr + 2 * M,)))
+                      for i in range(self.Nw)] + \
+                     [(take(f"heads/read{i}/W", (Pr, H)), take(f"heads/read{i}/b", (Pr,))) for i in range(self.Nr)]
+        self.out = (take("output/W", (self.O, H + RM)), take("output/b", (self.O,)))
+        if self.init == "learned" and self.Nr + self.Nw > 0:
+            take("memory/init", (self.Nm, M))
+
+    def memory0(self, B, P=None):
+        """M_0 [..., B, Nm, M] of `constant` and `learned` (`random` is drawn by the caller)."""
+        if self.init == "constant":
+            return np.full((B, self.Nm, self.M), float(np.float32(1e-6)))
+        if self.init == "learned":   # a stack of variants [V, 1, Nm, M] gives [V, B, Nm, M]
+            init = (P or self.P)["memory/init"]
+            return np.broadcast_to(init, np.broadcast_shapes(init.shape[:-2], (B,)) + (self.Nm, self.M))
+        raise FormatProblem("memory_init random: M_0 is drawn by the caller")
+
+    def address(self, act, mem, w_prev):
+        """One head's weighting (Graves et al. eq. 5-9): act [..., P] activated, mem [..., Nm, M]."""
+        M, Ns = self.M, self.Ns
+        k, beta, g = act[..., :M], act[..., M:M + 1], act[..., M + 1:M + 2]
+        s, gamma = act[..., M + 2:M + 2 + Ns], act[..., M + 2 + Ns:M + 3 + Ns]
+        K = np.einsum("...m,...im->...i", k, mem) / \
+            (np.linalg.norm(k, axis=-1)[..., None] * np.linalg.norm(mem, axis=-1) + 1e-8)
+        w_c = softmax(beta * K)
+        w_g = g * w_c + (1.0 - g) * w_prev
+        w_s = np.zeros(np.broadcast_shapes(w_g.shape, s.shape[:-1] + (self.Nm,)))
+        for jj in range(Ns):   # shift j = jj - r: w~_i += w_g[(i - j) mod Nm] s_j
+            w_s = w_s + np.roll(w_g, jj - self.r, axis=-1) * s[..., jj:jj + 1]
+        w = w_s ** gamma
+        return w / w.sum(-1, keepdims=True)
+
+    def forward(self, inputs, input_len, target_len, M0, variants=None):
+        """Logits [..., B, T, O] of every step and every head's weighting [..., B, T, Nr + Nw, Nm]
+        (write heads first), 0 once an example has ended."""
+        P = {**self.P, **(variants or {})}
+        B, Tin = inputs.shape[0], inputs.shape[1]
+        lead = np.broadcast_shapes(*(v.shape[:-len(self.P[k].shape)] for k, v in P.items()), M0.shape[:-2], (B,))
+        H, M, Nm, Nw, NH, Ns = self.H, self.M, self.Nm, self.Nw, self.Nw + self.Nr, self.Ns
+        end = input_len + target_len
+        T = int(end.max())
+        hs = [np.zeros(lead + (H,)) for _ in range(self.L)]
+        cs = [np.zeros(lead + (H,)) for _ in range(self.L)]
+        mem = np.broadcast_to(M0, lead + (Nm, M))
+        w_prev = np.zeros(lead + (NH, Nm))
+        w_prev[..., 0] = 1.0                                   # one-hot on location 0
+        r = np.concatenate([mem[..., 0, :]] * self.Nr, axis=-1) if self.Nr else np.zeros(lead + (0,))
+        logits = np.zeros(lead + (T, self.O))
+        weights = np.zeros(lead + (T, NH, Nm))
+        for t in range(T):
+            x = inputs[:, t] * (t < input_len)[:, None] if t < Tin else np.zeros((B, self.I))
+            u = np.concatenate([np.broadcast_to(x, lead + (self.I,)), r], axis=-1)
+            for l, (W, W_hh, b) in enumerate(self.layers):
+                if self.lstm:   # gates i, f, g, o; one bias
+                    a = lin(u, P[W], P[b]) + np.einsum("...i,...oi->...o", hs[l], P[W_hh])
+                    i, f, o = sigmoid(a[..., :H]), sigmoid(a[..., H:2 * H]), sigmoid(a[..., 3 * H:])
+                    cs[l] = f * cs[l] + i * np.tanh(a[..., 2 * H:3 * H])
+                    hs[l] = o * np.tanh(cs[l])
+                else:
+                    hs[l] = np.tanh(lin(u, P[W], P[b]))
+                u = hs[l]
+            h = hs[-1]
+            if NH:
+                acts = []
+                for W, b in self.heads:
+                    pre = lin(h, P[W], P[b])
+                    acts.append(np.concatenate([
+                        np.tanh(pre[..., :M]), softplus(pre[..., M:M + 1]), sigmoid(pre[..., M + 1:M + 2]),
+                        softmax(pre[..., M + 2:M + 2 + Ns]), 1.0 + softplus(pre[..., M + 2 + Ns:M + 3 + Ns]),
+                        sigmoid(pre[..., M + 3 + Ns:2 * M + 3 + Ns]), np.tanh(pre[..., 2 * M + 3 + Ns:])], axis=-1))
+                w = [None] * NH
+                for hd in range(Nw):                           # every write head addresses M_{t-1}
+                    w[hd] = self.address(acts[hd], mem, w_prev[..., hd, :])
+                for hd in range(Nw):                           # then erases and adds, in head order
+                    e, a = acts[hd][..., M + 3 + Ns:2 * M + 3 + Ns], acts[hd][..., 2 * M + 3 + Ns:]
+                    mem = mem * (1.0 - w[hd][..., :, None] * e[..., None, :]) + w[hd][..., :, None] * a[..., None, :]
+                for hd in range(Nw, NH):                       # read heads address M_t and read it
+                    w[hd] = self.address(acts[hd], mem, w_prev[..., hd, :])
+                r = np.concatenate([np.einsum("...i,...im->...m", w[hd], mem) for hd in range(Nw, NH)], axis=-1) \
+                    if self.Nr else np.zeros(lead + (0,))
+                w_prev = np.stack(w, axis=-2)
+                weights[..., t, :, :] = w_prev * (t < end)[:, None, None]
+            logits[..., t, :] = lin(np.concatenate([h, r], axis=-1), P[self.out[0]], P[self.out[1]])
+        return logits, weights
+
+
+def ntm_output_phase(logits, input_len, target_len, Tout):
+    """Step input_len + u of example b is its output row u (u < target_len): [..., B, Tout, O],
+    0 after."""
+    T = logits.shape[-2]
+    u = np.arange(Tout)[None, :]
+    step = np.minimum(input_len[:, None] + u, T - 1)
+    mask = (u < target_len[:, None])[:, :, None]
+    return logits[..., np.arange(len(input_len))[:, None], step, :] * mask
+
+
+def bce_with_logits(z, y):
+    return np.maximum(z, 0.0) - z * y + np.log1p(np.exp(-np.abs(z)))
+
+
+def ntm_loss_nats(z, targets, target_len):
+    """The training objective: the mean over the batch of each sequence's summed binary
+    cross-entropy, in nats (z: output-phase logits [..., B, Tout, O]; one value per leading index)."""
+    mask = (np.arange(targets.shape[1])[None, :] < target_len[:, None])[:, :, None]
+    return (bce_with_logits(z, targets) * mask).sum(axis=(-3, -2, -1)) / z.shape[-3]
+
+
+# ---- captioner ---------------------------------------------------------------------------------
+
+PAD, EOS = 0, 2
+
+
+def parse_encoder(spec):
+    """"conv32x3,pool2" -> [("conv", 32, 3), ("pool", 0, 2)]."""
+    layers = []
+    for item in spec.split(","):
+        if item.startswith("conv"):
+            K, S = item[4:].split("x")
+            layers.append(("conv", int(K), int(S)))
+        elif item.startswith("pool"):
+            layers.append(("pool", 0, int(item[4:])))
+        else:
+            raise FormatProblem(f"encoder item {item!r} is neither convKxS nor poolP")
+    return layers
+
+
+def conv2d(x, W, b):
+    """Cross-correlation with zero padding S // 2 on every side, stride 1 (torch.nn.Conv2d):
+    x [B, C, H, W], W [K, C, S, S] -> [B, K, H + 2 (S // 2) - S + 1, ...]."""
+    S = W.shape[2]
+    pad = S // 2
+    xp = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
+    Ho, Wo = xp.shape[2] - S + 1, xp.shape[3] - S + 1
+    y = np.zeros((x.shape[0], W.shape[0], Ho, Wo))
+    for u in range(S):
+        for v in range(S):
+            y += np.einsum("kc,bcij->bkij", W[:, :, u, v], xp[:, :, u:u + Ho, v:v + Wo])
+    return y if b is None else y + b[None, :, None, None]
+
+
+def max_pool(x, P):
+    """P x P windows, stride P; rows and columns past the last whole window are dropped (floor)."""
+    B, C, H, W = x.shape
+    Ho, Wo = H // P, W // P
+    return x[:, :, :Ho * P, :Wo * P].reshape(B, C, Ho, P, Wo, P).max(axis=(3, 5))
+
+
+def grid_coordinates(h, w):
+    """[h w, 2]: location i = y w + x gets (x, y), each 2 i / (n - 1) - 1 over its axis (0 when n = 1),
+    so the first and last locations are exactly -1 and 1. (--break coords-centres: cell centres.)"""
+    def scaled(i, n):
+        if "coords-centres" in BROKEN:
+            return 2.0 * (i + 0.5) / n - 1.0
+        return 2.0 * i / (n - 1) - 1.0 if n > 1 else np.zeros_like(i, dtype=np.float64)
+    i = np.arange(h * w)
+    return np.stack([scaled(i % w, w), scaled(i // w, h)], axis=1)
+
+
+class Captioner:
+    """The captioner (FORMATS.md, Captioner) from its /config, /params and /buffers."""
+
+    def __init__(self, c, p, buffers):
+        self.c = c
+        V, m, Dd, A = c["vocab"], c["embed_dim"], c["hidden"], c["attention_dim"]
+        self.bn, self.coords = bool(c["batch_norm"]), bool(c["coords"])
+        self.soft, self.gate = c["attention"] == "soft", bool(c["gate"])
+        self.layers = []
+        C, h, w, k = c["channels"], c["height"], c["width"], 0
+        for kind, K, S in parse_encoder(c["encoder"]):
+            if kind == "conv":
+                layer = {"kind": kind, "W": p(f"encoder/conv{k}/W", (K, C, S, S))}
+                if self.bn:
+                    layer.update(gamma=p(f"encoder/bn{k}/gamma", (K,)), beta=p(f"encoder/bn{k}/beta", (K,)),
+                                 mean=buffers.get(f"encoder/bn{k}/running_mean"),
+                                 var=buffers.get(f"encoder/bn{k}/running_var"), name=f"encoder/bn{k}")
+                    if layer["mean"] is None or layer["var"] is None:
+                        raise FormatProblem(f"no /buffers/encoder/bn{k}/running_mean or running_var")
+                else:
+                    layer["b"] = p(f"encoder/conv{k}/b", (K,))
+                self.layers.append(layer)
+                C, h, w, k = K, h + 2 * (S // 2) - S + 1, w + 2 * (S // 2) - S + 1, k + 1
+            else:
+                self.layers.append({"kind": kind, "P": S})
+                h, w = h // S, w // S
+        self.h, self.w, self.L = h, w, h * w
+        self.D = D = C + (2 if self.coords else 0)
+        self.init_h = (p("init_h/W", (Dd, D)), p("init_h/b", (Dd,)))
+        self.init_c = (p("init_c/W", (Dd, D)), p("init_c/b", (Dd,)))
+        self.E = p("embedding/table", (V, m))
+        self.W_ih, self.W_hh, self.b = p("decoder/rnn/W_ih", (4 * Dd, m + D)), p("decoder/rnn/W_hh", (4 * Dd, Dd)), \
+            p("decoder/rnn/b", (4 * Dd,))
+        if self.soft:
+            self.att = (p("decoder/attention/W", (A, Dd)), p("decoder/attention/U", (A, D)), p("decoder/attention/v", (A,)))
+            if self.gate:
+                self.gate_W, self.gate_b = p("decoder/gate/W", (1, Dd)), p("decoder/gate/b", (1,))
+        self.deep = (p("deep/W", (m, Dd + D)), p("deep/b", (m,)))
+        self.out = (p("output/W", (V, m)), p("output/b", (V,)))
+
+    def encode(self, images, training=False):
+        """Annotations [B, L, D]; with training, batch normalisation by the batch's statistics,
+        which are returned too: {bn name: (mean, biased variance, n)}."""
+        x, stats = images, {}
+        for layer in self.layers:
+            if layer["kind"] == "pool":
+                x = max_pool(x, layer["P"])
+                continue
+            x = conv2d(x, layer["W"], layer.get("b"))
+            if self.bn:
+                if training or "bn-batch-statistics" in BROKEN:
+                    mean, var = x.mean(axis=(0, 2, 3)), x.var(axis=(0, 2, 3))   # biased (1/n)
+                    stats[layer["name"]] = (mean, var, x.shape[0] * x.shape[2] * x.shape[3])
+                else:
+                    mean, var = layer["mean"], layer["var"]
+                x = (x - mean[None, :, None, None]) / np.sqrt(var[None, :, None, None] + 1e-5) \
+                    * layer["gamma"][None, :, None, None] + layer["beta"][None, :, None, None]
+            x = np.maximum(x, 0.0)
+        B, K = x.shape[0], x.shape[1]
+        a = x.transpose(0, 2, 3, 1).reshape(B, self.L, K)
+        if self.coords:
+            a = np.concatenate([a, np.broadcast_to(grid_coordinates(self.h, self.w), (B, self.L, 2))], axis=2)
+        return a, stats
+
+    def start(self, images):
+        """The decoder's state after encoding: annotations, their mean, h_0, c_0."""
+        a, _ = self.encode(images)
+        mean = a.mean(axis=1)
+        return {"a": a, "mean": mean, "h": np.tanh(linear(mean, *self.init_h)), "c": np.tanh(linear(mean, *self.init_c))}
+
+    def step(self, st, ids):
+        """Feeds ids [B] (BOS first); returns the next word's logits [B, V] and the weights [B, L]
+        that made the context."""
+        a, h, Dd = st["a"], st["h"], self.c["hidden"]
+        e = self.E[ids]
+        if self.soft:   # alpha = softmax_i(v . tanh(W h_{t-1} + U a_i)), from the state before the step
+            W, U, v = self.att
+            alpha = softmax(np.tanh((h @ W.T)[:, None, :] + a @ U.T) @ v)
+            z = np.einsum("bl,bld->bd", alpha, a)
+            if self.gate:
+                z = sigmoid(linear(h, self.gate_W, self.gate_b)) * z
+        else:
+            alpha = np.full((a.shape[0], self.L), 1.0 / self.L)
+            z = st["mean"]
+        g = linear(np.concatenate([e, z], axis=1), self.W_ih, self.b) + h @ self.W_hh.T
+        i, f, o = sigmoid(g[:, :Dd]), sigmoid(g[:, Dd:2 * Dd]), sigmoid(g[:, 3 * Dd:])
+        st["c"] = f * st["c"] + i * np.tanh(g[:, 2 * Dd:3 * Dd])
+        st["h"] = h = o * np.tanh(st["c"])
+        hidden = np.tanh(linear(np.concatenate([h, z], axis=1), *self.deep) + e)
+        return linear(hidden, *self.out), alpha
+
+    def teacher_forced(self, images, tgt, tgt_len):
+        """Logits [B, T, V] (position t fed BOS, tgt[0] .. tgt[t-1]) and the attention [B, T, L]
+        that predicted every word, 0 past tgt_len (FORMATS.md: what `eval` scores)."""
+        B, T = tgt.shape
+        st = self.start(images)
+        logits, attention = np.zeros((B, T, self.c["vocab"])), np.zeros((B, T, self.L))
+        for t in range(T):
+            logits[:, t], alpha = self.step(st, np.full(B, BOS) if t == 0 else tgt[:, t - 1])
+            attention[:, t] = alpha * (t < tgt_len)[:, None]
+        return logits, attention
+
+    def greedy(self, images, max_len):
+        """Greedy captions as `attn-caption caption` makes them: PAD and BOS barred (logit -inf
+        before the log-softmax); the first most likely word; EOS ends a caption and its
+        log-probability is in the score; a caption also ends after max_len words, without EOS.
+        Returns the words, the scores and the attention [N, Tmax, L] behind every word."""
+        N = images.shape[0]
+        st = self.start(images)
+        words, scores, rows = [[] for _ in range(N)], np.zeros(N), [[] for _ in range(N)]
+        live = np.ones(N, dtype=bool)
+        fed = np.full(N, BOS)
+        while live.any():
+            logits, alpha = self.step(st, fed)
+            logits[:, [PAD, BOS]] = -np.inf
+            lp = logits - (logits.max(1, keepdims=True) +
+                           np.log(np.exp(logits - logits.max(1, keepdims=True)).sum(1, keepdims=True)))
+            choice = np.argmax(lp, axis=1)   # the first maximum
+            for n in np.flatnonzero(live):
+                if choice[n] != EOS or "scores-without-eos" not in BROKEN:
+                    scores[n] += lp[n, choice[n]]
+                if choice[n] == EOS:
+                    live[n] = False
+                    continue
+                words[n].append(int(choice[n]))
+                rows[n].append(alpha[n])
+                live[n] = len(words[n]) < max_len
+            fed = choice
+        T = max(1, max(len(w) for w in words))
+        attention = np.zeros((N, T, self.L))
+        for n in range(N):
+            if rows[n]:
+                attention[n, :len(rows[n])] = rows[n]
+        return words, scores, attention
+
+
 # ---- main ------------------------------------------------------------------------------------
+
+def max_diff(ours, theirs, what):
+    """max |ours - theirs| over arrays of the same shape (a FormatProblem otherwise)."""
+    theirs = np.asarray(theirs, dtype=np.float64)
+    if ours.shape != theirs.shape:
+        raise FormatProblem(f"{what} of shape {list(ours.shape)}, the file has {list(theirs.shape)}")
+    return float(np.max(np.abs(ours - theirs))) if ours.size else 0.0
+
+
+def verdict(ok):
+    return "match" if ok else "MISMATCH"
+
+
+def check_ntm_run(model, run, attrs, tol):
+    """An `attn-ntm run` file: the outputs, every head's weighting and the cost in bits."""
+    c = model.config
+    p = Params(model.params)
+    ntm = Ntm(c, p)
+    p.check_all_used()
+    inputs, targets = run["inputs"].astype(np.float64), run["targets"].astype(np.float64)
+    input_len, target_len = run["input_len"].astype(np.int64), run["target_len"].astype(np.int64)
+    N, Nm, M = inputs.shape[0], ntm.Nm, ntm.M
+    note = ""
+    if c["memory_init"] == "random" and ntm.Nr + ntm.Nw > 0:
+        # Every batch of the run (--batch-size consecutive sequences) draws its M_0 from a fresh
+        # stream Rng(0x4e544d): a sequence's M_0 depends on its place in its batch.
+        size = int(attrs["config"]["batch_size"])
+        parts, again = [], 0
+        for first in range(0, N, size):
+            m0, k = ntm_random_memory(Philox(NTM_EVALUATION_SEED), min(size, N - first), Nm, M)
+            parts.append(m0)
+            again += k
+        M0 = np.concatenate(parts)
+        note = f", M_0 drawn in batches of {size} ({again} values drawn again)"
+    else:
+        M0 = ntm.memory0(N)
+    logits, weights = ntm.forward(inputs, input_len, target_len, M0)
+    z = ntm_output_phase(logits, input_len, target_len, targets.shape[1])
+    mask = (np.arange(targets.shape[1])[None, :] < target_len[:, None])[:, :, None]
+    diffs = {"outputs": max_diff(sigmoid(z) * mask, run["outputs"], "outputs")}
+    for name, heads in (("read_weights", slice(ntm.Nw, None)), ("write_weights", slice(0, ntm.Nw))):
+        count = ntm.Nr if name == "read_weights" else ntm.Nw
+        if count == 0:
+            if name in run:
+                raise FormatProblem(f"/{name} in a run of a model without such heads")
+            continue
+        diffs[name.replace("_", " ")] = max_diff(weights[:, :, heads], run[name], f"/{name}")
+    bits = float(ntm_loss_nats(z, targets, target_len)) / np.log(2.0)
+    diffs["bits per sequence"] = abs(bits - attrs["metrics"]["bits_per_sequence"])
+    ok = all(d < tol for d in diffs.values())
+    print(f"{model.path}: ntm {c['controller']} x{c['controller_layers']}, {ntm.Nr} read and {ntm.Nw} write heads, "
+          f"memory_init {c['memory_init']}{note}: max |diff| " +
+          ", ".join(f"{k} {v:.3g}" for k, v in diffs.items()) +
+          f" over {N} sequences (tolerance {tol:g}): {verdict(ok)}")
+    return 0 if ok else 1
+
+
+def train_split(after, names):
+    """The datasets `names` of /train of the data set that the model `after` was trained on
+    (its /config data, a path relative to the working directory)."""
+    with h5py.File(after.config["data"], "r") as f:
+        return {n: f[f"/train/{n}"][()] for n in names}
+
+
+def check_ntm_step(before, after, tol):
+    """`after` is `before` plus one plain SGD step on the whole training split (batch_size and
+    epoch_size cover it). The step, divided by the rate, must be the gradient of the documented
+    objective (the mean over the batch of each sequence's summed cross-entropy, nats), found here
+    by central differences, clipped as the trainer clips: by value, then by global norm."""
+    c, ca = before.config, after.config
+    if ca["optimizer"] != "sgd" or ca["momentum"] != 0 or ca["weight_decay"] != 0 or ca["lr_schedule"] != "constant":
+        raise FormatProblem(f"{after.path}: the step check needs plain SGD (momentum and weight decay 0, constant rate)")
+    if c["memory_init"] == "random":
+        raise FormatProblem(f"{before.path}: memory_init random draws M_0 from the trainer's stream; no step check")
+    data = train_split(after, ["inputs", "input_len", "targets", "target_len"])
+    N = data["input_len"].shape[0]
+    if ca["batch_size"] < N or ca["epoch_size"] not in (0, N):
+        raise FormatProblem(f"{after.path}: a step must see the whole training split ({N} sequences) once")
+    p = Params(before.params)
+    ntm = Ntm(c, p)
+    p.check_all_used()
+    inputs, targets = data["inputs"].astype(np.float64), data["targets"].astype(np.float64)
+    input_len, target_len = data["input_len"].astype(np.int64), data["target_len"].astype(np.int64)
+    if set(after.params) != set(before.params):
+        raise FormatProblem(f"{after.path}: other parameters than {before.path}")
+
+    def objective(variants):   # one value per variant
+        logits, _ = ntm.forward(inputs, input_len, target_len, ntm.memory0(N, {**ntm.P, **variants}), variants)
+        nats = ntm_loss_nats(ntm_output_phase(logits, input_len, target_len, targets.shape[1]), targets, target_len)
+        return nats / np.log(2.0) if "ntm-loss-bits" in BROKEN else nats
+
+    # Central differences, every element of a parameter moved up and down as one stack of variants.
+    h, chunk = 1e-5, 256
+    grad = {}
+    for name, value in ntm.P.items():
+        g = np.zeros(value.size)
+        for first in range(0, value.size, chunk):
+            idx = np.arange(first, min(first + chunk, value.size))
+            var = np.repeat(value.reshape(1, -1), 2 * len(idx), axis=0)
+            var[2 * np.arange(len(idx)), idx] += h
+            var[2 * np.arange(len(idx)) + 1, idx] -= h
+            f = objective({name: var.reshape((-1, 1) + value.shape)})
+            g[idx] = (f[0::2] - f[1::2]) / (2 * h)
+        grad[name] = g.reshape(value.shape)
+
+    limit, max_norm = float(ca["clip_value"]), float(ca["clip"])
+    clamped = sum(int(np.sum(np.abs(g) > limit)) for g in grad.values()) if limit > 0 else 0
+
+    def by_value(g):
+        return {k: np.clip(v, -limit, limit) for k, v in g.items()} if limit > 0 else g
+
+    def by_norm(g):
+        norm = np.sqrt(sum(float(np.sum(v * v)) for v in g.values()))
+        return ({k: v * (max_norm / norm) for k, v in g.items()} if max_norm > 0 and norm > max_norm else g), norm
+
+    if "clip-norm-first" in BROKEN:
+        clipped, norm = by_norm(grad)
+        clipped = by_value(clipped)
+    else:
+        clipped, norm = by_norm(by_value(grad))
+    lr = float(ca["lr"])
+    diff = max(max_diff((before.params[k] - after.params[k]) / lr, clipped[k], k) for k in grad)
+    ok = diff < tol
+    count = sum(g.size for g in grad.values())
+    if limit <= 0 and max_norm <= 0:
+        clipping = "no clipping"
+    else:
+        clipping = f"{clamped} entries clamped to +-{limit:g}" if limit > 0 else "no clamping"
+        if max_norm > 0:
+            clipping += f", then the norm {norm:.4g} " + \
+                (f"scaled to {max_norm:g}" if norm > max_norm else f"left (at most {max_norm:g})")
+    print(f"{after.path}: ntm SGD step {before.state['step']} -> {after.state['step']} (lr {lr:g}) over {N} "
+          f"sequences: the objective's gradient by central differences over {count} parameters, {clipping}; "
+          f"max |step / lr - gradient| {diff:.3g} (tolerance {tol:g}): {verdict(ok)}")
+    return 0 if ok else 1
+
+
+def check_captioner(model, batch, attrs, tol):
+    """Teacher-forced logits and attention (the library's), and `attn-caption caption`'s greedy
+    captions, scores and attention maps."""
+    c = model.config
+    p = Params(model.params)
+    cap = Captioner(c, p, model.buffers)
+    p.check_all_used()
+    images = batch["images"].astype(np.float64)
+    tgt, tgt_len = batch["tgt"].astype(np.int64), batch["tgt_len"].astype(np.int64)
+    logits, attention = cap.teacher_forced(images, tgt, tgt_len)
+    diffs = {"logits": max_diff(logits, batch["logits"], "logits"),
+             "attention": max_diff(attention, batch["attention"], "attention")}
+    max_len = int(attrs["captions"]["max_len"])
+    words, scores, maps = cap.greedy(images, max_len)
+    N = len(words)
+    lengths = np.array([len(w) for w in words])
+    predictions = np.zeros((N, max(1, lengths.max())), dtype=np.int64)
+    for n, w in enumerate(words):
+        predictions[n, :len(w)] = w
+    same = predictions.shape == batch["captions/predictions"].shape and \
+        bool(np.all(predictions == batch["captions/predictions"])) and \
+        bool(np.all(lengths == batch["captions/predictions_len"]))
+    if same:   # the scores and maps are compared only when the captions are the same
+        diffs["scores"] = max_diff(scores, batch["captions/scores"], "scores")
+        theirs = batch["captions/attention"]
+        diffs["caption attention"] = max_diff(maps, theirs.reshape(theirs.shape[0], theirs.shape[1], -1),
+                                              "caption attention")
+    ok = same and all(d < tol for d in diffs.values())
+    ended = int(np.sum(lengths < max_len))
+    print(f"{model.path}: captioner {c['encoder']}{' batch_norm' if c['batch_norm'] else ''}"
+          f"{' coords' if c['coords'] else ''} {c['attention']}{' gate' if c['gate'] else ''}, grid {cap.h} x {cap.w}: "
+          f"max |diff| " + ", ".join(f"{k} {v:.3g}" for k, v in diffs.items()) +
+          f"; greedy captions {'the same' if same else 'DIFFER'} ({ended} of {N} ended with EOS, max_len "
+          f"{max_len}) (tolerance {tol:g}): {verdict(ok)}")
+    return 0 if ok else 1
+
+
+def check_captioner_step(before, after, tol):
+    """`after` is `before` plus one training step on the whole training split: batch
+    normalisation's running statistics must have moved by momentum 0.1 towards the statistics of
+    that batch (the unbiased variance), computed here with the parameters of `before`."""
+    if not before.config["batch_norm"]:
+        raise FormatProblem(f"{before.path}: no batch normalisation, no running statistics to check")
+    images = train_split(after, ["images"])["images"].astype(np.float64)
+    if after.config["batch_size"] < images.shape[0]:
+        raise FormatProblem(f"{after.path}: a step must see the whole training split ({images.shape[0]} images)")
+    cap = Captioner(before.config, Params(before.params), before.buffers)
+    _, stats = cap.encode(images, training=True)
+    diffs = {}
+    for name, (mean, var, n) in stats.items():
+        want_mean = 0.9 * before.buffers[f"{name}/running_mean"] + 0.1 * mean
+        unbias = 1.0 if "bn-biased-variance" in BROKEN else n / (n - 1)
+        want_var = 0.9 * before.buffers[f"{name}/running_var"] + 0.1 * var * unbias
+        diffs[name] = max(max_diff(want_mean, after.buffers[f"{name}/running_mean"], "running_mean"),
+                          max_diff(want_var, after.buffers[f"{name}/running_var"], "running_var"))
+    ok = all(d < tol for d in diffs.values())
+    print(f"{after.path}: captioner step {before.state['step']} -> {after.state['step']} over {images.shape[0]} "
+          f"images: max |running statistics diff| " + ", ".join(f"{k} {v:.3g}" for k, v in diffs.items()) +
+          f" (tolerance {tol:g}): {verdict(ok)}")
+    return 0 if ok else 1
+
 
 def check(model_path, batch_path, tol):
     """Prints the report of one model and batch; returns the exit code (0, 1 or 2)."""
     try:
-        kind, config, raw = read_model(model_path)
-        p = Params(raw)
-        with h5py.File(batch_path, "r") as f:
-            batch = {k: f[k][()] for k in f.keys()}
+        model = Model(model_path)
+        kind, config = model.kind, model.config
+        batch, attrs = read_file(batch_path)
+        if attrs[""].get("format") == "attnlab/model":   # a step: the model's next checkpoint
+            after = Model(batch_path)
+            if after.kind != kind or int(after.state["step"]) != int(model.state["step"]) + 1:
+                raise FormatProblem(f"{batch_path} is not the step after {model_path}")
+            if kind == "ntm":
+                return check_ntm_step(model, after, tol)
+            if kind == "captioner":
+                return check_captioner_step(model, after, tol)
+            raise FormatProblem(f"no step check for a {kind} model")
+        if kind == "ntm":
+            if attrs[""].get("kind") != "ntm-run":
+                raise FormatProblem(f"{batch_path}: an NTM is checked on the output of attn-ntm run")
+            return check_ntm_run(model, batch, attrs, tol)
+        if kind == "captioner":
+            return check_captioner(model, batch, attrs, tol)
+        p = Params(model.params)
         if kind == "memnet":
             attention, logits = memnet_outputs(config, p, batch)
             p.check_all_used()
@@ -470,7 +1137,7 @@ def check(model_path, batch_path, tol):
             ok = diff < tol and same
             print(f"{model_path}: memnet {config['encoding']} {config['tying']} temporal {config['temporal']}: "
                   f"max |attention diff| {diff:.3g} over {list(attention.shape)}, predictions "
-                  f"{'the same' if same else 'DIFFER'} (tolerance {tol:g}): {'match' if ok else 'MISMATCH'}")
+                  f"{'the same' if same else 'DIFFER'} (tolerance {tol:g}): {verdict(ok)}")
             return 0 if ok else 1
         if kind == "transformer":
             logits, alignment = transformer_logits(config, p, batch)
@@ -483,8 +1150,8 @@ def check(model_path, batch_path, tol):
         p.check_all_used()
         if logits.shape != batch["logits"].shape:
             raise FormatProblem(f"logits of shape {list(logits.shape)}, the batch file has {list(batch['logits'].shape)}")
-    except (FormatProblem, KeyError) as e:
-        print(f"{model_path}: {e}")
+    except (FormatProblem, KeyError, OSError) as e:
+        print(f"{model_path}: {type(e).__name__}: {e}" if not isinstance(e, FormatProblem) else f"{model_path}: {e}")
         return 2
     diff = float(np.max(np.abs(logits - batch["logits"])))
     line = f"{model_path}: {what}: max |logits diff| {diff:.3g} over {list(logits.shape)}"
@@ -493,16 +1160,19 @@ def check(model_path, batch_path, tol):
         adiff = float(np.max(np.abs(alignment - batch["alignment"])))
         line += f", max |alignment diff| {adiff:.3g}"
         ok = ok and adiff < tol
-    print(f"{line} (tolerance {tol:g}): {'match' if ok else 'MISMATCH'}")
+    print(f"{line} (tolerance {tol:g}): {verdict(ok)}")
     return 0 if ok else 1
+
+
+BREAKS = ["gru-gates", "sinusoid-halves", "ntm-loss-bits", "clip-norm-first", "coords-centres", "bn-batch-statistics",
+          "bn-biased-variance", "scores-without-eos"]
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("files", nargs="+", metavar="MODEL.h5 BATCH.h5")
     ap.add_argument("--tol", type=float, default=1e-4)
-    ap.add_argument("--break", dest="broken", action="append", default=[],
-                    choices=["gru-gates", "sinusoid-halves"])
+    ap.add_argument("--break", dest="broken", action="append", default=[], choices=BREAKS)
     args = ap.parse_args()
     if len(args.files) % 2:
         ap.error("give pairs of MODEL.h5 BATCH.h5")

@@ -4,8 +4,16 @@
 // tests/formats/reload.py, which imports only h5py and numpy, rebuilds the model from the file's
 // /config and /params following FORMATS.md and must reproduce those logits (and, for seq2seq, the
 // attention weights) to 1e-4; for a memory network, trained on a small random bAbI-layout data
-// set, every hop's attention to 1e-4 and the predicted answers exactly. $PYTHON (default /usr/bin/python3) runs the script; without it, or
-// without h5py or numpy, the cases are reported as skipped.
+// set, every hop's attention to 1e-4 and the predicted answers exactly; for an NTM, what
+// `attn-ntm run` wrote (outputs, every head's weighting, the cost in bits); for a captioner, the
+// teacher-forced logits and attention and `attn-caption caption`'s greedy captions (exactly),
+// scores and attention maps. Pairs of checkpoints one training step apart check the training
+// conventions the page states: an NTM's SGD step against the gradient of its objective (central
+// differences in reload.py) under both clippings, and a captioner's batch-normalisation running
+// statistics. $PYTHON (default /usr/bin/python3) runs the script; without it, or without h5py or
+// numpy, the cases are reported as skipped.
+#include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
@@ -20,6 +28,7 @@
 #include "attn/families/seq2seq/run.hpp"
 #include "attn/families/memnet/qa_data.hpp"
 #include "attn/data/token_data.hpp"
+#include "attn/families/caption/run.hpp"
 #include "attn/families/memnet/run.hpp"
 #include "attn/train/token_run.hpp"
 #include "attn/families/transformer/run.hpp"
@@ -88,21 +97,28 @@ void write_batch(const test::TempDir& dir, const std::string& name, const data::
   f.commit();
 }
 
-// Runs reload.py once on the model and batch files of the cases `names` (with `extra`
-// arguments; one interpreter, since importing h5py and numpy takes half a second); returns its
-// exit code and report, or -1 after reporting the case as skipped when Python, h5py or numpy is
-// missing.
+// The model and batch files of the cases `names`.
+std::vector<std::pair<std::string, std::string>> case_files(const std::vector<std::string>& names) {
+  std::vector<std::pair<std::string, std::string>> pairs;
+  for (const std::string& name : names) pairs.emplace_back(model_file(name), batch_file(name));
+  return pairs;
+}
+
+// Runs reload.py once on the pairs of model and batch files (with `extra` arguments; one
+// interpreter, since importing h5py and numpy takes half a second); returns its exit code and
+// report, or -1 after reporting the case as skipped when Python, h5py or numpy is missing.
 struct Reload {
   int code;
   std::string report;
 };
-Reload reload(const test::TempDir& dir, const std::vector<std::string>& names, const std::string& extra = "") {
+Reload reload(const test::TempDir& dir, const std::vector<std::pair<std::string, std::string>>& pairs,
+              const std::string& extra = "") {
   std::string line = python() + " '" ATTN_FORMATS_RELOAD_SCRIPT "'" + extra;
-  for (const std::string& name : names) {   // appended piecewise: GCC 12 warns falsely (-Wrestrict) on " " + string
+  for (const auto& [model, batch] : pairs) {   // appended piecewise: GCC 12 warns falsely (-Wrestrict) on " " + string
     line += ' ';
-    line += model_file(name);
+    line += model;
     line += ' ';
-    line += batch_file(name);
+    line += batch;
   }
   const test::ShellResult r = test::run_shell(dir, line);
   if (r.code == 77 || r.code == 127) {
@@ -112,13 +128,27 @@ Reload reload(const test::TempDir& dir, const std::vector<std::string>& names, c
   return {r.code, r.out + r.err};
 }
 
-// reload.py must reproduce the library's numbers for every case of `names`.
-void check_reload(const test::TempDir& dir, const std::vector<std::string>& names) {
-  const Reload r = reload(dir, names);
-  if (r.code == -1) return;
+// reload.py must reproduce the library's numbers for every pair; returns its report ("" when
+// skipped).
+std::string check_reload(const test::TempDir& dir, const std::vector<std::pair<std::string, std::string>>& pairs) {
+  const Reload r = reload(dir, pairs);
+  if (r.code == -1) return "";
   std::cout << r.report;   // the measured differences, for whoever runs the binary by hand
   INFO(r.report);
   CHECK(r.code == 0);
+  return r.report;
+}
+std::string check_reload(const test::TempDir& dir, const std::vector<std::string>& names) {
+  return check_reload(dir, case_files(names));
+}
+
+// reload.py with `--break convention` must notice it on the pair (exit 1, MISMATCH).
+void check_broken(const test::TempDir& dir, const std::pair<std::string, std::string>& pair, const std::string& broken) {
+  const Reload r = reload(dir, {pair}, " --break " + broken);
+  if (r.code == -1) return;
+  INFO("--break " << broken << ": " << r.report);
+  CHECK(r.code == 1);
+  CHECK(r.report.find("MISMATCH") != std::string::npos);
 }
 
 // Trains a Transformer with `options`, then writes its logits on the test batch.
@@ -209,6 +239,96 @@ void memnet_case(const test::TempDir& dir, const std::string& name, const std::s
   f.commit();
 }
 
+
+// ---- NTM -------------------------------------------------------------------------------------
+
+// The copy task with 3 bits, sequences of 1 to 4 vectors: 8 training sequences, one batch of a
+// step (--batch-size 8 --epoch-size 8), so that a step's gradient is the whole split's.
+const char* kNtmData =
+    "{data} copy --width 3 --min-len 1 --max-len 4 --n 8 --valid-n 4 --test-n 6 --seed 3 --quiet --out ntm.data.h5";
+const char* kNtmSteps = " --batch-size 8 --epoch-size 8 --seed 2 --threads 1 --quiet";
+
+// Runs attn-ntm `verb_and_options` in the dir, ntm.data.h5 made first unless there.
+void ntm_tool(const test::TempDir& dir, const std::string& verb_and_options) {
+  std::string line = "{ test -f ntm.data.h5 || ";   // appended piecewise (GCC 12, -Wrestrict)
+  line += kNtmData;
+  line += "; } && {ntm} ";
+  line += verb_and_options;
+  const test::ShellResult r = test::run_tools(dir, line, {{"{data}", "attn-data"}, {"{ntm}", "attn-ntm"}});
+  INFO(line << "\n" << r.err);
+  REQUIRE(r.code == 0);
+}
+
+// Trains an NTM with `options` (three Adam steps at 0.01, so that every weight moves), then runs
+// it on the test split in batches of `run_batch` sequences: the run file is the case's batch
+// file (its outputs, weightings and cost are what reload.py reproduces).
+void ntm_case(const test::TempDir& dir, const std::string& name, const std::string& options, int run_batch = 4) {
+  ntm_tool(dir, "train --data ntm.data.h5 --model " + model_file(name) + " " + options +
+                    " --optimizer adam --lr 0.01 --steps 3" + kNtmSteps);
+  ntm_tool(dir, "run --model " + model_file(name) + " --data ntm.data.h5 --split test --batch-size " +
+                    std::to_string(run_batch) + " --out " + batch_file(name) + " --threads 1 --quiet");
+}
+
+// ---- captioner -------------------------------------------------------------------------------
+
+// Scenes of 11 x 13 pixels: no pooling of 2 or 3 divides both sides. 32 training images, one
+// batch of a step (--batch-size 32).
+const char* kCaptionData =
+    "{data} shapes --height 11 --width 13 --min-size 4 --max-size 5 --n 32 --valid-n 4 --test-n 6 --seed 3 --quiet "
+    "--out caption.data.h5";
+constexpr int64_t kCaptionMaxLen = 5;   // shorter than most captions: some end with EOS, some are cut
+
+// Trains a captioner with `options` for `steps` Adam steps (so that it captions, and some
+// captions end with EOS), captions the test split greedily with attn-caption, and writes the
+// batch file: the split's images and captions, the library's teacher-forced logits [B, T, V]
+// (decode_step fed BOS, tgt[0], ...) and attention [B, T, L] (evaluate), and attn-caption
+// caption's /predictions, /predictions_len, /scores and /attention under /captions.
+void caption_case(const test::TempDir& dir, const std::string& name, const std::string& options, int steps) {
+  std::string line = "{ test -f caption.data.h5 || ";   // appended piecewise (GCC 12, -Wrestrict)
+  line += kCaptionData;
+  line += "; } && {cap} train --data caption.data.h5 --model " + model_file(name) + " " + options +
+          " --embed-dim 6 --hidden 8 --attention-dim 5 --batch-size 32 --lr 0.03 --seed 2 --threads 1 --quiet"
+          " --checkpoint-every 1 --keep-checkpoints 2 --steps " + std::to_string(steps);
+  line += " && {cap} caption --model " + model_file(name) + " --data caption.data.h5 --split test --batch-size 4 "
+          "--max-len " + std::to_string(kCaptionMaxLen) + " --threads 1 --quiet --out " + name + ".caps.h5";
+  const test::ShellResult r = test::run_tools(dir, line, {{"{data}", "attn-data"}, {"{cap}", "attn-caption"}});
+  INFO(line << "\n" << r.err);
+  REQUIRE(r.code == 0);
+
+  const caption::CaptionerFile m = caption::load_captioner(dir.file(model_file(name)));
+  const io::File data = io::File::open_read(dir.file("caption.data.h5"));
+  const caption::CaptionSplit split = caption::read_captioner_split(data, "test", m);
+  std::vector<int64_t> index(static_cast<size_t>(split.size()));
+  std::iota(index.begin(), index.end(), int64_t{0});
+  const caption::CaptionBatch batch = caption::gather_caption_batch(split, index);
+  const int64_t B = batch.tgt.dim(0), T = batch.tgt.dim(1), V = m.model.config().vocab;
+  Tensor attention;
+  m.model.evaluate(batch, &attention);
+  Tensor logits({B, T, V});
+  caption::CaptionerDecoderState state = m.model.start_decoding(batch.images);
+  for (int64_t t = 0; t < T; ++t) {
+    std::vector<int32_t> ids(static_cast<size_t>(B), data::kBos);
+    for (int64_t b = 0; t > 0 && b < B; ++b) ids[static_cast<size_t>(b)] = batch.tgt.idata()[b * T + t - 1];
+    const Tensor step = m.model.decode_step(Tensor::from_ints({B}, ids), state);
+    for (int64_t b = 0; b < B; ++b) std::copy_n(step.data() + b * V, V, logits.data() + (b * T + t) * V);
+  }
+  const io::File caps = io::File::open_read(dir.file(name + ".caps.h5"));
+  io::File f = io::File::create(dir.file(batch_file(name)));
+  f.write_all("/", {{"images", batch.images}, {"tgt", batch.tgt}, {"tgt_len", batch.tgt_len}, {"logits", logits},
+                    {"attention", attention}});
+  for (const char* d : {"predictions", "predictions_len", "scores", "attention"})
+    f.write(std::string("/captions/") + d, caps.read(std::string("/") + d));
+  f.set_attr("/captions", "max_len", caps.attr_int("/config", "max_len"));
+  f.commit();
+}
+
+// The checkpoint one step before a model trained with --checkpoint-every 1 (NAME.step<9 digits>.h5).
+std::string step_file(const std::string& name, int step) {
+  char digits[16];
+  std::snprintf(digits, sizeof digits, "%09d", step);
+  return name + ".model.step" + digits + ".h5";
+}
+
 }  // namespace
 
 TEST_CASE("formats: numpy reloads a Transformer encdec (post-norm, sinusoidal, tied output) and reproduces its logits",
@@ -282,16 +402,80 @@ TEST_CASE("formats: numpy reloads a memnet (every encoding, adjacent and layerwi
   check_reload(dir, {"mn_pe_adjacent", "mn_bow_layerwise", "mn_pe_layerwise", "mn_pef_adjacent"});
 }
 
+TEST_CASE("formats: numpy reloads NTMs (LSTM and feed-forward controllers, several heads, every memory init) and "
+          "reproduces attn-ntm run",
+          "[integration][formats]") {
+  test::TempDir dir;
+  ntm_case(dir, "ntm_lstm", "--controller lstm --controller-layers 2 --controller-size 5 --memory 6,4 --read-heads 2 "
+                            "--write-heads 2 --memory-init constant");
+  ntm_case(dir, "ntm_ff", "--controller ff --controller-layers 2 --controller-size 5 --memory 7,3 --read-heads 1 "
+                          "--write-heads 2 --shift-range 2 --memory-init learned");
+  // random: the 6 test sequences run in batches of 4 and 2, each batch from the stream's start, so
+  // that a sequence's M_0 depends on its place in its batch (FORMATS.md); 160 values a batch, of
+  // which some lie outside [-1, 1] and are drawn again.
+  ntm_case(dir, "ntm_random", "--controller lstm --controller-size 4 --memory 8,5 --read-heads 2 --write-heads 1 "
+                              "--memory-init random", 4);
+  ntm_case(dir, "ntm_baseline", "--baseline lstm --baseline-layers 2 --controller-size 4 --memory 6,4");
+  const std::string report = check_reload(dir, {"ntm_lstm", "ntm_ff", "ntm_random", "ntm_baseline"});
+  if (report.empty()) return;
+  CHECK(report.find("memory_init random, M_0 drawn in batches of 4") != std::string::npos);
+  CHECK(report.find("(0 values drawn again)") == std::string::npos);
+}
+
+TEST_CASE("formats: an NTM's SGD step is the documented objective's gradient, clipped by value, then by norm",
+          "[integration][formats]") {
+  test::TempDir dir;
+  const std::string model = "--controller lstm --controller-size 4 --memory 5,3 --read-heads 1 --write-heads 2 "
+                            "--memory-init learned";
+  // Two plain SGD steps at rate 1 (each over the whole training split), then a third, resumed,
+  // with clipping to [-0.01, 0.01] and then to norm 0.02, both below the gradient's.
+  ntm_tool(dir, "train --data ntm.data.h5 --model ntm_sgd.model.h5 " + model +
+                    " --optimizer sgd --lr 1 --clip-value 0 --steps 2 --checkpoint-every 1" + kNtmSteps);
+  ntm_tool(dir, "train --data ntm.data.h5 --model ntm_clip.model.h5 --resume ntm_sgd.model.h5 --optimizer sgd --lr 1 "
+                "--clip-value 0.01 --clip 0.02 --steps 3" + std::string(kNtmSteps));
+  const std::pair<std::string, std::string> plain{step_file("ntm_sgd", 1), "ntm_sgd.model.h5"};
+  const std::pair<std::string, std::string> clipped{"ntm_sgd.model.h5", "ntm_clip.model.h5"};
+  const std::string report = check_reload(dir, {plain, clipped});
+  if (report.empty()) return;
+  CHECK(report.find("no clipping") != std::string::npos);      // the first step
+  CHECK(report.find("scaled to 0.02") != std::string::npos);    // the clipped step: both rules acted
+  CHECK(report.find(" 0 entries clamped") == std::string::npos);
+  check_broken(dir, plain, "ntm-loss-bits");      // the objective in bits, not nats
+  check_broken(dir, clipped, "clip-norm-first");  // the norm clipped before the values
+}
+
+TEST_CASE("formats: numpy reloads captioners (batch norm, coordinates, mean ablation, grids not a multiple of the "
+          "pooling) and reproduces their logits, attention and greedy captions",
+          "[integration][formats]") {
+  test::TempDir dir;
+  // 11 x 13 images: conv4x3,pool2 leaves 5 x 6 (the last row and column dropped), pool3 3 x 4;
+  // conv6x2, an even kernel, grows the grid by one (padding 1 on every side).
+  caption_case(dir, "cap_bn_coords", "--encoder conv4x3,pool2,conv5x3 --batch-norm --coords", 30);
+  caption_case(dir, "cap_plain", "--encoder conv4x3,pool2,conv6x2 --no-gate", 30);
+  caption_case(dir, "cap_mean", "--encoder conv4x3,pool3 --attention mean --coords", 30);
+  const std::vector<std::string> names = {"cap_bn_coords", "cap_plain", "cap_mean"};
+  // Captions that end with EOS (whose score holds its log-probability) and captions cut at --max-len.
+  int64_t ended = 0, cut = 0;
+  for (const std::string& name : names) {
+    const Tensor len = io::File::open_read(dir.file(name + ".caps.h5")).read("/predictions_len");
+    for (int64_t i = 0; i < len.numel(); ++i) (len.idata()[i] < kCaptionMaxLen ? ended : cut) += 1;
+  }
+  CHECK(ended > 0);
+  CHECK(cut > 0);
+  // The last step's running statistics of batch normalisation, from the checkpoint before it.
+  std::vector<std::pair<std::string, std::string>> pairs = case_files(names);
+  pairs.emplace_back(step_file("cap_bn_coords", 29), model_file("cap_bn_coords"));
+  if (check_reload(dir, pairs).empty()) return;
+  for (const char* broken : {"coords-centres", "bn-batch-statistics", "scores-without-eos"})
+    check_broken(dir, case_files({"cap_bn_coords"})[0], broken);
+  check_broken(dir, pairs.back(), "bn-biased-variance");
+}
+
 TEST_CASE("formats: reload.py notices a wrong convention (GRU gates r and z swapped, sinusoids in halves)",
           "[integration][formats]") {
   test::TempDir dir;
   seq2seq_case(dir, "gru", "--cell gru --attention concat --embed-dim 6 --hidden 5");
   transformer_case(dir, "encdec", "--arch encdec --pos-encoding sinusoidal --d-model 8 --heads 2 --d-ff 16 --layers 1");
-  for (const auto& [name, broken] : {std::pair{"gru", "gru-gates"}, std::pair{"encdec", "sinusoid-halves"}}) {
-    const Reload r = reload(dir, {name}, std::string(" --break ") + broken);
-    if (r.code == -1) return;
-    INFO(r.report);
-    CHECK(r.code == 1);
-    CHECK(r.report.find("MISMATCH") != std::string::npos);
-  }
+  check_broken(dir, case_files({"gru"})[0], "gru-gates");
+  check_broken(dir, case_files({"encdec"})[0], "sinusoid-halves");
 }
