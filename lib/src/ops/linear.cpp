@@ -1,5 +1,7 @@
 // y = x W^T + b as one GEMM over all rows of x. The bias is written into y first and the GEMM
-// adds onto it (beta = 1), so the bias costs one pass of row copies and no extra sweep.
+// adds onto it (beta = 1), so the bias costs one pass of row copies and no extra sweep. The
+// raw-row entry points (linear_rows_*) add it after the product instead, since their y may
+// already hold other parts of the sum (beta = 1, one call per column block of W).
 #include "attn/ops/linear.hpp"
 
 #include <algorithm>
