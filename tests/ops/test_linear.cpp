@@ -161,7 +161,7 @@ TEST_CASE("linear_rows backward matches finite differences", "[gradcheck][linear
   }
 }
 
-TEST_CASE("linear_rows: an empty block leaves beta y + b; a block outside W is named", "[unit][linear]") {
+TEST_CASE("linear_rows: an empty block leaves beta y + b, and a block outside W is named", "[unit][linear]") {
   const Tensor W = Tensor::from({2, 3}, {1, 2, 3, 4, 5, 6}), b = Tensor::from({2}, {0.5f, -1});
   Tensor y = Tensor::from({1, 2}, {10, 20});
   ops::linear_rows_forward(nullptr, 0, 1, W, /*col=*/3, 0, b.data(), 1.0f, y.data(), 2);
