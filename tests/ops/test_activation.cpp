@@ -1,5 +1,6 @@
 #include "attn/ops/activation.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include "test_support.hpp"
@@ -34,6 +35,28 @@ TEST_CASE("activations by hand", "[unit][activation]") {
   CHECK(s.at(0) >= 0.0f);
   CHECK(s.at(0) < 1e-30f);
   CHECK(s.at(1) == 1.0f);
+}
+
+TEST_CASE("sigmoid_fast is sigmoid to a few ulp and neither overflows", "[unit][activation]") {
+  // The two forms of the library's sigmoid (activation.hpp): the vectorising one the cells use
+  // against the exact one, on a grid over every exponent of x that matters.
+  double worst = 0;
+  for (float x = -87.0f; x <= 87.0f; x += 0.0137f) {
+    const float exact = ops::sigmoid(x), fast = ops::sigmoid_fast(x);
+    worst = std::max(worst, std::fabs(static_cast<double>(fast) - exact) / exact);
+  }
+  CHECK(worst < 5e-7);   // 4 ulp of float
+  CHECK(ops::sigmoid(0.0f) == 0.5f);
+  CHECK(ops::sigmoid_fast(0.0f) == 0.5f);
+  for (float x : {100.0f, 1e30f, INFINITY}) {
+    CHECK(ops::sigmoid(x) == 1.0f);
+    CHECK(ops::sigmoid_fast(x) == 1.0f);
+    CHECK(ops::sigmoid(-x) >= 0.0f);
+    CHECK(ops::sigmoid(-x) < 1e-38f);
+    CHECK(ops::sigmoid_fast(-x) >= 0.0f);
+    CHECK(ops::sigmoid_fast(-x) < 1e-38f);
+  }
+  CHECK(ops::sigmoid(-100.0f) > 0.0f);   // e^-100, a subnormal: the tail is kept
 }
 
 TEST_CASE("activation backwards match finite differences", "[gradcheck][activation]") {

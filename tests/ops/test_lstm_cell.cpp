@@ -8,6 +8,7 @@
 
 #include "attn/blas/blas.hpp"
 #include "attn/core/threading.hpp"
+#include "attn/ops/linear.hpp"
 #include "test_support.hpp"
 
 using namespace attn;
@@ -225,4 +226,99 @@ TEST_CASE("lstm: bad shapes name the tensor and both shapes", "[unit][lstm]") {
   Tensor dW({8, 2});
   REQUIRE_THROWS_WITH(ops::lstm_cell_backward(Tensor({3, 2}), Tensor(), W, cache, dW),
                       Catch::Contains("lstm_cell_backward: dh_next [B, H] has shape [3, 2], expected [2, 2]"));
+}
+
+// ---- on raw rows ------------------------------------------------------------------------------
+
+TEST_CASE("lstm_rows equal the cell, forward and backward, at 1 row (gemv) and 3", "[unit][lstm]") {
+  const int64_t H = 4;
+  for (int64_t B : {1, 3}) {
+    Rng rng(60 + static_cast<uint64_t>(B));
+    const Tensor gx = randn({B, 4 * H}, rng), h = randn({B, H}, rng), c = randn({B, H}, rng);
+    const Tensor W = randn({4 * H, H}, rng, 0.5f);
+    const Tensor dh_a = randn({B, H}, rng), dh_b = randn({B, H}, rng), dc_next = randn({B, H}, rng);
+    ops::LstmCellCache cache;
+    const ops::LstmState want = ops::lstm_cell_forward(gx, h, c, W, &cache);
+    Tensor dW_want = zeros_like(W);
+    Tensor dh_sum = dh_a.clone();
+    for (int64_t i = 0; i < B * H; ++i) dh_sum.at(i) += dh_b.at(i);
+    const ops::LstmCellGrads gw = ops::lstm_cell_backward(dh_sum, dc_next, W, cache, dW_want);
+
+    Tensor gates = gx.clone(), c_next({B, H}), h_next({B, H});
+    ops::lstm_rows_forward(B, H, h.data(), W, gates.data(), c.data(), c_next.data(), h_next.data());
+    CHECK_THAT(h_next, test::close_to(want.h, 1e-6));
+    CHECK_THAT(c_next, test::close_to(want.c, 1e-6));
+    CHECK_THAT(gates, test::close_to(cache.gates, 1e-6));   // activated in place, as the cell caches them
+
+    // dh_prev aliases dh_b and dc is updated in place, as a step loop uses them.
+    Tensor dgates({B, 4 * H}), dh = dh_b.clone(), dc = dc_next.clone();
+    ops::lstm_rows_backward(B, H, gates.data(), c.data(), c_next.data(), dh_a.data(), dh.data(), dc.data(),
+                            dgates.data(), W, dh.data());
+    CHECK_THAT(dgates, test::close_to(gw.dgates_x, 1e-6));
+    CHECK_THAT(dh, test::close_to(gw.dh, 1e-6));
+    CHECK_THAT(dc, test::close_to(gw.dc, 1e-6));
+    // W_hh's gradient is the caller's, once over all rows: the recurrent product's linear one.
+    Tensor dW = zeros_like(W);
+    ops::linear_rows_backward_params(dgates.data(), 4 * H, B, h.data(), H, /*col=*/0, H, dW, /*db=*/nullptr);
+    CHECK_THAT(dW, test::close_to(dW_want, 1e-6));
+  }
+}
+
+TEST_CASE("lstm_rows: a null h_prev is the zero state, a null dh_prev passes nothing back", "[unit][lstm]") {
+  Rng rng(63);
+  const int64_t B = 2, H = 3;
+  const Tensor gx = randn({B, 4 * H}, rng), W = randn({4 * H, H}, rng, 0.5f), zeros({B, H});
+  const Tensor dh_a = randn({B, H}, rng), dc_next = randn({B, H}, rng);
+  ops::LstmCellCache cache;
+  const ops::LstmState want = ops::lstm_cell_forward(gx, zeros, zeros, W, &cache);
+  Tensor dW = zeros_like(W);
+  const ops::LstmCellGrads gw = ops::lstm_cell_backward(dh_a, dc_next, W, cache, dW);
+  Tensor gates = gx.clone(), c_next({B, H}), h_next({B, H});
+  ops::lstm_rows_forward(B, H, /*h_prev=*/nullptr, W, gates.data(), zeros.data(), c_next.data(), h_next.data());
+  CHECK_THAT(h_next, test::close_to(want.h, 1e-6));
+  CHECK_THAT(c_next, test::close_to(want.c, 1e-6));
+  Tensor dgates({B, 4 * H}), dc = dc_next.clone();
+  ops::lstm_rows_backward(B, H, gates.data(), zeros.data(), c_next.data(), dh_a.data(), zeros.data(), dc.data(),
+                          dgates.data(), W, /*dh_prev=*/nullptr);
+  CHECK_THAT(dgates, test::close_to(gw.dgates_x, 1e-6));
+  CHECK_THAT(dc, test::close_to(gw.dc, 1e-6));
+}
+
+TEST_CASE("lstm_rows backward matches finite differences", "[gradcheck][lstm]") {
+  Rng rng(64);
+  const int64_t B = 3, H = 3;
+  Tensor gx = randn({B, 4 * H}, rng), h = randn({B, H}, rng), c = randn({B, H}, rng);
+  Tensor W = randn({4 * H, H}, rng, 0.5f);
+  const Tensor rh = randn({B, H}, rng), rc = randn({B, H}, rng), zeros({B, H});
+  auto step = [&](Tensor& gates, Tensor& c_next, Tensor& h_next) {
+    gates = gx.clone();
+    c_next = Tensor({B, H});
+    h_next = Tensor({B, H});
+    ops::lstm_rows_forward(B, H, h.data(), W, gates.data(), c.data(), c_next.data(), h_next.data());
+  };
+  auto loss = [&] {
+    Tensor gates, c_next, h_next;
+    step(gates, c_next, h_next);
+    return test::dot(rh, h_next) + test::dot(rc, c_next);
+  };
+  Tensor gates, c_next, h_next;
+  step(gates, c_next, h_next);
+  Tensor dgates({B, 4 * H}), dh_prev({B, H}), dc = rc.clone(), dW = zeros_like(W);
+  ops::lstm_rows_backward(B, H, gates.data(), c.data(), c_next.data(), rh.data(), zeros.data(), dc.data(),
+                          dgates.data(), W, dh_prev.data());
+  ops::linear_rows_backward_params(dgates.data(), 4 * H, B, h.data(), H, /*col=*/0, H, dW, /*db=*/nullptr);
+  CHECK_THAT(dgates, test::close_to(test::numeric_grad(loss, gx)));
+  CHECK_THAT(dh_prev, test::close_to(test::numeric_grad(loss, h)));
+  CHECK_THAT(dc, test::close_to(test::numeric_grad(loss, c)));
+  CHECK_THAT(dW, test::close_to(test::numeric_grad(loss, W)));
+}
+
+TEST_CASE("lstm_rows: a W_hh of the wrong shape is named", "[unit][lstm]") {
+  Tensor gates({2, 8}), c({2, 2}), out({2, 2}), dgates({2, 8});
+  REQUIRE_THROWS_WITH(ops::lstm_rows_forward(2, 2, nullptr, Tensor({8, 3}), gates.data(), c.data(), out.data(),
+                                             out.data()),
+                      Catch::Equals("lstm_rows_forward: W_hh [4H, H] has shape [8, 3], expected [8, 2]"));
+  REQUIRE_THROWS_WITH(ops::lstm_rows_backward(2, 2, gates.data(), c.data(), c.data(), c.data(), c.data(), out.data(),
+                                              dgates.data(), Tensor({4, 2}), nullptr),
+                      Catch::Equals("lstm_rows_backward: W_hh [4H, H] has shape [4, 2], expected [8, 2]"));
 }

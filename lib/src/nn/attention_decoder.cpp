@@ -7,6 +7,7 @@
 
 #include "attn/blas/blas.hpp"
 #include "attn/nn/init.hpp"
+#include "attn/ops/activation.hpp"
 #include "attn/ops/attention_context.hpp"
 #include "attn/ops/rows.hpp"
 
@@ -138,7 +139,7 @@ void AttentionDecoder::attend(int64_t t, const Tensor& q, AttentionMemory& memor
     const float D = static_cast<float>(c.window);
     int32_t* keep = memory.mask.keep.idata();
     for (int64_t b = 0; b < B; ++b) {
-      const float s = 1.0f / (1.0f + std::exp(-sig.at(b)));
+      const float s = ops::sigmoid(sig.at(b));
       sig.at(b) = s;
       pos.at(b) = static_cast<float>(len ? len[b] : S) * s;
       for (int64_t j = 0; j < S; ++j) keep[b * S + j] = std::fabs(static_cast<float>(j) - pos.at(b)) <= D ? 1 : 0;
@@ -172,7 +173,7 @@ void AttentionDecoder::attend(int64_t t, const Tensor& q, AttentionMemory& memor
   blas::gemv(Trans::N, B, Dq, 1.0f, q.data(), Dq, gate_.W.value.data(), 0.0f, beta.data());
   Tensor gated({B, Dv});
   for (int64_t b = 0; b < B; ++b) {
-    const float s = 1.0f / (1.0f + std::exp(-(beta.at(b) + gate_.b.value.at(0))));
+    const float s = ops::sigmoid(beta.at(b) + gate_.b.value.at(0));
     beta.at(b) = s;
     for (int64_t i = 0; i < Dv; ++i) gated.at(b * Dv + i) = s * ctx.at(b * Dv + i);
   }

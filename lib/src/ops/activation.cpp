@@ -44,13 +44,6 @@ Tensor map2(const Tensor& dy, const Tensor& saved, const char* label, F f) {
   return dx;
 }
 
-inline float sigmoid(float x) {
-  // exp of a non-positive number never overflows.
-  if (x >= 0) return 1.0f / (1.0f + std::exp(-x));
-  const float e = std::exp(x);
-  return e / (1.0f + e);
-}
-
 // erf(x) as a rational function of x^2 on [-4, 4] (beyond it erf is +-1 in float), the
 // approximation of Eigen's generic_fast_erf_float and XLA's ErfImpl32. Max absolute error
 // 4e-7 against the double erf (tests check it); unlike std::erf it has no branches or
@@ -101,7 +94,7 @@ Tensor tanh_backward(const Tensor& dy, const TanhCache& cache) {
 }
 
 Tensor sigmoid_forward(const Tensor& x, SigmoidCache* cache) {
-  Tensor y = map1(x, "sigmoid: x", sigmoid);
+  Tensor y = map1(x, "sigmoid: x", [](float v) { return sigmoid(v); });
   if (cache) cache->y = y;
   return y;
 }

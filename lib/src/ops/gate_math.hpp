@@ -2,8 +2,8 @@
 //
 // tanh is ops::tanh_fast (ops/activation.hpp: Eigen's rational interpolant, within 7 ulps and,
 // since it vectorises, several times faster than libm's tanhf, which otherwise dominates an LSTM
-// step at hidden sizes of a few hundred). sigmoid uses the polynomial exp_approx of ops/softmax.hpp (2 ulp), which
-// vectorises where expf does not.
+// step at hidden sizes of a few hundred). The sigmoid is ops::sigmoid_fast (ops/activation.hpp:
+// the polynomial exp_approx of ops/softmax.hpp, 2 ulp, which vectorises where expf does not).
 #pragma once
 #include <algorithm>
 #include <cmath>
@@ -61,8 +61,7 @@ void rows_then_products(int64_t B, int64_t H, const Row& row, const blas::SplitG
   });
 }
 
-inline float sigmoid(float v) { return 1.0f / (1.0f + exp_approx(-v)); }
-
+using ops::sigmoid_fast;
 using ops::tanh_fast;
 
 // out[j] += sum_r d[r, j] over `rows` rows of width `cols` (bias gradients of the cells).

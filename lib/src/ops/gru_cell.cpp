@@ -15,7 +15,7 @@ namespace attn::ops {
 namespace {
 
 using blas::Trans;
-using detail::sigmoid;
+using detail::sigmoid_fast;
 using detail::tanh_fast;
 using detail::add_column_sums;
 using detail::data_or_null;
@@ -27,8 +27,8 @@ ATTN_VECTOR_CLONES
 void forward_row(int64_t H, const float* x, float* g, const float* hp, float* hnext) {
 #pragma omp simd   // the row is contiguous: one vector lane per hidden unit
   for (int64_t j = 0; j < H; ++j) {
-    const float r = sigmoid(x[j] + g[j]);
-    const float z = sigmoid(x[H + j] + g[H + j]);
+    const float r = sigmoid_fast(x[j] + g[j]);
+    const float z = sigmoid_fast(x[H + j] + g[H + j]);
     const float h_n = g[2 * H + j];
     const float n = tanh_fast(x[2 * H + j] + r * h_n);
     g[j] = r;

@@ -1,6 +1,7 @@
 // LSTM cell and layer: per step one GEMM for h W_hh^T on the whole batch, then one fused
 // elementwise pass, both in one parallel region (step_forward and step_backward below, shared by
-// the cell and the layer).
+// the cell and the layer). The raw-row step (lstm_rows_*) runs the same row kernels on the
+// calling thread, for a caller whose time loop owns the threads (the NTM).
 #include "attn/ops/lstm_cell.hpp"
 
 #include <algorithm>
@@ -8,6 +9,7 @@
 
 #include "attn/blas/blas.hpp"
 #include "attn/core/flops.hpp"
+#include "attn/ops/linear.hpp"
 #include "gate_math.hpp"
 #include "vector_clones.hpp"
 
@@ -15,23 +17,27 @@ namespace attn::ops {
 namespace {
 
 using blas::Trans;
-using detail::sigmoid;
+using detail::sigmoid_fast;
 using detail::tanh_fast;
 using detail::add_column_sums;
 using detail::data_or_null;
 using detail::product_then_rows;
 using detail::rows_then_products;
 
-// One batch row of step_forward's pass below. Each row kernel is cloned for AVX2: the five
-// nonlinearities per hidden unit otherwise cost a third of a step at H = 256.
+// One batch row of the forward pass (step_forward's below, lstm_rows_forward's): a's row added
+// to the gates unless a is null, then the gates activated and the state advanced. Each row kernel
+// is cloned for AVX2: the five nonlinearities per hidden unit otherwise cost a third of a step at
+// H = 256.
 ATTN_VECTOR_CLONES
 void forward_row(int64_t H, const float* a, float* g, const float* cp, float* cn, float* hn) {
+  if (a != nullptr) {
 #pragma omp simd
-  for (int64_t j = 0; j < 4 * H; ++j) g[j] += a[j];
+    for (int64_t j = 0; j < 4 * H; ++j) g[j] += a[j];
+  }
 #pragma omp simd   // the row is contiguous: one vector lane per hidden unit
   for (int64_t j = 0; j < H; ++j) {
-    const float i = sigmoid(g[j]), f = sigmoid(g[H + j]);
-    const float n = tanh_fast(g[2 * H + j]), o = sigmoid(g[3 * H + j]);
+    const float i = sigmoid_fast(g[j]), f = sigmoid_fast(g[H + j]);
+    const float n = tanh_fast(g[2 * H + j]), o = sigmoid_fast(g[3 * H + j]);
     g[j] = i;
     g[H + j] = f;
     g[2 * H + j] = n;
@@ -56,9 +62,9 @@ void step_forward(int64_t B, int64_t H, const float* h, const float* W_hh, float
   });
 }
 
-// One batch row of step_backward's pass below. Absent inputs come as a row of zeros rather than
-// null: a null test inside the loop becomes masked vector loads, which on AMD cores made this
-// pass cost a third of the step's GEMMs.
+// One batch row of the backward pass (step_backward's below, lstm_rows_backward's). Absent
+// inputs come as a row of zeros rather than null: a null test inside the loop becomes masked
+// vector loads, which on AMD cores made this pass cost a third of the step's GEMMs.
 ATTN_VECTOR_CLONES
 void backward_row(int64_t H, const float* g, const float* cp, const float* cn, const float* dh_a,
                   const float* dh_b, const float* dc_next, float* d, float* dc_prev) {
@@ -98,6 +104,12 @@ void step_backward(int64_t B, int64_t H, const float* gates, const float* c_prev
   }, dh_product, dW_product);
 }
 
+// W_hh [4H, H], checked without building the expected shape and the label unless it is wrong:
+// the raw-row entry points run inside the caller's time loop, where nothing is allocated.
+void check_recurrent_weights(const Tensor& W_hh, int64_t H, const char* label) {
+  if (W_hh.rank() != 2 || W_hh.dim(0) != 4 * H || W_hh.dim(1) != H) check_tensor(W_hh, {4 * H, H}, label);
+}
+
 }  // namespace
 
 LstmState lstm_cell_forward(const Tensor& gates_x, const Tensor& h, const Tensor& c,
@@ -131,6 +143,26 @@ LstmCellGrads lstm_cell_backward(const Tensor& dh_next, const Tensor& dc_next, c
                 data_or_null(dc_next), g.dgates_x.data(), g.dc.data(), W_hh.data(), g.dh.data(), cache.h.data(),
                 dW_hh.data());
   return g;
+}
+
+void lstm_rows_forward(int64_t B, int64_t H, const float* h_prev, const Tensor& W_hh, float* gates, const float* c_prev,
+                       float* c_next, float* h_next) {
+  check_recurrent_weights(W_hh, H, "lstm_rows_forward: W_hh [4H, H]");
+  if (h_prev != nullptr)   // gates += h_prev W_hh^T
+    linear_rows_forward(h_prev, H, B, W_hh, /*col=*/0, H, /*b=*/nullptr, 1.0f, gates, 4 * H);
+  for (int64_t b = 0; b < B; ++b)
+    forward_row(H, /*a=*/nullptr, gates + b * 4 * H, c_prev + b * H, c_next + b * H, h_next + b * H);
+}
+
+void lstm_rows_backward(int64_t B, int64_t H, const float* gates, const float* c_prev, const float* c_next,
+                        const float* dh_a, const float* dh_b, float* dc, float* dgates, const Tensor& W_hh,
+                        float* dh_prev) {
+  check_recurrent_weights(W_hh, H, "lstm_rows_backward: W_hh [4H, H]");
+  for (int64_t b = 0; b < B; ++b)
+    backward_row(H, gates + b * 4 * H, c_prev + b * H, c_next + b * H, dh_a + b * H, dh_b + b * H, dc + b * H,
+                 dgates + b * 4 * H, dc + b * H);
+  if (dh_prev != nullptr)   // dh_prev = dgates W_hh, once every row has read dh_a and dh_b
+    linear_rows_backward_input(dgates, 4 * H, B, W_hh, /*col=*/0, H, 0.0f, dh_prev, H);
 }
 
 LstmLayerOutput lstm_layer_forward(const Tensor& x, const Tensor& h0, const Tensor& c0,

@@ -243,6 +243,17 @@ TEST_CASE("ntm gradients: shifts -2..2 over 5 rows, six steps", "[gradcheck][ntm
   }
 }
 
+TEST_CASE("ntm gradients: one sequence, where every product is a gemv", "[gradcheck][ntm]") {
+  // B = 1: a step's products have one row (ops::linear_rows_* and lstm_rows_* run gemvs), and
+  // with T = 1 so do the products over all T*B rows (the output layer's, the weight gradients').
+  uint64_t seed = 380;
+  for (NtmController controller : {NtmController::lstm, NtmController::feedforward}) {
+    const models::NtmConfig c = tiny_config(controller, 1, 1, NtmMemoryInit::learned, 2);
+    check_gradients(c, make_batch(c.input_size, c.output_size, {0}, {1}, 15), seed++);
+    check_gradients(c, make_batch(c.input_size, c.output_size, {2}, {2}, 16), seed++);
+  }
+}
+
 TEST_CASE("ntm gradients: no memory, the plain LSTM and feed-forward baselines", "[gradcheck][ntm]") {
   uint64_t seed = 400;
   for (NtmController controller : {NtmController::lstm, NtmController::feedforward}) {

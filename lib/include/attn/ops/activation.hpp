@@ -13,8 +13,29 @@
 #include <string>
 
 #include "attn/core/tensor.hpp"
+#include "attn/ops/softmax.hpp"
 
 namespace attn::ops {
+
+// The library's sigmoid, σ(x) = 1 / (1 + e^-x), in its two forms; every sigmoid in attnlab is one
+// of these two functions.
+//
+// sigmoid: with libm's expf (within 1 ulp), never overflowing: e^-x for x >= 0, else e^x / (1 + e^x),
+// so that e is only ever taken of a non-positive number and σ keeps its relative accuracy in the far
+// negative tail (down to the subnormals). The branch keeps loops calling it scalar: for scalars
+// (the attention decoder's gate), for the activation op, and for the NTM's head gates and loss.
+inline float sigmoid(float x) {
+  if (x >= 0.0f) return 1.0f / (1.0f + std::exp(-x));
+  const float e = std::exp(x);
+  return e / (1.0f + e);
+}
+
+// sigmoid_fast: with exp_approx (ops/softmax.hpp, within 2 ulp of expf) and no branch, so that
+// loops calling it vectorise: the gate nonlinearities of the LSTM and GRU cells' fused passes,
+// where expf would dominate the step as tanhf did (see tanh_fast below). Within a few ulp of
+// sigmoid for |x| <= 87 (tests/ops/test_activation.cpp); beyond, exactly 1 above and within
+// 1e-38 of 0 below (exp_approx's clamp), never NaN but for a NaN x.
+inline float sigmoid_fast(float x) { return 1.0f / (1.0f + exp_approx(-x)); }
 
 // tanh for float as the 13/6-degree rational interpolant of Eigen
 // (Eigen/src/Core/MathFunctionsImpl.h, generic_fast_tanh_float, MPL 2.0): no exp, no branches

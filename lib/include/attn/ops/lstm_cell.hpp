@@ -52,6 +52,34 @@ struct LstmCellGrads {
 LstmCellGrads lstm_cell_backward(const Tensor& dh_next, const Tensor& dc_next, const Tensor& W_hh,
                                  const LstmCellCache& cache, Tensor& dW_hh);
 
+// ---- One step on raw rows, in a caller's buffers and threads ----
+// The cell for a caller that keeps a whole sequence in its own time-major buffers and runs every
+// step of a block of batch rows on one thread, inside a parallel region of its own (the NTM's
+// row blocks, core/row_blocks.hpp): the cell's row kernels, the recurrent product as
+// ops::linear_rows_forward's (a gemv for one row), nothing allocated, no thread team, no
+// sequential step counted (flops::add_sequential_steps is the caller's). W_hh's gradient is not
+// formed per step: the caller forms it once over all steps,
+//   dW_hh += Σ_t dgates_t^T h_{t-1}      (ops::linear_rows_backward_params over the T*B rows),
+// as it does its input projection's (dW_ih += dgates^T x, db += Σ dgates).
+// Every buffer is contiguous: [B, H] or [B, 4H] rows.
+
+// gates: [B, 4H] the step's input projection (x W_ih^T + b) in; h_prev W_hh^T is added to it
+// (h_prev null: the zero state, no product), then it is activated in place to i, f, g, o (what
+// lstm_rows_backward reads). c_prev: [B, H] (zeros for the zero state). Writes c_next and
+// h_next [B, H] (overwritten).
+void lstm_rows_forward(int64_t B, int64_t H, const float* h_prev, const Tensor& W_hh, float* gates,
+                       const float* c_prev, float* c_next, float* h_next);
+
+// gates, c_prev, c_next: the forward's. dh_a, dh_b: [B, H] two gradients w.r.t. h_next, summed
+// (the layer above's and the next step's); dc: [B, H] the gradient w.r.t. c_next in, w.r.t.
+// c_prev out (in place). Writes dgates [B, 4H], the gradient of the pre-activation gates (the
+// input projection's and the recurrent product's), and, unless dh_prev is null (the zero state:
+// nothing to pass back), dh_prev = dgates W_hh [B, H], overwritten once every row has read dh_a
+// and dh_b (so it may alias either).
+void lstm_rows_backward(int64_t B, int64_t H, const float* gates, const float* c_prev,
+                        const float* c_next, const float* dh_a, const float* dh_b, float* dc,
+                        float* dgates, const Tensor& W_hh, float* dh_prev);
+
 // A whole sequence, the input projection done once for all steps.
 struct LstmLayerOutput {
   Tensor y;   // [T, B, H] h_1 ... h_T

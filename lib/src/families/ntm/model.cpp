@@ -1,6 +1,8 @@
 // ntm::Ntm: construction, the forward over a batch of sequences, the loss, and the backward
 // (the forward's steps in reverse order). The configuration is in ntm_config.cpp; the
-// addressing of one head is ops::head_address_row_forward/backward.
+// addressing of one head is ops::head_address_row_forward/backward, the controller's LSTM step
+// ops::lstm_rows_forward/backward, and every product (controller, heads, output) one of
+// ops::linear_rows_*'s, on the rows of one step or of all T*B rows.
 //
 // Buffers (time-major, allocated once per call; row (t, b) is t * B + b). The letters are
 // docs/ARCHITECTURE.md's; Dims names them Win = I, Wout = O, N = Nm, S = Ns, R = Nr, W = Nw,
@@ -28,26 +30,19 @@
 
 #include <omp.h>
 
-#include "attn/blas/blas.hpp"
 #include "attn/core/flops.hpp"
 #include "attn/core/row_blocks.hpp"
 #include "attn/core/threading.hpp"
 #include "attn/ops/activation.hpp"
 #include "attn/ops/addressing.hpp"
-#include "attn/ops/softmax.hpp"
+#include "attn/ops/linear.hpp"
+#include "attn/ops/lstm_cell.hpp"
 
 namespace attn::ntm {
 namespace {
 
-using blas::Trans;
+using ops::sigmoid;
 
-// ---- scalar activations, stable for any finite input ------------------------------------------
-
-inline float sigmoid(float x) {
-  if (x >= 0.0f) return 1.0f / (1.0f + std::exp(-x));
-  const float e = std::exp(x);
-  return e / (1.0f + e);
-}
 // log(1 + e^x) without overflow (x for large x) or loss of the small values.
 inline float softplus(float x) { return x > 0.0f ? x + std::log1p(std::exp(-x)) : std::log1p(std::exp(x)); }
 
@@ -163,84 +158,6 @@ void activate_heads_backward(const Dims& d, const float* pre, const float* act, 
       for (int64_t m = 0; m < M; ++m) g[e0 + m] *= a[e0 + m] * (1.0f - a[e0 + m]);
       for (int64_t m = 0; m < M; ++m) g[e0 + M + m] *= 1.0f - a[e0 + M + m] * a[e0 + M + m];
     }
-  }
-}
-
-// Column sums of d [rows, cols] added into out, row by row (a fixed order).
-void add_column_sums(const float* d, int64_t rows, int64_t cols, float* out) {
-  for (int64_t r = 0; r < rows; ++r)
-    for (int64_t j = 0; j < cols; ++j) out[j] += d[r * cols + j];
-}
-
-// C[B, n] = A[B, k] op(Wm) + beta C, with op(Wm) = Wm^T (Wm stored [n, k], tw = T) or Wm
-// (stored [k, n], tw = N); rows of stride lda, ldw, ldc. One row is a gemv: OpenBLAS packs both
-// operands of every gemm, which for a single row costs more than the product itself.
-void times_weights(Trans tw, int64_t B, int64_t n, int64_t k, const float* A, int64_t lda, const float* Wm,
-                   int64_t ldw, float beta, float* C, int64_t ldc) {
-  if (B == 0 || n == 0) return;
-  if (B > 1) {
-    blas::gemm(Trans::N, tw, B, n, k, 1.0f, A, lda, Wm, ldw, beta, C, ldc);
-    return;
-  }
-  if (beta == 0.0f) std::fill(C, C + n, 0.0f);   // never let gemv scale uninitialised memory
-  if (tw == Trans::T) blas::gemv(Trans::N, n, k, 1.0f, Wm, ldw, A, beta, C);
-  else blas::gemv(Trans::T, k, n, 1.0f, Wm, ldw, A, beta, C);
-}
-
-// gx[rows, G] = beta gx + x W[:, col : col + width]^T (+ b): part of a controller layer's input
-// projection (nn::Rnn::project's layout, for either controller).
-void project(const Param& W, const Param& b, const float* x, int64_t ldx, int64_t rows, int64_t col,
-             int64_t width, bool with_bias, float beta, float* gx) {
-  const int64_t G = W.value.dim(0), I = W.value.dim(1);
-  if (width > 0) times_weights(Trans::T, rows, G, width, x, ldx, W.value.data() + col, I, beta, gx, G);
-  else if (beta == 0.0f) std::fill(gx, gx + rows * G, 0.0f);
-  if (!with_bias) return;
-  const float* bv = b.value.data();
-  for (int64_t r = 0; r < rows; ++r)
-    for (int64_t g = 0; g < G; ++g) gx[r * G + g] += bv[g];
-}
-
-// Its weight gradients over all rows: dW[:, col : col + width] += dgx^T x (+ db = column sums).
-void project_backward(Param& W, Param& b, const float* dgx, int64_t rows, const float* x, int64_t ldx, int64_t col,
-                      int64_t width, bool with_bias) {
-  const int64_t G = W.value.dim(0), I = W.value.dim(1);
-  if (width > 0 && rows > 0)
-    blas::gemm(Trans::T, Trans::N, G, width, rows, 1.0f, dgx, G, x, ldx, 1.0f, W.grad.data() + col, I);
-  if (with_bias) add_column_sums(dgx, rows, G, b.grad.data());
-}
-
-inline float sigmoid_fast(float x) { return 1.0f / (1.0f + ops::exp_approx(-x)); }
-
-// The LSTM cell's elementwise part for one row, torch.nn.LSTM's equations (ops/lstm_cell.hpp):
-// g: [4H] pre-activations i, f, g, o in, activated out; c' = f c + i g, h' = o tanh(c').
-void lstm_row_forward(int64_t H, float* g, const float* c, float* c_next, float* h_next) {
-#pragma omp simd   // one vector lane per hidden unit (the four gate blocks do not overlap)
-  for (int64_t j = 0; j < H; ++j) {
-    const float i = sigmoid_fast(g[j]), f = sigmoid_fast(g[H + j]);
-    const float n = ops::tanh_fast(g[2 * H + j]), o = sigmoid_fast(g[3 * H + j]);
-    g[j] = i;
-    g[H + j] = f;
-    g[2 * H + j] = n;
-    g[3 * H + j] = o;
-    c_next[j] = f * c[j] + i * n;
-    h_next[j] = o * ops::tanh_fast(c_next[j]);
-  }
-}
-
-// Its backward: dh: [H] gradient w.r.t. h'; dc: [H] w.r.t. c' in, w.r.t. c out (in place);
-// writes dg: [4H], the gradient w.r.t. the pre-activations.
-void lstm_row_backward(int64_t H, const float* g, const float* c, const float* c_next, const float* dh, float* dc,
-                       float* dg) {
-#pragma omp simd
-  for (int64_t j = 0; j < H; ++j) {
-    const float i = g[j], f = g[H + j], n = g[2 * H + j], o = g[3 * H + j];
-    const float tc = ops::tanh_fast(c_next[j]);
-    const float dcj = dc[j] + dh[j] * o * (1.0f - tc * tc);
-    dg[j] = dcj * n * i * (1.0f - i);
-    dg[H + j] = dcj * c[j] * f * (1.0f - f);
-    dg[2 * H + j] = dcj * i * (1.0f - n * n);
-    dg[3 * H + j] = dh[j] * tc * o * (1.0f - o);
-    dc[j] = dcj * f;
   }
 }
 
@@ -447,9 +364,9 @@ void NtmImpl::forward(const Ntm& m, const SequenceBatch& batch, Rng* memory_rng,
     run.Hl[l] = Tensor::uninitialized({T * B, H});
     if (d.lstm) run.C[l] = Tensor::uninitialized({T * B, H});
   }
-  // The input part of layer 0's projection, with its bias, for every step at once.
-  project(input_weights(m, 0), bias(m, 0), run.X.data(), d.Win, T * B, /*col=*/0, d.Win, /*with_bias=*/true, 0.0f,
-          run.GX[0].data());
+  // The x_t part of layer 0's input projection, with its bias, for every step at once.
+  ops::linear_rows_forward(run.X.data(), d.Win, T * B, input_weights(m, 0).value, /*col=*/0, d.Win,
+                           bias(m, 0).value.data(), 0.0f, run.GX[0].data(), G);
 
   // The initial state: M_0, its norms, w_0 one-hot on row 0, r_0 = row 0 of M_0.
   if (c.has_memory()) {
@@ -488,42 +405,39 @@ void NtmImpl::forward(const Ntm& m, const SequenceBatch& batch, Rng* memory_rng,
     for (int64_t h = 0; h < d.R; ++h)
       std::memcpy(run.Rd.data() + b * RM + h * M, mem_at(run, 0, b), static_cast<size_t>(M) * sizeof(float));
 
-  const Tensor zeros({B, H});   // h_{-1} = c_{-1} = 0
+  const Tensor zeros({B, H});   // c_{-1} = 0 (h_{-1} = 0: no recurrent product at t = 0)
   flops::add_sequential_steps(T);   // the time loop is a recurrence (core/flops.hpp)
   // Rows [b0, b1) of every step (nb of them): at step t row b of a buffer is t * B + b.
   over_row_blocks(row_costs(run), [&](int64_t b0, int64_t b1) {
     const int64_t nb = b1 - b0;
     for (int64_t t = 0; t < T; ++t) {
+      const int64_t r0 = t * B + b0;   // the block's first row at step t
       // The controller: u_t = [x_t; r_{t-1}] -> h_t.
       for (int64_t l = 0; l < d.L; ++l) {
-        float* gx = run.GX[l].data() + (t * B + b0) * G;
-        float* h = run.Hl[l].data() + (t * B + b0) * H;
+        float* gx = run.GX[l].data() + r0 * G;
+        float* h = run.Hl[l].data() + r0 * H;
+        // gates = u W_l^T + b: layer 0 adds its r_{t-1} part (the x_t part and b are in), a layer
+        // above reads the h_t of the one below.
         if (l == 0)
-          project(input_weights(m, 0), bias(m, 0), run.Rd.data() + (t * B + b0) * RM, RM, nb, /*col=*/d.Win, RM,
-                  /*with_bias=*/false, 1.0f, gx);
+          ops::linear_rows_forward(run.Rd.data() + r0 * RM, RM, nb, input_weights(m, 0).value, /*col=*/d.Win, RM,
+                                   /*b=*/nullptr, 1.0f, gx, G);
         else
-          project(input_weights(m, l), bias(m, l), run.Hl[l - 1].data() + (t * B + b0) * H, H, nb, /*col=*/0, H,
-                  /*with_bias=*/true, 0.0f, gx);
-        if (d.lstm) {
-          if (t > 0)   // gates += h_{t-1} W_hh^T
-            times_weights(Trans::T, nb, G, H, h - B * H, H, m.lstm_[l].W_hh.value.data(), H, 1.0f, gx, G);
-          float* cs = run.C[l].data() + (t * B + b0) * H;
-          const float* c_prev = t > 0 ? cs - B * H : zeros.data();
-          for (int64_t b = 0; b < nb; ++b)
-            lstm_row_forward(H, gx + b * G, c_prev + b * H, cs + b * H, h + b * H);
-        } else {
+          ops::linear_rows_forward(run.Hl[l - 1].data() + r0 * H, H, nb, input_weights(m, l).value, /*col=*/0, H,
+                                   bias(m, l).value.data(), 0.0f, gx, G);
+        if (d.lstm) {   // c_t, h_t = LSTM(gates + h_{t-1} W_hh^T, c_{t-1})
+          float* cs = run.C[l].data() + r0 * H;
+          ops::lstm_rows_forward(nb, H, t > 0 ? h - B * H : nullptr, m.lstm_[l].W_hh.value, gx,
+                                 t > 0 ? cs - B * H : zeros.data(), cs, h);
+        } else {        // h_t = tanh(gates)
 #pragma omp simd
           for (int64_t i = 0; i < nb * H; ++i) h[i] = ops::tanh_fast(gx[i]);
         }
       }
       if (!c.has_memory()) continue;
-      // Every head's parameters in one product, then the memory work, row by row.
-      const float* ht = run.Hl[d.L - 1].data() + (t * B + b0) * H;
-      float* pre = run.Pre.data() + (t * B + b0) * d.P;
-      times_weights(Trans::T, nb, d.P, H, ht, H, m.heads_W_.data(), H, 0.0f, pre, d.P);
-      const float* hb = m.heads_b_.data();
-      for (int64_t b = 0; b < nb; ++b)
-        for (int64_t p = 0; p < d.P; ++p) pre[b * d.P + p] += hb[p];
+      // Every head's parameters in one product, Pre_t = h_t W_heads^T + b_heads, then the memory
+      // work, row by row.
+      ops::linear_rows_forward(run.Hl[d.L - 1].data() + r0 * H, H, nb, m.heads_W_, /*col=*/0, H, m.heads_b_.data(),
+                               0.0f, run.Pre.data() + r0 * d.P, d.P);
       int64_t live = 0;
       for (int64_t b = b0; b < b1; ++b) {
         if (t < run.end[b]) {
@@ -537,19 +451,14 @@ void NtmImpl::forward(const Ntm& m, const SequenceBatch& batch, Rng* memory_rng,
     }
   });
 
-  // y_t = W_o [h_t; r_t] + b_o for every step: two GEMMs over all T*B rows.
-  const int64_t Wout = d.Wout, Do = H + RM;
-  run.logits = Tensor::uninitialized({T * B, Wout});
-  const float* Wo = m.output_.W.value.data();
-  blas::gemm(Trans::N, Trans::T, T * B, Wout, H, 1.0f, run.Hl[d.L - 1].data(), H, Wo, Do, 0.0f, run.logits.data(),
-             Wout);
-  if (RM > 0)
-    blas::gemm(Trans::N, Trans::T, T * B, Wout, RM, 1.0f, run.Rd.data() + B * RM, RM, Wo + H, Do, 1.0f,
-               run.logits.data(), Wout);
-  const float* bo = m.output_.b.value.data();
-  float* logits = run.logits.data();
-  for (int64_t i = 0; i < T * B; ++i)
-    for (int64_t j = 0; j < Wout; ++j) logits[i * Wout + j] += bo[j];
+  // y_t = W_o [h_t; r_t] + b_o for every step, over all T*B rows: one product per part of the
+  // input (h_1..h_T and r_1..r_T are separate buffers), then the bias.
+  const nn::Linear& out = m.output_;
+  run.logits = Tensor::uninitialized({T * B, d.Wout});
+  ops::linear_rows_forward(run.Hl[d.L - 1].data(), H, T * B, out.W.value, /*col=*/0, H, /*b=*/nullptr, 0.0f,
+                           run.logits.data(), d.Wout);
+  ops::linear_rows_forward(run.Rd.data() + B * RM, RM, T * B, out.W.value, /*col=*/H, RM, out.b.value.data(), 1.0f,
+                           run.logits.data(), d.Wout);
 }
 
 NtmStats NtmImpl::loss(const Run& run, const SequenceBatch& batch, float* dlogits, float* outputs) {
@@ -662,56 +571,56 @@ void NtmImpl::memory_backward(Run& run, int64_t t, int64_t b, float* dPre, const
 void NtmImpl::backward(Ntm& m, Run& run, const Tensor& dlogits) {
   const NtmConfig& c = m.config_;
   const Dims& d = run.d;
-  const int64_t B = d.B, T = d.T, H = d.H, G = d.G, N = d.N, M = d.M, RM = d.RM, Wout = d.Wout, Do = H + RM;
+  const int64_t B = d.B, T = d.T, H = d.H, G = d.G, N = d.N, M = d.M, P = d.P, RM = d.RM;
   if (T == 0) return;
-  const float* Hs = run.Hl[d.L - 1].data();
+  const float* Hs = run.Hl[d.L - 1].data();   // h_1 .. h_T
+  const float* Rs = run.Rd.data() + B * RM;   // r_1 .. r_T (r_0 is block 0)
 
-  // Output layer: dh_t and dr_t of every step, and its weights, one GEMM each.
+  // y_t = W_o [h_t; r_t] + b_o over all T*B rows: dh_t and dr_t, W_o's and b_o's gradients.
+  nn::Linear& out = m.output_;
   Tensor dHs = Tensor::uninitialized({T * B, H});
-  Tensor dRd({(T + 1) * B, RM});
-  const float* Wo = m.output_.W.value.data();
-  float* dWo = m.output_.W.grad.data();
-  blas::gemm(Trans::N, Trans::N, T * B, H, Wout, 1.0f, dlogits.data(), Wout, Wo, Do, 0.0f, dHs.data(), H);
-  blas::gemm(Trans::T, Trans::N, Wout, H, T * B, 1.0f, dlogits.data(), Wout, Hs, H, 1.0f, dWo, Do);
-  if (RM > 0) {
-    blas::gemm(Trans::N, Trans::N, T * B, RM, Wout, 1.0f, dlogits.data(), Wout, Wo + H, Do, 0.0f,
-               dRd.data() + B * RM, RM);
-    blas::gemm(Trans::T, Trans::N, Wout, RM, T * B, 1.0f, dlogits.data(), Wout, run.Rd.data() + B * RM, RM, 1.0f,
-               dWo + H, Do);
-  }
-  add_column_sums(dlogits.data(), T * B, Wout, m.output_.b.grad.data());
+  Tensor dRd({(T + 1) * B, RM});   // dr_0 .. dr_T; the steps add their controllers' share
+  ops::linear_rows_backward_input(dlogits.data(), d.Wout, T * B, out.W.value, /*col=*/0, H, 0.0f, dHs.data(), H);
+  ops::linear_rows_backward_input(dlogits.data(), d.Wout, T * B, out.W.value, /*col=*/H, RM, 0.0f, dRd.data() + B * RM,
+                                  RM);
+  ops::linear_rows_backward_params(dlogits.data(), d.Wout, T * B, Hs, H, /*col=*/0, H, out.W.grad, /*db=*/nullptr);
+  ops::linear_rows_backward_params(dlogits.data(), d.Wout, T * B, Rs, RM, /*col=*/H, RM, out.W.grad,
+                                   out.b.grad.data());
 
-  // Per-step state gradients: memory, the heads' weightings (this step's and the previous).
+  // What step t + 1 passes back to step t: the memory's gradient and the weightings' (this
+  // step's and the previous), per row; per controller layer, dh_t and (LSTM) dc_t.
   Tensor dPre, dM, dWc, dWp, scratch;
   if (c.has_memory()) {
-    dPre = Tensor({T * B, d.P});
+    dPre = Tensor({T * B, P});
     dM = Tensor({B, N * M});
     dWc = Tensor({B, d.NH * N});
     dWp = Tensor({B, d.NH * N});
     scratch = Tensor::uninitialized({B, ops::head_address_scratch_size(N)});
   }
-  std::vector<Tensor> dGX(d.L);
-  for (int64_t l = 0; l < d.L; ++l) dGX[l] = Tensor::uninitialized({T * B, G});
-  // LSTM: the gradients w.r.t. h_t and c_t that step t + 1 passes back, per layer.
-  std::vector<Tensor> dh_next(d.L), dc_next(d.L);
-  if (d.lstm)
-    for (int64_t l = 0; l < d.L; ++l) {
+  std::vector<Tensor> dGX(d.L), dh_next(d.L), dc_next(d.L);
+  for (int64_t l = 0; l < d.L; ++l) {
+    dGX[l] = Tensor::uninitialized({T * B, G});   // every step writes its rows in full
+    if (d.lstm) {
       dh_next[l] = Tensor({B, H});
       dc_next[l] = Tensor({B, H});
     }
-  const Tensor zeros({B, H});
-  Tensor dh({B, H}), din({B, H});
+  }
+  const Tensor zeros({B, H});   // c_{-1}
+  Tensor din({B, H});           // the gradient of layer l's input, the output of layer l - 1
 
   flops::add_sequential_steps(T);
-  // Rows [b0, b1) of every step (nb of them), as in the forward.
+  // The forward's steps in reverse, on its blocks of rows.
   over_row_blocks(row_costs(run), [&](int64_t b0, int64_t b1) {
     const int64_t nb = b1 - b0, nh = d.NH * N, ns = ops::head_address_scratch_size(N);
     // This block's rows of the weightings' gradients: dwc w.r.t. w_{t+1}, dwp w.r.t. w_t.
     float* dwc = c.has_memory() ? dWc.data() + b0 * nh : nullptr;
     float* dwp = c.has_memory() ? dWp.data() + b0 * nh : nullptr;
     for (int64_t t = T - 1; t >= 0; --t) {
-      float* dh_t = dHs.data() + (t * B + b0) * H;
+      const int64_t r0 = t * B + b0;   // the block's first row at step t
+      float* dh_t = dHs.data() + r0 * H;
       if (c.has_memory()) {
+        // Reads, writes, addressing and the heads' activations, row by row: dPre_t, dM, the
+        // weightings' gradients.
         int64_t live = 0;
         for (int64_t b = b0; b < b1; ++b) {
           if (t >= run.end[b]) continue;   // nothing flows back from after the example's end
@@ -721,60 +630,53 @@ void NtmImpl::backward(Ntm& m, Run& run, const Tensor& dlogits) {
         }
         flops::add(live * memory_flops_backward(d));
         std::swap(dwc, dwp);
-        // dh_t += dPre_t W_heads
-        times_weights(Trans::N, nb, H, d.P, dPre.data() + (t * B + b0) * d.P, d.P, m.heads_W_.data(), H, 1.0f, dh_t,
-                      H);
+        // Pre_t = h_t W_heads^T + b_heads:  dh_t += dPre_t W_heads
+        ops::linear_rows_backward_input(dPre.data() + r0 * P, P, nb, m.heads_W_, /*col=*/0, H, 1.0f, dh_t, H);
       }
       // The controller, top layer first; layer 0 passes dr_{t-1} back to the reads.
       for (int64_t l = d.L - 1; l >= 0; --l) {
-        const float* dabove = l == d.L - 1 ? dh_t : din.data() + b0 * H;
-        float* dg = dGX[l].data() + (t * B + b0) * G;
-        if (d.lstm) {
-          float* dn = dh_next[l].data() + b0 * H;
-          float* dhp = dh.data() + b0 * H;
-          for (int64_t i = 0; i < nb * H; ++i) dhp[i] = dabove[i] + dn[i];
-          const float* gates = run.GX[l].data() + (t * B + b0) * G;
-          const float* cs = run.C[l].data() + (t * B + b0) * H;
-          const float* c_prev = t > 0 ? cs - B * H : zeros.data();
-          float* dc = dc_next[l].data() + b0 * H;
-          for (int64_t b = 0; b < nb; ++b)
-            lstm_row_backward(H, gates + b * G, c_prev + b * H, cs + b * H, dhp + b * H, dc + b * H, dg + b * G);
-          // dh_{t-1} = dg W_hh (W_hh's own gradient is one GEMM after the loop)
-          if (t > 0) times_weights(Trans::N, nb, H, G, dg, G, m.lstm_[l].W_hh.value.data(), H, 0.0f, dn, H);
-        } else {
-          const float* h = run.Hl[l].data() + (t * B + b0) * H;
-          for (int64_t i = 0; i < nb * H; ++i) dg[i] = dabove[i] * (1.0f - h[i] * h[i]);
+        const float* dh = l == d.L - 1 ? dh_t : din.data() + b0 * H;   // w.r.t. layer l's h_t, from above
+        float* dg = dGX[l].data() + r0 * G;
+        if (d.lstm) {   // c_t, h_t = LSTM(gates + h_{t-1} W_hh^T, c_{t-1}); dh_next becomes dh_{t-1}
+          float* dh_rec = dh_next[l].data() + b0 * H;
+          const float* cs = run.C[l].data() + r0 * H;
+          ops::lstm_rows_backward(nb, H, run.GX[l].data() + r0 * G, t > 0 ? cs - B * H : zeros.data(), cs, dh, dh_rec,
+                                  dc_next[l].data() + b0 * H, dg, m.lstm_[l].W_hh.value, t > 0 ? dh_rec : nullptr);
+        } else {        // h_t = tanh(gates)
+          const float* h = run.Hl[l].data() + r0 * H;
+          for (int64_t i = 0; i < nb * H; ++i) dg[i] = dh[i] * (1.0f - h[i] * h[i]);
         }
-        const float* Wl = input_weights(m, l).value.data();
-        const int64_t I = l == 0 ? d.Win + RM : H;
+        // gates = u W_l^T + b: the r_{t-1} part of layer 0's input, or the h_t of the layer below.
         if (l > 0)
-          times_weights(Trans::N, nb, H, G, dg, G, Wl, I, 0.0f, din.data() + b0 * H, H);
-        else if (RM > 0)
-          times_weights(Trans::N, nb, RM, G, dg, G, Wl + d.Win, I, 1.0f, dRd.data() + (t * B + b0) * RM, RM);
+          ops::linear_rows_backward_input(dg, G, nb, input_weights(m, l).value, /*col=*/0, H, 0.0f,
+                                          din.data() + b0 * H, H);
+        else
+          ops::linear_rows_backward_input(dg, G, nb, input_weights(m, 0).value, /*col=*/d.Win, RM, 1.0f,
+                                          dRd.data() + r0 * RM, RM);
       }
     }
   });
 
-  // Weight gradients over all T*B rows: the controller's input projections, the heads.
-  // LSTM: dW_hh += Σ_t dg_t^T h_{t-1} (h_{-1} = 0).
-  project_backward(input_weights(m, 0), bias(m, 0), dGX[0].data(), T * B, run.X.data(), d.Win, /*col=*/0, d.Win,
-                   /*with_bias=*/true);
-  project_backward(input_weights(m, 0), bias(m, 0), dGX[0].data(), T * B, run.Rd.data(), RM, /*col=*/d.Win, RM,
-                   /*with_bias=*/false);
+  // The weight gradients the steps left out, each one product over all T*B rows: the heads', the
+  // controller's input projections' (layer 0's x_t and r_{t-1} parts), W_hh's (h_{t-1} W_hh^T
+  // for t >= 1: h_{-1} = 0).
+  if (c.has_memory())
+    ops::linear_rows_backward_params(dPre.data(), P, T * B, Hs, H, /*col=*/0, H, m.heads_dW_, m.heads_db_.data());
+  ops::linear_rows_backward_params(dGX[0].data(), G, T * B, run.X.data(), d.Win, /*col=*/0, d.Win,
+                                   input_weights(m, 0).grad, bias(m, 0).grad.data());
+  ops::linear_rows_backward_params(dGX[0].data(), G, T * B, run.Rd.data(), RM, /*col=*/d.Win, RM,
+                                   input_weights(m, 0).grad, /*db=*/nullptr);
   for (int64_t l = 0; l < d.L; ++l) {
     if (l > 0)
-      project_backward(input_weights(m, l), bias(m, l), dGX[l].data(), T * B, run.Hl[l - 1].data(), H, /*col=*/0, H,
-                       /*with_bias=*/true);
-    if (d.lstm && T > 1)
-      blas::gemm(Trans::T, Trans::N, G, H, (T - 1) * B, 1.0f, dGX[l].data() + B * G, G, run.Hl[l].data(), H, 1.0f,
-                 m.lstm_[l].W_hh.grad.data(), H);
+      ops::linear_rows_backward_params(dGX[l].data(), G, T * B, run.Hl[l - 1].data(), H, /*col=*/0, H,
+                                       input_weights(m, l).grad, bias(m, l).grad.data());
+    if (d.lstm)
+      ops::linear_rows_backward_params(dGX[l].data() + B * G, G, (T - 1) * B, run.Hl[l].data(), H, /*col=*/0, H,
+                                       m.lstm_[l].W_hh.grad, /*db=*/nullptr);
   }
-  if (!c.has_memory()) return;
-  blas::gemm(Trans::T, Trans::N, d.P, H, T * B, 1.0f, dPre.data(), d.P, Hs, H, 1.0f, m.heads_dW_.data(), H);
-  add_column_sums(dPre.data(), T * B, d.P, m.heads_db_.data());
 
   // M_0 (learned): dM is now the gradient w.r.t. M_0 but for r_0 = row 0 of M_0.
-  if (c.memory_init == NtmMemoryInit::learned) {
+  if (c.has_memory() && c.memory_init == NtmMemoryInit::learned) {
     float* dinit = m.memory_init_.grad.data();
     for (int64_t b = 0; b < B; ++b) {
       const float* db = dM.data() + b * N * M;

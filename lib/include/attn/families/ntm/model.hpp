@@ -52,8 +52,10 @@
 // projections and W_hh after the backward loop. A step does the read part of the input
 // projection, the recurrent product and the heads' product (and their transposes backward);
 // at batch 1 each is one gemv, since OpenBLAS packs both operands of every gemm, which for one
-// row costs more than the product. That is why the LSTM step runs here rather than through
-// nn::Rnn::step (whose backward also adds a rank-B update of dW_hh per step). The addressing and
+// row costs more than the product. That is why the LSTM step runs on the cell's raw-row entry
+// points (ops::lstm_rows_forward/backward, the products ops::linear_rows_*) rather than through
+// nn::Rnn::step, whose products are gemms and whose backward also adds a rank-B update of dW_hh
+// per step. The addressing and
 // memory work of a step is row by row (ops::head_address_row_*), and a row whose example has
 // ended (t >= input_len + target_len) skips it: nothing flows back from those steps, so the
 // gradients are the same bits as if it ran (its read vector is set to 0 instead, which keeps
