@@ -248,7 +248,7 @@ TEST_CASE("ntm gradients: one sequence, where every product is a gemv", "[gradch
   // with T = 1 so do the products over all T*B rows (the output layer's, the weight gradients').
   uint64_t seed = 380;
   for (NtmController controller : {NtmController::lstm, NtmController::feedforward}) {
-    const models::NtmConfig c = tiny_config(controller, 1, 1, NtmMemoryInit::learned, 2);
+    const ntm::NtmConfig c = tiny_config(controller, 1, 1, NtmMemoryInit::learned, 2);
     check_gradients(c, make_batch(c.input_size, c.output_size, {0}, {1}, 15), seed++);
     check_gradients(c, make_batch(c.input_size, c.output_size, {2}, {2}, 16), seed++);
   }
