@@ -22,8 +22,9 @@ using detail::data_or_null;
 using detail::product_then_rows;
 using detail::rows_then_products;
 
-// One batch row of step_forward's pass below. Each row kernel is cloned for AVX2: the five
-// nonlinearities per hidden unit otherwise cost a third of a step at H = 256.
+// One batch row of step_forward's pass below. Each row kernel is cloned for AVX2: at 4 floats a
+// vector the five nonlinearities per hidden unit cost a large share of a step (bench/README.md,
+// "Vector clones, exp, tanh and random numbers in bulk").
 ATTN_VECTOR_CLONES
 void forward_row(int64_t H, const float* a, float* g, const float* cp, float* cn, float* hn) {
 #pragma omp simd
@@ -58,7 +59,8 @@ void step_forward(int64_t B, int64_t H, const float* h, const float* W_hh, float
 
 // One batch row of step_backward's pass below. Absent inputs come as a row of zeros rather than
 // null: a null test inside the loop becomes masked vector loads, which on AMD cores made this
-// pass cost a third of the step's GEMMs.
+// pass dear beside the step's GEMMs (bench/README.md, "Vector clones, exp, tanh and random
+// numbers in bulk").
 ATTN_VECTOR_CLONES
 void backward_row(int64_t H, const float* g, const float* cp, const float* cn, const float* dh_a,
                   const float* dh_b, const float* dc_next, float* d, float* dc_prev) {
