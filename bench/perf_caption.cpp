@@ -298,9 +298,10 @@ void print_part(const char* part, double seconds, double step_seconds, const ben
 // A part with products, timed against the sgemm yardstick of its products (bench_util.hpp),
 // the two interleaved as in bench_util's time_op: each of `reps` passes over n_batches calls of
 // `run` is followed by one run of the yardstick, so that both are measured under the same load
-// and clock. The machine's speed drifts by up to 2x over minutes here, and a limit measured
-// after the part moved of_limit by +-0.1 from run to run. Prints the medians of seconds per batch
-// and of the yardstick's seconds, and of_limit as the median of the pairs' ratios.
+// and clock. A shared machine's speed can drift over minutes, and a limit measured after the
+// part moved of_limit with it from run to run (experiments/perf/caption, "A recurrent step in one
+// parallel region, and parts timed beside their yardstick"). Prints the medians of seconds per
+// batch and of the yardstick's seconds, and of_limit as the median of the pairs' ratios.
 template <class Run>
 void time_part(const char* part, int64_t reps, int64_t n_batches, double step_seconds, const bench::GemmList& gemms,
                Run&& run) {

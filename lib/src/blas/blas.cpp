@@ -17,11 +17,10 @@ namespace {
 CBLAS_TRANSPOSE cblas_trans(Trans t) { return t == Trans::T ? CblasTrans : CblasNoTrans; }
 
 // OpenBLAS 0.3.21 (Debian 12) threads a GEMM poorly below a few million multiply-adds, and
-// worse than one thread between 2^18 and 2^22 (two threads on 128 x 128 x 64: 28 GFLOP/s,
-// one thread: 96). Splitting C into one block of rows (or columns) per thread, each block a
-// single-threaded sgemm, measured faster at every size from 2^19 up, large ones included
-// (2 threads, GFLOP/s, OpenBLAS's threads -> split: 1536 x 256 x 256: 164 -> 210;
-// 1536 x 1024 x 256: 187 -> 210; 1024^3: 198 -> 209). Below kMinSplit one thread is fastest.
+// worse than one thread between 2^18 and 2^22. Splitting C into one block of rows (or columns)
+// per thread, each block a single-threaded sgemm, measured faster at every size from 2^19 up,
+// large ones included (bench/README.md, "The BLAS seam's split"). Below kMinSplit one thread is
+// fastest.
 constexpr int64_t kMinSplit = int64_t{1} << 19;
 // A batch of matrices runs one matrix per thread when that balances (every item below
 // kSpreadAny, or the items balance over the threads: tasks_balance); a whole batch
@@ -41,8 +40,9 @@ void sgemm(Trans ta, Trans tb, int64_t M, int64_t N, int64_t K, float alpha, con
 // sgemm on the calling thread alone. OpenBLAS's OpenMP build takes its thread count from
 // omp_get_max_threads() at every call and splits any product above 2^18 multiply-adds over the
 // threads: between 2^18 and kMinSplit that is the range the comment above finds slower than one
-// thread (32 x 178 x 50, the memory network's answer layer on the joint bAbI set: 7.8 us on one
-// thread, 28.7 us split by OpenBLAS over two). One thread for the call, then the setting back.
+// thread (32 x 178 x 50, the memory network's answer layer on the joint bAbI set, ran several
+// times slower split by OpenBLAS over two: experiments/perf/memnet, "Threads: why 2 were slower
+// than 1, and the fix"). One thread for the call, then the setting back.
 void sgemm_one_thread(Trans ta, Trans tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
                       int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
   const int threads = omp_in_parallel() ? 1 : omp_get_max_threads();

@@ -23,8 +23,8 @@ namespace {
 // Blocks of at least kCacheMin bytes are mapped from the system (mmap) in size classes, kept after
 // use, and handed out again for any request of their class. A training step allocates the same
 // activation sizes every step; without the cache each large block would come fresh from the
-// system and pay a page fault per 4 KiB on first touch (measured: a quarter of a Transformer
-// step). With length-bucketed batches no two steps have quite the same sizes: the classes (8 per
+// system and pay a page fault per 4 KiB on first touch, a large share of a step. With
+// length-bucketed batches no two steps have quite the same sizes: the classes (8 per
 // power of two, so a block is at most 12.5% larger than asked) let a block serve the next step's
 // slightly longer or shorter batch. A class never holds more blocks than were once in use at the
 // same time (a block is mapped only when none of its class is cached). Tensors in use and cached
@@ -32,11 +32,11 @@ namespace {
 // cache within kCacheFloor); beyond that the blocks returned longest ago are unmapped, and the
 // memory goes back to the system at once (from malloc, freed blocks of these sizes stayed in its
 // heap). The slack is there because a step's phases use different classes: the blocks of every
-// class at its own busiest moment add up to more than the step's peak (1.12 times it in the
-// captioner's step, 1.55 times in Multi30k training). Held to the peak alone, the captioner
-// unmapped and mapped again about ten blocks a step, and its step took 1.75 times the CPU time.
-// With one class per exact size and a 2 GiB cap, Multi30k training held 2.8 GB resident for 9.6 M
-// parameters (issue 17). Small blocks go to malloc, which caches them itself.
+// class at its own busiest moment add up to more than the step's peak. Held to the peak alone,
+// the captioner unmapped and mapped again blocks every step and paid their page faults anew.
+// With one class per exact size and a 2 GiB cap, Multi30k training filled the cache with blocks
+// no later step could use (issue 17). Measured: bench/README.md, "The block cache under Tensor".
+// Small blocks go to malloc, which caches them itself.
 constexpr size_t kCacheMin = size_t{1} << 16;
 constexpr size_t kCacheFloor = size_t{64} << 20;
 constexpr size_t kCacheSlack = 2;

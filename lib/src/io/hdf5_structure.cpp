@@ -114,8 +114,8 @@ hid_t File::Impl::dataset(const std::string& name) const {
                       join(children(path)) + ")");
   H5Id dapl(H5Pcreate(H5P_DATASET_ACCESS), H5Pclose);
   // w0 0.75, HDF5's default. With 1.0 (evict fully read chunks first), HDF5 1.10.8 kept every chunk
-  // that reads of scattered rows had touched, past kChunkCacheBytes: 400 MiB resident after 60
-  // batches of 32 random images from a 410 MiB data set, 9 MiB with 0.75.
+  // that reads of scattered rows had touched, past kChunkCacheBytes, until nearly the whole data
+  // set was resident (bench/README.md, "HDF5: checksums, compression, chunk size and row reads").
   H5Pset_chunk_cache(dapl.get(), kChunkCacheSlots, kChunkCacheBytes, /*w0=*/0.75);
   H5Id ds(H5Dopen2(fid(), path.c_str(), dapl.get()), H5Dclose);
   if (!ds.valid()) throw IoError(label + ": cannot open dataset '" + path + "'" + with_detail());

@@ -20,7 +20,7 @@ using detail::with_detail;
 
 namespace {
 
-constexpr int kDeflateLevel = 1;   // after shuffle, ~the ratio of level 4 at 1.5x the speed
+constexpr int kDeflateLevel = 1;   // after shuffle, ~the ratio of level 4 and faster (bench/README.md)
 constexpr int64_t kChunkBytes = 16 << 10;           // target uncompressed chunk size (see checked_layout)
 // Datasets up to this size are stored in their object header (HDF5's limit is 64 KiB, shared
 // with the attributes).
@@ -85,9 +85,9 @@ H5Id File::Impl::checked_layout(const Shape& shape, int64_t elem_bytes, bool com
   // Chunks are whole rows of the leading dimension, so a row range touches few chunks; each
   // chunk carries a Fletcher-32 checksum, applied last so that it covers the bytes on disk. About
   // 16 KiB each (at least a row): a training batch reads scattered rows (data/rows.hpp) and
-  // inflates every chunk it touches, so chunk size is what such a read costs: 300 random
-  // sentence pairs of 200,000 take 14 ms with 16 KiB chunks, 53 ms with 64 KiB and 215 ms with
-  // 1 MiB; reading a whole dataset takes 17% longer than with 1 MiB, and files grow 4-8%.
+  // inflates every chunk it touches, so chunk size is what such a read costs; a whole dataset
+  // reads a little slower than with 1 MiB chunks, and files grow a little (bench/README.md,
+  // "HDF5: checksums, compression, chunk size and row reads").
   const int64_t row_bytes = n / shape[0] * elem_bytes;
   int64_t rows = chunk_rows > 0 ? chunk_rows : std::max<int64_t>(1, kChunkBytes / row_bytes);
   rows = std::min(rows, shape[0]);
@@ -193,7 +193,8 @@ Tensor File::read(const std::string& dataset, DType dtype, const Shape& want, co
   Tensor got(read_shape, dtype);
   const size_t row_bytes = static_cast<size_t>(n > 0 ? numel(shape) / n : 0) * sizeof(float);
   // One H5Dread per run of consecutive rows: a selection of many blocks in one read costs HDF5
-  // 1.10 more than the reads (19.6 ms against 2.8 ms for 32 scattered images).
+  // 1.10 several times more than the reads (bench/README.md, "HDF5: checksums, compression,
+  // chunk size and row reads").
   auto read_part = [&](hid_t mem_sel, hid_t file_sel, char* into) {
     RangeGuard guard;
     if (H5Dread(ds, mem_type(dtype), mem_sel, file_sel, guard.dxpl.get(), into) >= 0) return;

@@ -93,8 +93,9 @@ struct ChunkRow {
 // col[(c, p, q), k] = x_b[c, ih, iw] for position p0 + k = (i, j), ih = i sh - ph + p dh,
 // iw = j sw - pw + q dw, or 0 in the padding.   x_b: [C, IH, IW]   col: [C*KH*KW, p1 - p0].
 // Overwrites col. The border is handled by ranges, so the inner loops are plain copies.
-// im2col and col2im are cloned for AVX2 (vector_clones.hpp): at stride 2 they cost a tenth of
-// a stem convolution's time in SSE2.
+// im2col and col2im are cloned for AVX2 (vector_clones.hpp): at stride 2, in SSE2, they cost a
+// visible share of a stem convolution's time (bench/README.md, "Convolution: im2col chunks,
+// Winograd, conv0 fused with its pooling").
 ATTN_VECTOR_CLONES
 void im2col(const ConvGeometry& g, const float* x_b, int64_t p0, int64_t p1, float* col) {
   const int64_t n = p1 - p0, sw = g.stride.w;

@@ -21,8 +21,9 @@ namespace attn::ops::detail {
 
 // Below this many [B, H] elements a cell's elementwise pass is not worth waking the threads for.
 // At 2^14 the captioner's decoder cell (B = 32, H = 128: 2^12) ran its passes on one thread
-// between two-thread GEMMs: its recurrence timed alone reached 0.67-0.74 of the sgemm rate of
-// its products at 2 threads, 0.77-0.79 with the passes split (perf_caption --parts, 3 runs each).
+// between two-thread GEMMs, and its recurrence at 2 threads came closer to the sgemm rate of its
+// products with the passes split (experiments/perf/caption, "The first layer fused with its
+// pooling, and attnlab at its default thread wait").
 inline constexpr int64_t kCellParallelMin = int64_t{1} << 12;
 
 // The threads for a cell's step over B rows of H units whose products have the given parts:

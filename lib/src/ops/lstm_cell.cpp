@@ -26,8 +26,8 @@ using detail::rows_then_products;
 
 // One batch row of the forward pass (step_forward's below, lstm_rows_forward's): a's row added
 // to the gates unless a is null, then the gates activated and the state advanced. Each row kernel
-// is cloned for AVX2: the five nonlinearities per hidden unit otherwise cost a third of a step at
-// H = 256.
+// is cloned for AVX2: at 4 floats a vector the five nonlinearities per hidden unit cost a large
+// share of a step (bench/README.md, "Vector clones, exp, tanh and random numbers in bulk").
 ATTN_VECTOR_CLONES
 void forward_row(int64_t H, const float* a, float* g, const float* cp, float* cn, float* hn) {
   if (a != nullptr) {
@@ -64,7 +64,8 @@ void step_forward(int64_t B, int64_t H, const float* h, const float* W_hh, float
 
 // One batch row of the backward pass (step_backward's below, lstm_rows_backward's). Absent
 // inputs come as a row of zeros rather than null: a null test inside the loop becomes masked
-// vector loads, which on AMD cores made this pass cost a third of the step's GEMMs.
+// vector loads, which on AMD cores made this pass dear beside the step's GEMMs (bench/README.md,
+// "Vector clones, exp, tanh and random numbers in bulk").
 ATTN_VECTOR_CLONES
 void backward_row(int64_t H, const float* g, const float* cp, const float* cn, const float* dh_a,
                   const float* dh_b, const float* dc_next, float* d, float* dc_prev) {

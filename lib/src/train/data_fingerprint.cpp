@@ -20,7 +20,8 @@ constexpr const char* kGroup = "/trained_on";
 
 // A 64-bit hash fed 8 bytes at a time (a multiply-xorshift mix per word, as in MurmurHash's
 // finaliser): not cryptographic, but any change of a value, a length or the order changes it
-// with probability 1 - 2^-64, at a few GB/s.
+// with probability 1 - 2^-64, and fast enough that hashing a split costs about what reading it
+// does (bench/README.md, "The training data's fingerprint").
 class Hasher {
  public:
   void bytes(const void* p, size_t n) {

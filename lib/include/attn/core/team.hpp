@@ -2,11 +2,11 @@
 // phases instead of a region per phase: for a step made of a product and the pass that needs
 // all of it (a recurrent cell's step), run as many times in a row as a sequence has steps.
 //
-// Why: here every OpenMP region costs about 3 us and every `omp barrier` inside one 1.5 us,
-// since libgomp's waker always makes a futex syscall (2 per region, counted with strace), and a
-// syscall is slow in a VM with page-table isolation; an atomic spin barrier costs 0.23 us
-// (2 threads, 10 barriers in one region, with and without: 18 vs 5.3 us). An LSTM step on
-// 32 x 128 is 20-60 us of arithmetic over up to five regions.
+// Why: every OpenMP region and every `omp barrier` inside one is dear, since libgomp's waker
+// always makes a futex syscall (2 per region, counted with strace), and a syscall is slow in a VM
+// with page-table isolation; an atomic spin barrier costs a fraction of either. An LSTM step on
+// 32 x 128 is so little arithmetic that up to five regions were a large share of it
+// (bench/README.md, "OpenMP regions and barriers").
 #pragma once
 #include <omp.h>
 

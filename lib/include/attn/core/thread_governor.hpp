@@ -1,11 +1,11 @@
 // Threads on a shared machine. With one CPU-bound neighbour on 2 cores, 2 threads that meet at a
 // barrier every few microseconds wait for whichever of them the scheduler has just set aside:
-// T-small training fell to 32% of its idle throughput, below the 54% of one thread beside the same
-// neighbour (issue 17). When adaptation is on, the thread count follows the cores the other
-// processes leave free, sampled at most once a second from /proc/stat (the busy time of the CPUs
-// this process may run on, minus its own CPU time), and never exceeds the count set by
-// set_num_threads. It moves only the running threads, never the parts work is divided into
-// (threading.hpp), so a run gives the same bits however often the count changes.
+// T-small training kept less of its idle throughput than one thread does beside the same
+// neighbour (issue 17; experiments/perf/busy). When adaptation is on, the thread count follows
+// the cores the other processes leave free, sampled at most once a second from /proc/stat (the
+// busy time of the CPUs this process may run on, minus its own CPU time), and never exceeds the
+// count set by set_num_threads. It moves only the running threads, never the parts work is
+// divided into (threading.hpp), so a run gives the same bits however often the count changes.
 #pragma once
 #include <optional>
 #include <string_view>
@@ -20,7 +20,7 @@ bool thread_adaptation();
 
 // Called between units of work (the trainer calls it after every step, the split runners after
 // every batch): when adaptation is on and a second has passed since the last sample, measures the
-// other processes' load and sets the thread count it calls for. A few microseconds otherwise.
+// other processes' load and sets the thread count it calls for. Otherwise a clock read.
 void adapt_threads();
 
 namespace governor {

@@ -6,9 +6,9 @@
 // with the data set, and each rank of a data-parallel run reads only the rows of its shard of
 // every batch; what batching needs (the lengths) stays in memory, and the rows were checked when
 // the split was opened, one block at a time. The price is the reading: every batch inflates the
-// compressed chunks its rows lie in (about 16 KiB each), measured at 2.5 ms for 32 random 32 x
-// 160 images and 14 ms for 300 random sentence pairs of 200,000 (1-2% of a captioner's and a
-// Transformer's step), which is why small data sets stay in memory (docs/ARCHITECTURE.md).
+// compressed chunks its rows lie in (about 16 KiB each), a small share of a captioner's or a
+// Transformer's step (bench/README.md, "HDF5: checksums, compression, chunk size and row reads"),
+// which is why small data sets stay in memory (docs/ARCHITECTURE.md).
 //
 // Opening a split in the file is a pass the ranks of a data-parallel job share: each checks (and
 // summarises) its share of the rows (share_rows), and what every rank needs of them (a flag per

@@ -40,9 +40,9 @@ inline float sigmoid_fast(float x) { return 1.0f / (1.0f + exp_approx(-x)); }
 // tanh for float as the 13/6-degree rational interpolant of Eigen
 // (Eigen/src/Core/MathFunctionsImpl.h, generic_fast_tanh_float, MPL 2.0): no exp, no branches
 // but a clamp, within 7 ulps (4e-7 absolute) of the exact value on all floats, and several times
-// faster than libm's tanhf because loops calling it vectorise (docs/ARCHITECTURE.md, "exp and
-// tanh"). For the fused loops of the recurrent cells and of additive attention, where tanhf
-// would dominate.
+// faster than libm's tanhf because loops calling it vectorise (bench/README.md, "Vector clones,
+// exp, tanh and random numbers in bulk"). For the fused loops of the recurrent cells and of
+// additive attention, where tanhf would dominate.
 inline float tanh_fast(float v) {
   // Outside [-c, c] tanh rounds to +-1 in float; c is where the interpolant reaches 1.
   const float c = 7.90531110763549805f;

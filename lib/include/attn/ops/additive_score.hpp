@@ -2,8 +2,9 @@
 // after the two projections (U k once per sequence, W q once per step) each of the B S
 // (query, key) pairs costs A tanh and a dot with v, which at A = 64 takes as long as the GEMMs
 // around it. Both passes are vectorised kernels cloned for AVX2 (lib/src/ops/vector_clones.hpp),
-// one task per batch row: in the captioner's step (B S A = 32 x 320 x 64 per word) the forward
-// went from 9.6% of the time, 4 floats a vector inside nn::Attention, to 3.8%.
+// one task per batch row. In the captioner's step (B S A = 32 x 320 x 64 per word) they had run
+// 4 floats a vector inside nn::Attention, at a much larger share of the step
+// (experiments/perf/caption, "Winograd, a vectorised attention, and OpenBLAS's own kernels").
 #pragma once
 #include <cstdint>
 

@@ -13,7 +13,8 @@
 // directly: 8 windows at a time, a window's four outputs in four vectors of sums held in
 // registers and pooled there (the input's columns are split by parity so that each vector reads
 // consecutive floats). As a GEMM its products would have K = C KH KW <= 27, the shape at which
-// sgemm runs at a fraction of its speed (10-30 GFLOP/s against 100). Elsewhere (and whenever
+// sgemm runs at a fraction of its speed (bench/README.md, "Convolution: im2col chunks, Winograd,
+// conv0 fused with its pooling"). Elsewhere (and whenever
 // ConvOptions::algorithm names a method) the op runs conv2d then max_pool2d, with the same results
 // up to float rounding. The pooling's rules are max_pool2d's: the first maximum of each window, a
 // NaN winning; an odd height's last row or width's last column is in no window.

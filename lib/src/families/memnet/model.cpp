@@ -116,9 +116,10 @@ inline void store4(float* p, f4 v) { std::memcpy(p, &v, sizeof v); }
 // Kernels that sum rows of E floats. When the number of 4-float blocks NB = E / 4 is known at
 // compile time, the sum of every block (and of the tail of E % 4) stays in registers across the
 // rows; a sum kept in memory is stored and reloaded for every row it adds, a chain of
-// store-to-load latencies that made these loops twice as slow. Each kernel is instantiated for
-// NB = 0 .. kFixedBlocks - 1 (E < 68) and chosen once per batch row from a table; NB = -1 is the
-// block-by-block version for wider rows. Either way every element is summed in row order.
+// store-to-load latencies that slowed these loops down (experiments/perf/memnet, "What attnlab's
+// model does for this"). Each kernel is instantiated for NB = 0 .. kFixedBlocks - 1 (E < 68)
+// and chosen once per batch row from a table; NB = -1 is the block-by-block version for wider
+// rows. Either way every element is summed in row order.
 constexpr int kFixedBlocks = 17;
 
 // out = init + Σ_{j<J} l_j ∘ X[words_j]: a sentence embedding (init: the temporal row, or null
@@ -306,16 +307,12 @@ inline int32_t word_count(const int32_t* words, int64_t width) {
 }
 
 // Work (multiply-adds: Run::cost times E) below which a parallel region stays on the calling
-// thread. A region of the forward, the hops' backward or the tables' gradients costs about
-// 0.16 ns per unit on one thread here (AMD EPYC VM; the joint 1k set at batch 32, E = 50, is
-// about 460,000 units, 75 us); waking and joining the second thread under
-// OMP_WAIT_POLICY=PASSIVE costs 9 us at the median and 50 us at the 99th percentile (an empty
-// region), and the second thread's cache misses on rows the first wrote cost more: training on
-// the joint set (bench/perf_memnet, idle machine, 2026-11-24) ran at 90,600 / 81,900 questions/s
-// on 1 / 2 threads at batch 128 (1.8 million units a region), 95,500 / 115,800 at batch 512
-// (7 million) and 81,100 / 94,300 at batch 1024. From 2^22 (4.2 million, about 0.7 ms on one
-// thread) two threads gain; below it they lose, so every bAbI batch up to about 300 questions
-// runs on one thread.
+// thread. A region of the forward, the hops' backward or the tables' gradients is cheap per unit
+// of work, so waking and joining the second thread, and more still its cache misses on rows the
+// first wrote, outweigh the half of a small region it takes over. Measured training on the joint
+// set: from 2^22 two threads gain; below it they lose, so every bAbI batch up to about 300
+// questions runs on one thread (experiments/perf/memnet, "Threads: why 2 were slower than 1, and
+// the fix").
 constexpr int64_t kParallelMinWork = int64_t{1} << 22;
 
 // The threads a loop over `work` multiply-adds gets: one inside a parallel region or below

@@ -177,8 +177,8 @@ void over_row_blocks(const std::vector<int64_t>& cost, const Steps& steps) {
 
 // Each row's share of a time loop's work, for over_row_blocks: T controller steps, and the
 // memory work of the steps before the example's end (a finished row skips it), which costs
-// about twice a controller step (callgrind, copy task, LSTM 100, memory 128 x 20, batch 32:
-// addressing and memory 58% of the instructions, the products 25%).
+// about twice a controller step (counted in instructions: experiments/perf/ntm, "What attnlab's
+// model does for this").
 std::vector<int64_t> row_costs(const Impl::Run& run) {
   constexpr int64_t kMemoryStepCost = 2;   // per controller step
   std::vector<int64_t> cost(run.end.size());

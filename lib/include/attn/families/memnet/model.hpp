@@ -69,16 +69,18 @@
 // gradient over all hops. Threads: the forward and the hops' backward each run in one parallel
 // region over contiguous blocks of examples (blocks of about equal work); the embedding tables'
 // gradients, which examples share, in a third, whole tables to a thread (each walks every
-// example in order). A region of less than 2^22 multiply-adds (kParallelMinWork in memnet.cpp,
+// example in order). A region of less than 2^22 multiply-adds (kParallelMinWork in model.cpp,
 // measured: the model's rows are so cheap that waking the second thread and its cache misses on
 // rows the first wrote outweigh half of a smaller region's work) stays on the calling thread:
-// on bAbI, batches up to about 300 questions run on one thread, batch 512 of the joint set
-// (E = 50) gains 21% on two. Every value is computed by the same operations in the same order at
+// on bAbI, batches up to about 300 questions run on one thread, and larger batches of the joint
+// set (E = 50) gain from two (experiments/perf/memnet, "Threads: why 2 were slower than 1, and
+// the fix"). Every value is computed by the same operations in the same order at
 // any thread count: results are bit-identical at 1 and 2 threads while the batch's products stay
 // below the BLAS seam's split threshold of 2^19 multiply-adds (B V E for the answer layer, e.g.
 // 64 x 160 x 50; E² Nhop B for H's gradient); above it the seam splits them over the threads,
 // which may change last bits. (Below it the seam also keeps OpenBLAS on one thread: OpenBLAS
-// split products from 2^18 up by itself, 32 x 178 x 50 on the joint set 3.7 times slower.)
+// split products from 2^18 up by itself, and ran the joint set's 32 x 178 x 50 several times
+// slower than one thread does.)
 // Buffers are allocated once per call, none inside the loops over examples.
 #pragma once
 #include <cstdint>
