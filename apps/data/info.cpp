@@ -1,12 +1,16 @@
 // attn-data info --data FILE: a readable summary of any HDF5 file, attnlab or not — the root
 // attributes (format, kind, command ...), then every group's attributes and every dataset with
-// its dtype and shape, in path order. "-" reads the file image from standard input, so the
-// tool ends a pipe: `attn-data copy --n 4 --out - | attn-data info --data -`.
+// its dtype and shape, in path order. A model file is also read by its family's loader (the
+// registry, attn/families/registry.hpp), which says whether its tools can use it. "-" reads the
+// file image from standard input, so the tool ends a pipe: `attn-data copy --n 4 --out - |
+// attn-data info --data -`.
 #include <algorithm>
 #include <iostream>
 #include <sstream>
 #include <vector>
 
+#include "attn/core/error.hpp"
+#include "attn/families/registry.hpp"
 #include "attn/io/hdf5_file.hpp"
 #include "verbs.hpp"
 
@@ -64,13 +68,35 @@ void print_attrs(std::ostream& os, const io::File& file, const std::string& obje
     os << "  " << k << std::string(width - k.size(), ' ') << " = " << file.attr_text(object, k) << "\n";
 }
 
+// "  family  ntm (attn-ntm): reads it" for a model file, or why the family's loader refuses it.
+void print_family(std::ostream& os, const io::File& file, const std::string& path) {
+  if (!file.has_attr("/", "format") || file.attr_text("/", "format") != "attnlab/model" || !file.has_attr("/", "kind"))
+    return;
+  const families::Family* family = families::of_model_kind(file.attr_text("/", "kind"));
+  if (family == nullptr) {
+    os << "  family         none of this build's families writes this kind\n";
+    return;
+  }
+  os << "  family         " << family->name << " (" << family->tool() << "): ";
+  if (path == "-") {   // the image is read already; the loaders read files
+    os << "not checked for standard input\n";
+    return;
+  }
+  try {
+    family->load_model(path);
+    os << "reads it\n";
+  } catch (const Error& e) {
+    os << "refuses it: " << e.what() << "\n";
+  }
+}
+
 }  // namespace
 
 int cmd_info(int argc, char** argv) {
   cli::Options opts(kTool, "--data FILE",
                     "Prints a summary of an HDF5 file: the attnlab root attributes (format, kind,\n"
-                    "created_by, command), then every group's attributes and every dataset with its\n"
-                    "dtype and shape.");
+                    "created_by, command), whether the family of a model file reads it, then every\n"
+                    "group's attributes and every dataset with its dtype and shape.");
   opts.data("the HDF5 file to describe").no_config_echo();
   if (!opts.parse(argc, argv)) return 0;
 
@@ -85,6 +111,7 @@ int cmd_info(int argc, char** argv) {
     if (file.has_attr("/", key))
       os << "  " << key << std::string(15 - key.size(), ' ') << file.attr_text("/", key) << "\n";
   print_attrs(os, file, "/", standard);
+  print_family(os, file, opts.get<std::string>("data"));
 
   std::vector<Entry> entries;
   walk(file, "/", entries);

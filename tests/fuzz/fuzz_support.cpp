@@ -7,18 +7,14 @@
 #include <stdexcept>
 
 #include "attn/core/memory.hpp"
+#include "attn/data/sequence_data.hpp"
 #include "attn/families/caption/caption_data.hpp"
 #include "attn/families/memnet/qa_data.hpp"
-#include "attn/data/sequence_data.hpp"
-#include "attn/io/hdf5_file.hpp"
-#include "attn/families/caption/run.hpp"
+#include "attn/families/registry.hpp"
 #include "attn/families/transformer/classifier_run.hpp"
+#include "attn/io/hdf5_file.hpp"
 #include "attn/train/data_fingerprint.hpp"
-#include "attn/families/memnet/run.hpp"
-#include "attn/families/ntm/run.hpp"
-#include "attn/families/seq2seq/run.hpp"
 #include "attn/train/token_run.hpp"
-#include "attn/families/transformer/run.hpp"
 
 namespace attn::fuzz {
 
@@ -72,15 +68,10 @@ void read_data_set(int reader, const io::File& file) {
   }
 }
 
+int model_families() { return static_cast<int>(families::all().size()); }
+
 void load_model(int family, const std::string& path) {
-  switch (family) {
-    case 0: (void)transformer::load_transformer(path); break;
-    case 1: (void)seq2seq::load_seq2seq(path); break;
-    case 2: (void)ntm::load_ntm(path); break;
-    case 3: (void)memnet::load_memnet(path); break;
-    case 4: (void)caption::load_captioner(path); break;
-    default: (void)transformer::load_classifier(path); break;
-  }
+  families::all()[static_cast<size_t>(family % model_families())].load_model(path);
 }
 
 }  // namespace attn::fuzz

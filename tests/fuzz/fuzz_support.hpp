@@ -22,9 +22,9 @@ std::string as_file(const uint8_t* data, size_t size, int slot = 0);
 // 1 NTM sequence sets, 2 bAbI question sets, 3 caption sets, 4 labelled sets.
 inline constexpr int kDataReaders = 5;
 void read_data_set(int reader, const io::File& file);
-// The model loaders: 0 Transformer, 1 seq2seq, 2 NTM, 3 memory network, 4 captioner,
-// 5 fine-tuned classifier.
-inline constexpr int kModelFamilies = 6;
+// The model loaders: family k of the registry (attn/families/registry.hpp, in the order of
+// cmake/Families.cmake) reads the file as its tools do; k is taken modulo the number of families.
+int model_families();
 void load_model(int family, const std::string& path);
 
 // The first byte of an input chooses among `n` readers (the rest is the file): the fuzzer then

@@ -6,7 +6,8 @@
 set -euo pipefail
 BIN=$(cd "$1" && pwd)/apps
 CORPUS=$2
-DATA=${3:-$(cd "$(dirname "$0")/../.." && pwd)/../shared/data}
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+DATA=${3:-$ROOT/../shared/data}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$CORPUS"/{hdf5_image,data_sets,model_files,outputs,text_importers,config}
@@ -47,35 +48,38 @@ seed data_sets text 0 text.h5
 seed data_sets copy 1 copy.h5
 seed data_sets pairs 4 pairs.h5
 
-# One-step models of every family.
+# One-step models of every family of cmake/Families.cmake, in its order (the first byte of a
+# fuzz_model_files input picks the family by that index), each on its conformance recipe
+# (tests/families/<family>/recipe.txt); and a fine-tuned classifier, the transformer family's
+# other kind.
 T="--steps 1 $q --threads 1"
-"$BIN/attn-transformer" train --data rev.h5 --model tf.h5 --d-model 8 --heads 2 --d-ff 16 --layers 1 $T
+families=$(sed -n 's/^set(ATTN_FAMILIES \(.*\))$/\1/p' "$ROOT/cmake/Families.cmake")
+recipe() { sed -n "s/^$2: //p" "$ROOT/tests/families/$1/recipe.txt"; }
+k=0
+for f in $families; do
+  needs=$(recipe "$f" needs)
+  if [ -z "$needs" ] || [ -d "$DATA/$needs" ]; then
+    data=$(recipe "$f" data)
+    eval "\"\$BIN/attn-data\" ${data//\{shared\}/\"\$DATA\"} --out $f.data.h5 $q" >/dev/null
+    eval "\"\$BIN/attn-$f\" train --data $f.data.h5 --model $f.h5 $(recipe "$f" train) $T"
+    seed model_files "$f" "$k" "$f.h5"
+  fi
+  [ "$f" = transformer ] && transformer_index=$k
+  k=$((k + 1))
+done
 "$BIN/attn-transformer" train --arch lm --data text.h5 --model lm.h5 --d-model 8 --heads 2 --d-ff 16 --layers 1 $T
 "$BIN/attn-transformer" finetune --init lm.h5 --data pairs.h5 --model cls.h5 $T
-"$BIN/attn-seq2seq" train --data rev.h5 --model s2s.h5 --embed-dim 8 --hidden 8 $T
-"$BIN/attn-ntm" train --data copy.h5 --model ntm.h5 --controller-size 8 --memory 8,4 $T
-seed model_files transformer 0 tf.h5
-seed model_files seq2seq 1 s2s.h5
-seed model_files ntm 2 ntm.h5
-seed model_files classifier 5 cls.h5
-if [ -f qa.h5 ]; then
-  "$BIN/attn-memnet" train --data qa.h5 --model mem.h5 --embedding-size 8 $T
-  seed model_files memnet 3 mem.h5
-fi
-if [ -f strips.h5 ]; then
-  "$BIN/attn-caption" train --data strips.h5 --model cap.h5 --encoder conv4x3,pool2 --hidden 8 --embed-dim 8 \
-    --attention-dim 8 $T
-  seed model_files captioner 4 cap.h5
-fi
+seed model_files classifier "$transformer_index" cls.h5
 
 # Outputs read back down a pipeline.
-"$BIN/attn-transformer" translate --model tf.h5 --data rev.h5 --out tr.h5 --dump-attention $q --threads 1
-"$BIN/attn-ntm" run --model ntm.h5 --data copy.h5 --out run.h5 $q --threads 1
+"$BIN/attn-transformer" translate --model transformer.h5 --data transformer.data.h5 --out tr.h5 --dump-attention $q \
+  --threads 1
+"$BIN/attn-ntm" run --model ntm.h5 --data ntm.data.h5 --out run.h5 $q --threads 1
 seed outputs hypotheses 0 tr.h5
 seed outputs references 1 rev.h5
 seed outputs attention 2 tr.h5
 seed outputs weightings 2 run.h5
-for f in rev tf tr run; do seed hdf5_image "$f" - "$f.h5"; done
+for f in rev transformer tr run; do seed hdf5_image "$f" - "$f.h5"; done
 
 # Text, as attn-data imports it.
 seed text_importers lines 0 en.txt

@@ -22,8 +22,10 @@
 #include <string>
 
 #include "attn/dist/world.hpp"
+#include "attn/families/registry.hpp"
 #include "attn/io/checkpoint.hpp"
 #include "attn/io/hdf5_file.hpp"
+#include "family_recipes.hpp"
 #include "test_support.hpp"
 
 using namespace attn;
@@ -59,14 +61,17 @@ bool mpi_ready() {
   return true;
 }
 
-// "{np2}" is mpirun -np 2, "{np1}" mpirun -np 1; {tf}, {s2s}, {ntm}, {cap}, {mem}, {data} the tools.
+// "{np2}" is mpirun -np 2, "{np1}" mpirun -np 1; {data}, {<family>} (every family of the registry) and
+// {tf}, {s2s}, {ntm}, {cap}, {mem} the tools.
 Result run(const test::TempDir& dir, std::string command) {
   for (const auto& [key, n] : {std::pair{"{np2}", "2"}, std::pair{"{np1}", "1"}})
     for (size_t at = command.find(key); at != std::string::npos; at = command.find(key))
       command.replace(at, 5, std::string(kMpirun) + " -np " + n);
-  return test::run_tools(dir, command,
-                         {{"{data}", "attn-data"}, {"{tf}", "attn-transformer"}, {"{s2s}", "attn-seq2seq"},
-                          {"{ntm}", "attn-ntm"}, {"{cap}", "attn-caption"}, {"{mem}", "attn-memnet"}});
+  std::vector<std::pair<std::string, std::string>> tools = {
+      {"{data}", "attn-data"}, {"{tf}", "attn-transformer"}, {"{s2s}", "attn-seq2seq"},
+      {"{ntm}", "attn-ntm"},   {"{cap}", "attn-caption"},    {"{mem}", "attn-memnet"}};
+  for (const families::Family& f : families::all()) tools.emplace_back("{" + f.name + "}", f.tool());
+  return test::run_tools(dir, command, tools);
 }
 
 void require_ok(const Result& r) {
@@ -110,19 +115,8 @@ const std::string kTfModel = "--d-model 16 --heads 2 --d-ff 32 --layers 1 --max-
 const std::string kTf = "--data d.h5 " + kTfModel + " --optimizer sgd --lr 0.1 --dropout 0";
 // The tool's default optimizer (Adam with warm-up) with dropout.
 const std::string kTfAdam = "--data d.h5 " + kTfModel + " --warmup 4 --lr 0.01 --dropout 0.1";
-// SGD for the other families.
+// SGD, for the families' conformance recipes and other cases.
 const std::string kSgd = " --optimizer sgd --lr 0.1 --seed 2 --threads 1 --quiet";
-
-// bAbI task 1 as dir/q.h5; false, the case reported skipped, without the bAbI data.
-bool make_babi_task1(const test::TempDir& dir) {
-  const auto root = test::data_dir();
-  if (root.empty() || !std::filesystem::exists(root / "babi" / "en" / "qa1_single-supporting-fact_train.txt")) {
-    test::skip_test("the bAbI data is not in " + (root.empty() ? std::string("ATTN_DATA_DIR") : root.string()));
-    return false;
-  }
-  require_ok(run(dir, "{data} babi --task 1 --data-dir '" + (root / "babi").string() + "' --out q.h5 --quiet"));
-  return true;
-}
 
 // `from` copied to `to` (datasets, and the attributes of the root, /config and the datasets'
 // groups) with the first element of row `row` of the float dataset `path` set to NaN.
@@ -153,8 +147,7 @@ TEST_CASE("mpirun -np 2: a Transformer trains to one process's parameters on the
   if (!mpi_ready()) return;
   test::TempDir dir;
   require_ok(run(dir, kReverse));
-  check_two_ranks_match_one(dir, "{tf}", kTf + " --steps 8");
-  // Adam: the same but for the key biases (see the top of the file).
+  // SGD: the registry's case below. Adam: the same but for the key biases (see the top of the file).
   check_two_ranks_match_one(dir, "{tf}", "--data d.h5 " + kTfModel + " --warmup 4 --lr 0.01 --dropout 0 --steps 8", "b_k");
   // Rank 0 alone speaks: one summary line, which gives the global rate and the exchange.
   const Result two = run(dir, "{np2} {tf} train --model two.h5 " + kTf + " --steps 2");
@@ -198,28 +191,14 @@ TEST_CASE("mpirun: a checkpoint resumes with another number of ranks", "[integra
   CHECK(test::same_params(dir.file("n.h5"), dir.file("n2.h5")));
 }
 
-TEST_CASE("mpirun -np 2: the other families train to one process's parameters", "[integration][mpi]") {
+TEST_CASE("mpirun -np 2: every family trains to one process's parameters", "[integration][mpi]") {
   if (!mpi_ready()) return;
-  test::TempDir dir;
-  require_ok(run(dir, kReverse));
-  SECTION("seq2seq") {
-    check_two_ranks_match_one(dir, "{s2s}", "--data d.h5 --embed-dim 8 --hidden 8 --max-tokens 128 --steps 6" + kSgd);
-  }
-  SECTION("ntm") {
-    require_ok(run(dir, "{data} copy --width 4 --min-len 1 --max-len 4 --n 300 --valid-n 20 --test-n 20 --seed 3 "
-                        "--out c.h5 --quiet"));
-    check_two_ranks_match_one(dir, "{ntm}", "--data c.h5 --controller-size 16 --memory 16,6 --epoch-size 40 "
-                                            "--batch-size 4 --steps 6" + kSgd);
-  }
-  SECTION("caption") {
-    require_ok(run(dir, "{data} shapes --n 64 --valid-n 16 --test-n 16 --out s.h5 --quiet"));
-    const std::string cap = "--data s.h5 --encoder conv4x3,pool4,conv8x3,pool2 --embed-dim 8 --hidden 8 "
-                            "--attention-dim 8 --batch-size 16 --steps 4" + kSgd;
-    check_two_ranks_match_one(dir, "{cap}", cap);
-  }
-  SECTION("memnet") {
-    if (!make_babi_task1(dir)) return;
-    check_two_ranks_match_one(dir, "{mem}", "--data q.h5 --embedding-size 8 --batch-size 32 --steps 6" + kSgd);
+  // Each family of the registry on its conformance recipe (tests/families/<family>/recipe.txt).
+  for (const test::FamilyRecipe& recipe : test::family_recipes()) {
+    INFO("family " << recipe.family);
+    test::TempDir dir;
+    if (!test::make_recipe_data(dir, recipe, "d.h5")) continue;
+    check_two_ranks_match_one(dir, "{" + recipe.family + "}", "--data d.h5 " + recipe.train + " --steps 6" + kSgd);
   }
 }
 
@@ -257,25 +236,14 @@ TEST_CASE("mpirun -np 2 --keep-data file: each rank reads its shard's rows from 
       CHECK(test::same_params(dir.file("in_file.h5"), dir.file("in_memory.h5")));
     }
   };
-  SECTION("transformer") { same_either_way("{tf}", kTfAdam + " --steps 4"); }
+  SECTION("transformer, Adam with dropout") { same_either_way("{tf}", kTfAdam + " --steps 4"); }
   SECTION("transformer, masked LM") { same_either_way("{tf}", kTfAdam + " --arch mlm --steps 4"); }
-  SECTION("seq2seq") {
-    same_either_way("{s2s}", "--data d.h5 --embed-dim 8 --hidden 8 --max-tokens 128 --steps 4" + kSgd);
-  }
-  SECTION("ntm") {
-    require_ok(run(dir, "{data} copy --width 4 --min-len 1 --max-len 4 --n 300 --valid-n 20 --test-n 20 --seed 3 "
-                        "--out c.h5 --quiet"));
-    same_either_way("{ntm}", "--data c.h5 --controller-size 16 --memory 16,6 --epoch-size 40 --batch-size 4 --steps 4" +
-                                 kSgd);
-  }
-  SECTION("caption") {
-    require_ok(run(dir, "{data} shapes --n 64 --valid-n 16 --test-n 16 --out s.h5 --quiet"));
-    same_either_way("{cap}", "--data s.h5 --encoder conv4x3,pool4,conv8x3,pool2 --embed-dim 8 --hidden 8 "
-                             "--attention-dim 8 --batch-size 16 --steps 3" + kSgd);
-  }
-  SECTION("memnet") {
-    if (!make_babi_task1(dir)) return;
-    same_either_way("{mem}", "--data q.h5 --embedding-size 8 --batch-size 32 --steps 4" + kSgd);
+  SECTION("every family of the registry, on its conformance recipe") {
+    for (const test::FamilyRecipe& recipe : test::family_recipes()) {
+      INFO("family " << recipe.family);
+      if (!test::make_recipe_data(dir, recipe, recipe.family + ".h5")) continue;
+      same_either_way("{" + recipe.family + "}", "--data " + recipe.family + ".h5 " + recipe.train + " --steps 4" + kSgd);
+    }
   }
 }
 

@@ -1,0 +1,32 @@
+// The conformance recipes of the model families (tests/families/<family>/recipe.txt): a small
+// data set and a small model of each family of the registry (attn/families/registry.hpp), which
+// the tests that must cover every family build. A family added without a recipe fails them.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "test_support.hpp"
+
+namespace attn::test {
+
+struct FamilyRecipe {
+  std::string family;   // the registry's name: the tool is attn-<family>
+  std::string needs;    // the shared data folder the data set is made from ("" none)
+  std::string data;     // an attn-data verb and its options, without --out
+  std::string train;    // options of `attn-<family> train` besides --data and --model
+};
+
+// The recipe of every family of the registry, in its order. FAILs the test when one is missing
+// or lacks its data or train line.
+std::vector<FamilyRecipe> family_recipes();
+
+// Writes the recipe's data set to dir/file: false, the case reported skipped, when the shared
+// data it needs is absent; REQUIREs that attn-data succeeded.
+bool make_recipe_data(const TempDir& dir, const FamilyRecipe& recipe, const std::string& file);
+
+// The tool's command line that trains the recipe's model on dir/data into dir/model, with
+// `options` appended (steps, optimizer, threads ...).
+std::string recipe_train_command(const FamilyRecipe& recipe, const std::string& data, const std::string& model,
+                                 const std::string& options);
+
+}  // namespace attn::test
