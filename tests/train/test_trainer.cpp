@@ -444,3 +444,84 @@ TEST_CASE("clipping by value clamps each gradient element before the step", "[un
   CHECK(largest > 0);
   CHECK(!same_bits(before, model.W.value));
 }
+
+TEST_CASE("start phases: on for a set number of epochs or until the loss stops improving, the schedule held "
+          "while on, then restarted, and a resumed run continues them", "[integration][trainer]") {
+  test::TempDir dir;
+  // 9 batches an epoch; a step schedule whose rate drops at every step: the rate a step used says
+  // which step of the schedule it took.
+  auto config = [&](const std::string& path) {
+    train::TrainConfig c = small_config(path);
+    c.epochs = 6;
+    c.optimizer.kind = optim::OptimizerKind::sgd;
+    c.optimizer.sgd.momentum = 0.9f;   // a state for the checkpoints to carry
+    c.optimizer.schedule = optim::StepDecay(1.0f, 0.5f, 1);
+    return c;
+  };
+  struct Run {
+    std::vector<float> lr;                  // per step
+    std::vector<std::pair<int64_t, bool>> switched;   // (step, on) per call of a phase's switch
+  };
+  auto train = [&](const std::string& path, int64_t epochs, bool hold, const std::string& resume = "",
+                   int64_t max_steps = 0) {
+    Classifier model;
+    Run run;
+    int64_t step = 0;
+    train::TrainTask task = model.task();
+    task.start_phases.push_back({.name = "warm", .epochs = epochs, .holds_schedule = hold,
+                                 .set = [&](bool on) { run.switched.emplace_back(step, on); }});
+    train::TrainConfig c = config(path);
+    c.resume_from = resume;
+    c.max_steps = max_steps;
+    c.checkpoint_every = 9;
+    train::TrainCallbacks callbacks;
+    callbacks.on_step = [&](const train::StepReport& r) {
+      step = r.step;
+      run.lr.push_back(r.lr);
+    };
+    train::fit(task, c, callbacks);
+    return run;
+  };
+
+  SECTION("a set number of epochs, holding the schedule") {
+    const Run r = train(dir.file("a.h5"), 2, true);
+    REQUIRE(r.lr.size() == 54);
+    CHECK(r.switched == std::vector<std::pair<int64_t, bool>>{{0, true}, {18, false}});
+    for (size_t t = 0; t < 18; ++t) CHECK(r.lr[t] == 1.0f);   // held at the schedule's first step
+    CHECK(r.lr[18] == 1.0f);   // step 19 is the schedule's step 1 again...
+    CHECK(r.lr[19] == 0.5f);   // ...and it runs on from there
+    const io::File f = io::File::open_read(dir.file("a.h5"));
+    CHECK(f.attr_int("/state", "warm") == 0);
+    CHECK(f.attr_int("/state", "warm_end") == 18);
+    CHECK_FALSE(train::phase_on(f, "warm", true));
+    CHECK(train::phase_on(f, "other", true));
+  }
+  SECTION("until the validation loss stops improving, without holding the schedule") {
+    const Run r = train(dir.file("b.h5"), 0, false);
+    REQUIRE(r.switched.size() == 2);
+    CHECK(r.switched[1].second == false);
+    CHECK(r.switched[1].first % 9 == 0);   // at the end of an epoch
+    CHECK(r.lr[1] == 0.5f);                // the schedule ran from the start
+    // The epoch it ended after is the first whose validation loss was not below every earlier one
+    // (the curve is float32, the trainer compares doubles: <= and >= allow the rounding).
+    const io::File f = io::File::open_read(dir.file("b.h5"));
+    const Tensor valid = f.read("/metrics/valid_loss");
+    const int64_t ended = r.switched[1].first / 9 - 1;
+    for (int64_t e = 1; e < ended; ++e) CHECK(valid.at(e) <= valid.at(e - 1));
+    CHECK(valid.at(ended) >= *std::min_element(valid.data(), valid.data() + ended));
+    CHECK(f.attr_double("/state", "warm_best") == Approx(*std::min_element(valid.data(), valid.data() + ended + 1)));
+  }
+  SECTION("resumed inside the phase and after it, a run ends on the uninterrupted run's bits") {
+    train(dir.file("full.h5"), 3, true);
+    for (const int64_t from : {9, 36}) {
+      INFO("resumed from step " << from);
+      train(dir.file("part.h5"), 3, true, "", from);
+      const Run r = train(dir.file("part.h5"), 3, true, train::checkpoint_path(dir.file("part.h5"), from));
+      // Before the first step the phase is as the checkpoint left it.
+      const auto before = std::find_if(r.switched.rbegin(), r.switched.rend(), [](const auto& s) { return s.first == 0; });
+      REQUIRE(before != r.switched.rend());
+      CHECK(before->second == (from < 27));
+      require_same_files(dir.file("full.h5"), dir.file("part.h5"));
+    }
+  }
+}

@@ -2,6 +2,7 @@
 # and what the token families share (token_run).
 list(APPEND ATTN_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/trainer.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/start_phases.cpp
   ${CMAKE_CURRENT_LIST_DIR}/data_parallel.cpp
   ${CMAKE_CURRENT_LIST_DIR}/checkpoints.cpp
   ${CMAKE_CURRENT_LIST_DIR}/data_fingerprint.cpp

@@ -14,6 +14,7 @@
 #include "attn/train/checkpoints.hpp"
 #include "attn/train/data_parallel.hpp"
 #include "attn/train/split_run.hpp"
+#include "start_phases.hpp"
 
 namespace attn::train {
 namespace {
@@ -129,7 +130,7 @@ ParamList all_params(const TrainTask& task) {
 std::string sum_key(const std::string& name) { return "epoch_" + name + "_sum"; }
 
 void save(const std::string& path, const TrainTask& task, const optim::Optimizer& opt, const RunState& s,
-          const std::optional<EpochReport>& partial) {
+          const detail::StartPhases& phases, const std::optional<EpochReport>& partial) {
   io::Checkpoint ckpt;
   ckpt.kind = task.kind;
   ckpt.config = task.config;
@@ -151,6 +152,7 @@ void save(const std::string& path, const TrainTask& task, const optim::Optimizer
   file.set_attr("/state", "train_seconds", s.train_seconds);
   file.set_attr("/state", "train_units", s.train_units);
   file.set_attr("/state", "unit", task.unit.plural);
+  phases.write(file);
   write_metrics(file, s, partial);
   if (!task.data.empty()) write_fingerprint(file, task.data);
   if (task.write_extra) task.write_extra(file);
@@ -160,7 +162,7 @@ void save(const std::string& path, const TrainTask& task, const optim::Optimizer
 // Restores the parameters, the optimizer, the run state and the task's state from a file saved
 // by save(), after checking that it was trained on the task's data and holds the optimizer's state.
 void resume(const std::string& path, const TrainTask& task, const TrainConfig& config, optim::Optimizer& opt,
-            RunState& s) {
+            RunState& s, detail::StartPhases& phases) {
   const io::File file = io::File::open_read(path);
   const io::Checkpoint ckpt = io::read_checkpoint(file, task.kind);
   if (!task.data.empty()) check_same_data(read_fingerprint(file), file.display_name(), task.data, config.allow_new_data);
@@ -207,6 +209,7 @@ void resume(const std::string& path, const TrainTask& task, const TrainConfig& c
                        file.attr_int("/metrics", "last_epoch_partial") == 1;
   if (partial)   // the unfinished epoch's entry; the resumed run finishes the epoch
     for (Curve& c : s.curves) c.values.pop_back();
+  phases.read(file);
   if (task.read_state) task.read_state(file);
 }
 
@@ -285,7 +288,8 @@ TrainResult fit(const TrainTask& task, const TrainConfig& config, const TrainCal
   RunState s;
   s.rng = Rng(config.seed).fork(/*label=*/0x64726f70);   // "drop": the dropout stream
   for (const std::string& name : curve_names(task)) s.curves.push_back({name, {}});
-  if (!config.resume_from.empty()) resume(config.resume_from, task, config, *opt, s);
+  detail::StartPhases phases(task.start_phases);
+  if (!config.resume_from.empty()) resume(config.resume_from, task, config, *opt, s, phases);
   dp.check_same_params(config.resume_from.empty() ? "after initialisation" : "after resuming");
 
   // Periodic checkpoints beyond the starting step belong to a run being replaced.
@@ -300,7 +304,7 @@ TrainResult fit(const TrainTask& task, const TrainConfig& config, const TrainCal
   if (config.max_steps > 0) total_steps = total_steps ? std::min(total_steps, config.max_steps) : config.max_steps;
 
   auto save_to = [&](const std::string& path, const std::optional<EpochReport>& partial) {   // rank 0 only
-    save(path, task, *opt, s, partial);
+    save(path, task, *opt, s, phases, partial);
     if (callbacks.on_save) callbacks.on_save(path, s.step);
   };
 
@@ -329,7 +333,7 @@ TrainResult fit(const TrainTask& task, const TrainConfig& config, const TrainCal
                                    : "loss is " + std::to_string(stats.loss_sum)) +
                     "; training diverged before this step's update (try a lower learning rate or gradient "
                     "clipping); the last checkpoint written is the last good state");
-      const float lr = optim::lr_at(config.optimizer.schedule, task.schedule_step ? task.schedule_step(t) : t);
+      const float lr = optim::lr_at(config.optimizer.schedule, phases.schedule_step(t));
       opt->set_lr(lr);
       opt->step(task.params, t);
       adapt_threads();   // the thread count for the next step (thread_governor.hpp)
@@ -354,6 +358,7 @@ TrainResult fit(const TrainTask& task, const TrainConfig& config, const TrainCal
     }
     if (stopped) break;
     const EpochReport report = report_epoch(task, config, dp, s.epoch, s.step, /*partial=*/false, s.epoch_train);
+    phases.end_epoch(report);
     if (task.end_epoch) task.end_epoch(report);
     record(s.curves, report, s);
     result.last = report;

@@ -76,10 +76,11 @@ TEST_CASE("memnet learns bAbI task 1 to >= 99% test accuracy with the paper's sc
   }
 }
 
-TEST_CASE("memnet linear start: the softmax comes back after --linear-start-epochs or when the loss stops falling, "
-          "the rate is held, then its schedule starts again", "[unit][memnet]") {
-  // One question over a vocabulary of the reserved ids and two words: what the task is trained
-  // on does not matter here, only its linear-start state.
+TEST_CASE("memnet linear start is the trainer's start phase linear_start, holding the rate schedule",
+          "[unit][memnet]") {
+  // The phase's rules (a set number of epochs, or until the loss stops improving; the schedule
+  // held, then restarted) are the trainer's (tests/train/test_trainer.cpp); here, that the task
+  // asks for them and that the phase switches the model.
   memnet::QaSplit split;
   split.story = Tensor::from_ints({1, 1, 1}, {4});
   split.story_len = Tensor::from_ints({1}, {1});
@@ -94,42 +95,20 @@ TEST_CASE("memnet linear start: the softmax comes back after --linear-start-epoc
   c.vocab_size = vocab.size();
   Rng init(1);
   memnet::MemN2N model(c, init);
-  auto epoch = [](int64_t e, double valid_loss) {
-    train::EpochReport r;
-    r.epoch = e;
-    r.step = 10 * (e + 1);   // 10 steps an epoch
-    r.valid.loss_sum = valid_loss;
-    r.valid.count = 1;
-    return r;
-  };
-
-  SECTION("a set number of epochs, whatever the loss does") {
-    memnet::MemnetTraining options{.linear_start = true, .linear_start_epochs = 3};
-    const train::TrainTask task = memnet::memnet_task(model, split, &split, vocab, options);
-    for (const int64_t t : {1, 7, 25}) CHECK(task.schedule_step(t) == 1);   // held at the first rate
-    task.end_epoch(epoch(0, 2.0));
-    task.end_epoch(epoch(1, 3.0));   // rising: the paper's rule would stop here, the set count does not
+  for (const int64_t epochs : {0, 3}) {
+    const train::TrainTask task =
+        memnet::memnet_task(model, split, &split, vocab, {.linear_start = true, .linear_start_epochs = epochs});
+    REQUIRE(task.start_phases.size() == 1);
+    const train::StartPhase& ls = task.start_phases[0];
+    CHECK(ls.name == "linear_start");
+    CHECK(ls.epochs == epochs);
+    CHECK(ls.holds_schedule);
     CHECK(model.linear_start());
-    CHECK(task.schedule_step(25) == 1);
-    task.end_epoch(epoch(2, 1.0));
+    ls.set(false);
     CHECK_FALSE(model.linear_start());
-    // Restored after step 30: step 31 is the schedule's first, as a fresh run's step 1.
-    CHECK(task.schedule_step(31) == 1);
-    CHECK(task.schedule_step(80) == 50);
-  }
-  SECTION("until the validation loss stops falling (the paper's rule)") {
-    memnet::MemnetTraining options{.linear_start = true};
-    const train::TrainTask task = memnet::memnet_task(model, split, &split, vocab, options);
-    task.end_epoch(epoch(0, 2.0));
-    task.end_epoch(epoch(1, 1.5));
+    ls.set(true);
     CHECK(model.linear_start());
-    task.end_epoch(epoch(2, 1.6));
-    CHECK_FALSE(model.linear_start());
-    CHECK(task.schedule_step(31) == 1);
   }
-  SECTION("without linear start the schedule runs from the first step") {
-    const train::TrainTask task = memnet::memnet_task(model, split, &split, vocab, {});
-    CHECK_FALSE(model.linear_start());
-    CHECK(task.schedule_step(17) == 17);
-  }
+  CHECK(memnet::memnet_task(model, split, &split, vocab, {}).start_phases.empty());
+  CHECK_FALSE(model.linear_start());
 }

@@ -100,6 +100,27 @@ struct Unit {
 
 struct EpochReport;
 
+// A mode of the model that is on from the start of training and then ends for good, after a set
+// number of epochs or after the first epoch whose validation loss (the training loss without a
+// validation set) does not improve on the best of the epochs before: linear start (Sukhbaatar et
+// al. 2015: the hops' softmax removed at first) and the captioner's early attention-entropy
+// penalty are two. The trainer switches the model with `set` (on at the start of a run, then as
+// the run's state says on --resume), ends the phase after an epoch's validation, and keeps its
+// state in every file it saves (/state attributes <name> (0/1), <name>_best, <name>_end: the step
+// it ended at), so that a resumed run continues it; phase_on() reads it back for a loaded model.
+struct StartPhase {
+  std::string name;                   // its /state attributes: "linear_start"
+  int64_t epochs = 0;                 // > 0: on for exactly this many epochs; 0: until the loss stops improving
+  // Whether the rate schedule waits for the phase: while it is on, every step takes the rate of
+  // step 1; after it ends at step e, step t takes the rate of step t - e (the schedule restarts).
+  bool holds_schedule = false;
+  std::function<void(bool on)> set;   // puts the model into the mode, or out of it
+};
+
+// Whether the phase `name` was on when `file` was saved; `absent` when the file does not say
+// (saved without the phase, or before it existed).
+bool phase_on(const io::File& file, const std::string& name, bool absent);
+
 // What the trainer needs from a model family and its data set.
 struct TrainTask {
   std::string kind;                               // root `kind` of the model file: "transformer"
@@ -123,13 +144,11 @@ struct TrainTask {
   // Optional: the batches of epoch e, when the task plans them itself (a curriculum); must be a
   // pure function of e and the task's state.
   std::function<std::vector<std::vector<int64_t>>(int64_t epoch)> epoch_batches;
-  // Optional: called after each finished epoch's validation (before it is recorded); may change
-  // the model's mode or the task's state (linear start, curriculum).
+  // Modes on from the start of training until they end (above): the trainer runs them.
+  std::vector<StartPhase> start_phases;
+  // Optional: called after each finished epoch's validation (before it is recorded), after the
+  // start phases; may change the task's state (a curriculum's level).
   std::function<void(const EpochReport&)> end_epoch;
-  // Optional: the step the rate schedule is evaluated at for the trainer's step t (default t),
-  // so that a task may hold the schedule at its start or restart it (linear start); a pure
-  // function of t and the task's state.
-  std::function<int64_t(int64_t step)> schedule_step;
   // Optional: writes whatever else a model file of this family holds (vocabularies) and the
   // task's state into a file being saved, after the checkpoint.
   std::function<void(io::File&)> write_extra;

@@ -17,16 +17,15 @@ namespace attn::caption {
 namespace {
 
 constexpr const char* kKind = "captioner";
-constexpr const char* kEntropyKey = "entropy_penalty";   // /state attribute: the penalty is on (0/1)
+constexpr const char* kEntropyPenalty = "entropy_penalty";   // the start phase's name (/state)
 enum Sum : size_t { kNll, kCorrect, kSequencesCorrect, kPenalty };
 
 double ratio(double num, double den) { return den > 0 ? num / den : NAN; }
 
 // What a model file holds beside its parameters: the buffers (batch normalisation's running
-// statistics) as /buffers/<name>, and whether the entropy penalty is still on (/state).
-void write_model_state(io::File& file, Captioner& model) {
+// statistics) as /buffers/<name>.
+void write_buffers(io::File& file, Captioner& model) {
   for (const auto& [name, tensor] : model.buffers()) file.write("/buffers/" + name, *tensor);
-  file.set_attr("/state", kEntropyKey, int64_t{model.entropy_penalty() ? 1 : 0});
 }
 void read_buffers(const io::File& file, Captioner& model) {
   for (const auto& [name, tensor] : model.buffers()) {
@@ -39,11 +38,10 @@ void read_buffers(const io::File& file, Captioner& model) {
     *tensor = t;
   }
 }
-// write_model_state's inverse (files from before the penalty's attribute: on).
+// The buffers, and whether the entropy penalty was still on (on unless the file says it ended).
 void read_model_state(const io::File& file, Captioner& model) {
   read_buffers(file, model);
-  if (file.exists("/state") && file.has_attr("/state", kEntropyKey))
-    model.set_entropy_penalty(file.attr_int("/state", kEntropyKey) != 0);
+  model.set_entropy_penalty(train::phase_on(file, kEntropyPenalty, true));
 }
 
 // Row t < tgt_len - 1 of caption i of tgt [N, T]: its words without EOS.
@@ -119,16 +117,15 @@ train::TrainTask caption_task(Captioner& model, const CaptionSplit& train, const
       return to_stats(model.evaluate(gather_caption_batch(*valid, index)));
     };
   }
-  const int64_t entropy_epochs = training.alpha_entropy_epochs;
-  if (entropy_epochs > 0)
-    task.end_epoch = [&model, entropy_epochs](const train::EpochReport& r) {
-      if (!r.partial && r.epoch + 1 >= entropy_epochs) model.set_entropy_penalty(false);
-    };
+  if (training.alpha_entropy_epochs > 0)
+    task.start_phases.push_back({.name = kEntropyPenalty,
+                                 .epochs = training.alpha_entropy_epochs,
+                                 .set = [&model](bool on) { model.set_entropy_penalty(on); }});
   task.write_extra = [&vocab, &model](io::File& file) {
     data::write_vocab(file, kCaptionVocab, vocab);
-    write_model_state(file, model);
+    write_buffers(file, model);
   };
-  task.read_state = [&model](const io::File& file) { read_model_state(file, model); };
+  task.read_state = [&model](const io::File& file) { read_buffers(file, model); };
   return task;
 }
 

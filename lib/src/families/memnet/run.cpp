@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 #include <memory>
 
 #include "attn/core/error.hpp"
@@ -16,21 +15,11 @@ namespace attn::memnet {
 namespace {
 
 constexpr const char* kKind = "memnet";
-constexpr const char* kLsKey = "linear_start";
-constexpr const char* kLsBestKey = "linear_start_best";
-constexpr const char* kLsEndKey = "linear_start_end";
+constexpr const char* kLinearStart = "linear_start";   // the start phase's name (/state)
 
 std::vector<int32_t> story_lengths(const QaSplit& s) {
   return {s.story_len.idata(), s.story_len.idata() + s.story_len.numel()};
 }
-
-// Linear start's state: on until the loss stops falling (or for a set number of epochs), the
-// best loss so far, the step at which it ended.
-struct LinearStart {
-  bool on = false;
-  double best = std::numeric_limits<double>::infinity();
-  int64_t end_step = 0;
-};
 
 // Adds the per-task counts of a batch's predictions.
 void count_tasks(MemnetScores& scores, const QaSplit& split, std::span<const int64_t> index,
@@ -111,43 +100,20 @@ train::TrainTask memnet_task(MemN2N& model, const QaSplit& train, const QaSplit*
       return to_stats(model.evaluate(valid->gather(index)).stats);
     };
   }
-  auto ls = std::make_shared<LinearStart>();
-  ls->on = options.linear_start;
-  model.set_linear_start(ls->on);
-  const int64_t ls_epochs = options.linear_start_epochs;
-  task.end_epoch = [&model, ls, ls_epochs](const train::EpochReport& r) {
-    if (!ls->on || r.partial) return;
-    const double loss = r.valid.count > 0 ? r.valid.loss() : r.train.loss();
-    const bool falling = loss < ls->best;
-    ls->best = std::min(ls->best, loss);
-    if (ls_epochs > 0 ? r.epoch + 1 < ls_epochs : falling) return;
-    ls->on = false;   // restore the softmax for good; the schedule starts again
-    ls->end_step = r.step;
-    model.set_linear_start(false);
-  };
-  task.schedule_step = [ls](int64_t step) { return ls->on ? int64_t{1} : step - ls->end_step; };
-  task.write_extra = [ls, &vocab](io::File& file) {
-    data::write_vocab(file, kQaVocab, vocab);
-    file.set_attr("/state", kLsKey, int64_t{ls->on ? 1 : 0});
-    file.set_attr("/state", kLsBestKey, ls->best);
-    file.set_attr("/state", kLsEndKey, ls->end_step);
-  };
-  task.read_state = [&model, ls](const io::File& file) {
-    if (!file.has_attr("/state", kLsKey)) return;
-    ls->on = file.attr_int("/state", kLsKey) != 0;
-    ls->best = file.has_attr("/state", kLsBestKey) ? file.attr_double("/state", kLsBestKey)
-                                                   : std::numeric_limits<double>::infinity();
-    ls->end_step = file.has_attr("/state", kLsEndKey) ? file.attr_int("/state", kLsEndKey) : 0;
-    model.set_linear_start(ls->on);
-  };
+  model.set_linear_start(options.linear_start);   // the trainer switches it again as it runs
+  if (options.linear_start)   // the hops' softmax out, and the rate held, until it ends
+    task.start_phases.push_back({.name = kLinearStart,
+                                 .epochs = options.linear_start_epochs,
+                                 .holds_schedule = true,
+                                 .set = [&model](bool on) { model.set_linear_start(on); }});
+  task.write_extra = [&vocab](io::File& file) { data::write_vocab(file, kQaVocab, vocab); };
   return task;
 }
 
 MemnetFile load_memnet(const std::string& path) {
   const io::File file = io::File::open_read(path);
   train::LoadedModel<MemN2N> m = train::load_model<MemN2N>(file, kKind);
-  if (file.exists("/state") && file.has_attr("/state", kLsKey))
-    m.model.set_linear_start(file.attr_int("/state", kLsKey) != 0);
+  m.model.set_linear_start(train::phase_on(file, kLinearStart, false));
   if (!file.exists(kQaVocab))
     throw FormatError(file.display_name() + ": no dataset '" + kQaVocab + "' (the model's vocabulary)");
   data::Vocab vocab = data::read_vocab(file, kQaVocab);

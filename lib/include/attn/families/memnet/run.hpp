@@ -15,12 +15,10 @@
 // paper's rule), or after exactly linear_start_epochs epochs (the authors' code: 20 on one
 // task, 30 joint). As in the authors' code, the learning rate stays at its initial value while
 // the softmax is out, and training "recommences" when it is restored: the schedule starts
-// again from its first step (TrainTask::schedule_step). The state, /state attributes
-// linear_start (0/1), linear_start_best (the best loss so far, +inf before the first epoch)
-// and linear_start_end (the step at which LS ended, 0 before), is saved with every checkpoint
-// so that a resumed run repeats the same bits;
-// load_memnet restores the mode, so that a model saved while LS is still on is evaluated as it
-// was validated.
+// again from its first step. LS is the trainer's start phase "linear_start" (trainer.hpp,
+// StartPhase), whose state /state keeps (linear_start 0/1, linear_start_best, linear_start_end)
+// so that a resumed run repeats the same bits; load_memnet restores the mode, so that a model
+// saved while LS is still on is evaluated as it was validated.
 // Random noise (RN): the trainer's stream is passed to MemN2N::train_step.
 //
 // A model file is a checkpoint of kind "memnet" (io/checkpoint.hpp, with the trainer's /state
