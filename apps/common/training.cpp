@@ -13,6 +13,7 @@
 #include "attn/io/checkpoint.hpp"
 #include "attn/train/checkpoints.hpp"
 #include "attn/train/data_fingerprint.hpp"
+#include "attn/train/optimizer_spec.hpp"
 #include "attn/train/repeats.hpp"
 #include "common/cli.hpp"
 #include "common/progress.hpp"
@@ -41,7 +42,7 @@ std::string kind_names(std::initializer_list<OptimizerKind> kinds) {
   return out;
 }
 
-void add_optimizer_options(Options& opts, const OptimizerDefaults& d) {
+void add_optimizer_options(Options& opts, const train::OptimizerSpec& d) {
   auto real = [](const std::string& flag, double dflt) {
     return po::value<double>()->value_name("X")->default_value(dflt, format_number(dflt))->notifier(
         at_least<double>(flag, 0.0));
@@ -60,7 +61,7 @@ void add_optimizer_options(Options& opts, const OptimizerDefaults& d) {
       ("optimizer", choice("optimizer", kind, {"sgd", "rmsprop", "adam", "adamw"}),
        "sgd (momentum, Nesterov), rmsprop (Graves 2013's centred form), adam, adamw")
       ("lr", real("lr", d.lr), "learning rate; with inverse-sqrt its peak (0: (model width * warmup)^-0.5)")
-      ("lr-schedule", choice("lr-schedule", d.schedule, {"constant", "inverse-sqrt", "step"}),
+      ("lr-schedule", choice("lr-schedule", train::lr_schedule_name(d.schedule), {"constant", "inverse-sqrt", "step"}),
        "constant; inverse-sqrt: linear warm-up, then 1/sqrt(step) (Vaswani et al. eq. 3); step: multiplied "
        "by --lr-decay after every --lr-decay-every epochs")
       ("warmup", int_value(d.warmup)->notifier(positive<int64_t>("warmup")), "warm-up steps of inverse-sqrt")
@@ -88,89 +89,44 @@ void add_optimizer_options(Options& opts, const OptimizerDefaults& d) {
                 d.sgd.weight_decay).c_str());
 }
 
-// The optimizer the options describe, and its settings as /config stores them (`stored`).
-optim::OptimizerConfig optimizer_config(const Options& opts, const OptimizerDefaults& d, int64_t batches_per_epoch,
-                                        int64_t model_width, std::map<std::string, io::AttrValue>& stored) {
-  optim::OptimizerConfig c;
-  c.kind = optim::parse_optimizer_kind(opts.get<std::string>("optimizer"));
-  c.sgd = d.sgd;
-  c.rmsprop = d.rmsprop;
-  c.adam = d.adam;
-  const bool adam = c.kind == OptimizerKind::adam || c.kind == OptimizerKind::adamw;
-  const bool rmsprop = c.kind == OptimizerKind::rmsprop, sgd = c.kind == OptimizerKind::sgd;
-  // Whether the flag was given; a flag of another optimizer is a usage error.
+// The optimizer and schedule the options describe, from the tool's defaults. A flag of another
+// optimizer or schedule than the one chosen is a usage error.
+train::OptimizerSpec optimizer_spec(const Options& opts, const train::OptimizerSpec& defaults) {
+  train::OptimizerSpec spec = defaults;
+  spec.kind = optim::parse_optimizer_kind(opts.get<std::string>("optimizer"));
+  const bool adam = spec.kind == OptimizerKind::adam || spec.kind == OptimizerKind::adamw;
+  const bool rmsprop = spec.kind == OptimizerKind::rmsprop, sgd = spec.kind == OptimizerKind::sgd;
   auto given_for = [&](const char* flag, bool applies, const std::string& kinds) {
     if (!opts.has(flag)) return false;
     if (!applies)
       throw ConfigError(std::string("--") + flag + " applies to --optimizer " + kinds + ", not " +
-                        optim::optimizer_kind_name(c.kind));
+                        optim::optimizer_kind_name(spec.kind));
     return true;
   };
   auto real = [&](const char* flag) { return static_cast<float>(opts.get<double>(flag)); };
   const std::string adams = kind_names({OptimizerKind::adam, OptimizerKind::adamw});
-  if (given_for("beta1", adam, adams)) c.adam.beta1 = real("beta1");
-  if (given_for("beta2", adam, adams)) c.adam.beta2 = real("beta2");
-  if (given_for("eps", adam || rmsprop, adams + " or rmsprop")) (adam ? c.adam.eps : c.rmsprop.eps) = real("eps");
-  if (given_for("rho", rmsprop, "rmsprop")) c.rmsprop.rho = real("rho");
-  if (given_for("centered", rmsprop, "rmsprop")) c.rmsprop.centered = opts.get<bool>("centered");
+  if (given_for("beta1", adam, adams)) spec.adam.beta1 = real("beta1");
+  if (given_for("beta2", adam, adams)) spec.adam.beta2 = real("beta2");
+  if (given_for("eps", adam || rmsprop, adams + " or rmsprop")) (adam ? spec.adam.eps : spec.rmsprop.eps) = real("eps");
+  if (given_for("rho", rmsprop, "rmsprop")) spec.rmsprop.rho = real("rho");
+  if (given_for("centered", rmsprop, "rmsprop")) spec.rmsprop.centered = opts.get<bool>("centered");
   if (given_for("momentum", sgd || rmsprop, "sgd or rmsprop"))
-    (sgd ? c.sgd.momentum : c.rmsprop.momentum) = real("momentum");
-  if (given_for("nesterov", sgd, "sgd")) c.sgd.nesterov = opts.get<bool>("nesterov");
-  if (opts.has("weight-decay")) c.adam.weight_decay = c.sgd.weight_decay = c.rmsprop.weight_decay = real("weight-decay");
+    (sgd ? spec.sgd.momentum : spec.rmsprop.momentum) = real("momentum");
+  if (given_for("nesterov", sgd, "sgd")) spec.sgd.nesterov = opts.get<bool>("nesterov");
+  if (opts.has("weight-decay"))
+    spec.adam.weight_decay = spec.sgd.weight_decay = spec.rmsprop.weight_decay = real("weight-decay");
 
-  const std::string schedule = opts.get<std::string>("lr-schedule");
-  const double lr = opts.get<double>("lr");
+  spec.schedule = train::parse_lr_schedule(opts.get<std::string>("lr-schedule"));
+  const std::string schedule = train::lr_schedule_name(spec.schedule);
   for (const auto& [flag, wanted] : {std::pair{"warmup", "inverse-sqrt"}, std::pair{"lr-decay", "step"},
                                      std::pair{"lr-decay-every", "step"}})
     if (given(opts, flag) && schedule != wanted)
       throw ConfigError(std::string("--") + flag + " applies to --lr-schedule " + wanted + ", not " + schedule);
-  stored["optimizer"] = opts.get<std::string>("optimizer");
-  stored["lr"] = lr;
-  stored["lr_schedule"] = schedule;
-  if (schedule == "inverse-sqrt") {
-    const int64_t warmup = opts.get<int64_t>("warmup");
-    if (lr > 0)
-      c.schedule = optim::WarmupInverseSqrt::with_peak(std::max<int64_t>(model_width, 1), warmup, lr);
-    else if (model_width > 0)
-      c.schedule = optim::WarmupInverseSqrt(model_width, warmup);
-    else
-      throw ConfigError("--lr-schedule inverse-sqrt needs --lr > 0 (its peak) for this model");
-    stored["warmup"] = warmup;
-  } else {
-    if (!(lr > 0)) throw ConfigError("--lr must be > 0 with --lr-schedule " + schedule + ", got " + format_number(lr));
-    if (schedule == "step") {
-      const int64_t every = opts.get<int64_t>("lr-decay-every");
-      c.schedule = optim::StepDecay(static_cast<float>(lr), static_cast<float>(opts.get<double>("lr-decay")),
-                                    every * std::max<int64_t>(batches_per_epoch, 1));
-      stored["lr_decay"] = opts.get<double>("lr-decay");
-      stored["lr_decay_every"] = every;
-    } else {
-      c.schedule = optim::ConstantLr(static_cast<float>(lr));
-    }
-  }
-  switch (c.kind) {
-    case OptimizerKind::sgd:
-      stored["momentum"] = decimal(c.sgd.momentum);
-      stored["nesterov"] = int64_t{c.sgd.nesterov};
-      stored["weight_decay"] = decimal(c.sgd.weight_decay);
-      break;
-    case OptimizerKind::rmsprop:
-      stored["rho"] = decimal(c.rmsprop.rho);
-      stored["eps"] = decimal(c.rmsprop.eps);
-      stored["momentum"] = decimal(c.rmsprop.momentum);
-      stored["centered"] = int64_t{c.rmsprop.centered};
-      stored["weight_decay"] = decimal(c.rmsprop.weight_decay);
-      break;
-    case OptimizerKind::adam:
-    case OptimizerKind::adamw:
-      stored["beta1"] = decimal(c.adam.beta1);
-      stored["beta2"] = decimal(c.adam.beta2);
-      stored["eps"] = decimal(c.adam.eps);
-      stored["weight_decay"] = decimal(c.adam.weight_decay);
-      break;
-  }
-  optim::make_optimizer(c);   // the constants' range checks, before any data is read further
-  return c;
+  spec.lr = opts.get<double>("lr");
+  spec.warmup = opts.get<int64_t>("warmup");
+  spec.lr_decay = opts.get<double>("lr-decay");
+  spec.lr_decay_every = opts.get<int64_t>("lr-decay-every");
+  return spec;
 }
 
 void add_training_options(Options& opts, const TrainVerb& verb) {
@@ -368,10 +324,9 @@ void train_one(const Options& opts, const TrainVerb& verb, int64_t seed, const s
   run->task.data = train::fingerprint_data(in.data);   // stored in the model, checked by --resume
   tc.seed = static_cast<uint64_t>(seed);
   tc.model_path = model;
-  std::map<std::string, io::AttrValue> optimizer;
-  tc.optimizer = optimizer_config(opts, verb.optimizer, train::batches_per_epoch(run->task, tc), run->model_width,
-                                  optimizer);
-  describe_task(opts, tc, optimizer, run->task);
+  const train::OptimizerSpec optimizer = optimizer_spec(opts, verb.optimizer);
+  tc.optimizer = train::resolve_optimizer(optimizer, train::batches_per_epoch(run->task, tc), run->model_width);
+  describe_task(opts, tc, train::optimizer_attrs(optimizer), run->task);
   run_training(opts, run->task, tc);
 }
 

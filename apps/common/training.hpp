@@ -37,6 +37,7 @@
 #include "attn/data/rows.hpp"
 #include "attn/io/hdf5_file.hpp"
 #include "attn/optim/config.hpp"
+#include "attn/train/optimizer_spec.hpp"
 #include "attn/train/trainer.hpp"
 #include "common/options.hpp"
 
@@ -62,20 +63,6 @@ struct TrainRun {
   int64_t model_width = 0;   // d_model, for --lr-schedule inverse-sqrt's default peak (--lr 0)
 };
 
-// A tool's defaults for the optimizer options. Each kind keeps its own constants, so that
-// `--optimizer adam` on a tool whose default is RMSProp gets Adam's usual ones.
-struct OptimizerDefaults {
-  optim::OptimizerKind kind = optim::OptimizerKind::adam;
-  std::string schedule = "constant";   // constant | inverse-sqrt | step
-  double lr = 1e-3;                    // inverse-sqrt: the peak, 0 = (width * warmup)^-0.5
-  optim::SgdConfig sgd{};
-  optim::RmsPropConfig rmsprop = optim::RmsPropConfig::graves2013();
-  optim::AdamConfig adam{};
-  int64_t warmup = 4000;               // inverse-sqrt
-  double lr_decay = 0.5;               // step: the factor...
-  int64_t lr_decay_every = 25;         // ...applied after every this many epochs
-};
-
 // Batching: exactly one of the two is > 0 (and is the default of its option).
 struct BatchingDefaults {
   int64_t max_tokens = 0;   // --max-tokens: length-bucketed batches of B x Lmax tokens
@@ -92,7 +79,9 @@ struct TrainVerb {
   std::string data_help;                // --data's help: which data sets it reads
   BatchingDefaults batching;
   int64_t epochs = 10;
-  OptimizerDefaults optimizer;
+  // The defaults of the optimizer options. Each kind keeps its own constants, so that
+  // `--optimizer adam` on a tool whose default is RMSProp gets Adam's usual ones.
+  train::OptimizerSpec optimizer;
   double clip_norm = 0;                 // --clip (global norm; 0: off)
   double clip_value = 0;                // --clip-value (0: off)
   std::function<void(Options&)> add_options;   // the model's (add_model) and the tool's own

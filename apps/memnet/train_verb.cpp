@@ -113,7 +113,7 @@ int cmd_train(int argc, char** argv) {
       .data_help = "bAbI data set, HDF5 (attn-data babi)",
       .batching = {.max_tokens = 0, .batch_size = 32},
       .epochs = 100,
-      .optimizer = {.kind = optim::OptimizerKind::sgd, .schedule = "step", .lr = 0.32, .lr_decay = 0.5,
+      .optimizer = {.kind = optim::OptimizerKind::sgd, .schedule = train::LrSchedule::step, .lr = 0.32, .lr_decay = 0.5,
                     .lr_decay_every = 25},
       .clip_norm = 1.25,
       .add_options = add_options,

@@ -127,7 +127,7 @@ int cmd_train(int argc, char** argv) {
                "similar lengths; validates every epoch on /valid when present.",
       .data_help = "token data set, HDF5 (attn-data reverse, sort, multi30k, parallel)",
       .batching = {.max_tokens = 4096},
-      .optimizer = {.schedule = "inverse-sqrt",
+      .optimizer = {.schedule = train::LrSchedule::inverse_sqrt,
                     .lr = 0.0,   // the paper's peak, (d_model * warmup)^-0.5
                     .adam = {.lr = 0.0f, .beta1 = 0.9f, .beta2 = 0.98f, .eps = 1e-9f, .weight_decay = 0.0f}},
       .add_options = add_model_options,

@@ -3,6 +3,7 @@
 list(APPEND ATTN_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/trainer.cpp
   ${CMAKE_CURRENT_LIST_DIR}/start_phases.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/optimizer_spec.cpp
   ${CMAKE_CURRENT_LIST_DIR}/data_parallel.cpp
   ${CMAKE_CURRENT_LIST_DIR}/checkpoints.cpp
   ${CMAKE_CURRENT_LIST_DIR}/data_fingerprint.cpp

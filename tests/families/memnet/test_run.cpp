@@ -11,8 +11,7 @@
 #include <vector>
 
 #include "attn/datasets/babi.hpp"
-#include "attn/optim/config.hpp"
-#include "attn/optim/schedule.hpp"
+#include "attn/train/optimizer_spec.hpp"
 #include "test_support.hpp"
 
 using namespace attn;
@@ -51,9 +50,9 @@ TEST_CASE("memnet learns bAbI task 1 to >= 99% test accuracy with the paper's sc
     config.epochs = 100;
     config.batch_size = 32;
     config.seed = 3;
-    config.optimizer.kind = optim::OptimizerKind::sgd;
     // The paper's 0.01 on a summed batch of 32, halved every 25 epochs.
-    config.optimizer.schedule = optim::StepDecay(0.32f, 0.5f, 25 * train::batches_per_epoch(task, config));
+    const train::OptimizerSpec sgd{.kind = optim::OptimizerKind::sgd, .schedule = train::LrSchedule::step, .lr = 0.32};
+    config.optimizer = train::resolve_optimizer(sgd, train::batches_per_epoch(task, config), 0);
     config.clip_norm = 1.25;
     config.model_path = dir.file("m.h5");
     const train::TrainResult r = train::fit(task, config);

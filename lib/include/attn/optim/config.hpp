@@ -1,7 +1,8 @@
 // One description of any optimizer and learning-rate schedule, for code that picks them from a
 // configuration (the trainer, the tools' --optimizer options): which kind, each kind's constants,
-// and the schedule. make_optimizer builds it (train::describe_optimizer lists its settings for a
-// model file's /config).
+// and the schedule. make_optimizer builds it. A run states its optimizer as a
+// train::OptimizerSpec (train/optimizer_spec.hpp: the schedule's period in epochs, what /config
+// stores), which resolves to this.
 //
 //   OptimizerConfig c = OptimizerConfig::adam({.lr = 0, .beta1 = 0.9f, .beta2 = 0.98f, .eps = 1e-9f});
 //   std::unique_ptr<Optimizer> opt = make_optimizer(c);   // throws ConfigError naming a bad field
