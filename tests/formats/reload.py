@@ -2,10 +2,12 @@
 """Rebuilds an attnlab model from its HDF5 file with h5py and numpy only and checks its numbers.
 
     reload.py [--tol 1e-4] [--break CONVENTION] MODEL.h5 BATCH.h5 [MODEL.h5 BATCH.h5 ...]
+    reload.py --kinds        prints the model kinds it rebuilds (the root `kind`), one a line
 
-MODEL.h5 is a model file of kind "transformer" (arch encdec, lm or mlm), "seq2seq" (any
-variant), "memnet" (any encoding and tying), "ntm" (any controller, heads and memory_init) or
-"captioner" (any encoder, soft or mean attention). Nothing of attnlab is imported: the model is
+MODEL.h5 is a model file of kind "transformer" (arch encdec, lm or mlm), "transformer-classifier"
+(attn-transformer finetune: an lm or mlm body and a linear head), "seq2seq" (any variant),
+"memnet" (any encoding and tying), "ntm" (any controller, heads and memory_init) or "captioner"
+(any encoder, soft or mean attention). Nothing of attnlab is imported: the model is
 rebuilt from the file's /config, /params (and /buffers) alone, following docs/FORMATS.md, which
 is what this script tests.
 
@@ -14,6 +16,13 @@ BATCH.h5 holds a batch as the model reads it and what attnlab computed on it:
     /tgt, /tgt_len   int32 [B, T], [B]      encdec, lm, seq2seq (targets ending with EOS)
     /logits          float32 [B, T, V]      teacher-forced logits (mlm: [B, S, V])
     /alignment       float32 [B, T, S]      seq2seq with attention: the decoder's weights
+For a fine-tuned classifier, rows of a labelled data set (no [CLS], [SEP] or BOS: reload.py
+adds them as FORMATS.md says):
+    /src, /src_len   int32 [B, L], [B]      the tokens of sentence A, then of sentence B
+    /segments        integer [B, L]         0 (A) then 1 (B) within src_len; absent: A alone
+    /logits          float32 [B, K]         the class logits
+or the file `attn-transformer classify` wrote, whose /probabilities (the softmax of the logits)
+and /predictions (compared exactly) are checked.
 For a memnet, instead:
     /story, /story_len, /question   int32 [B, Ms, Ws], [B], [B, Wq]   a bAbI batch
     /attention       float32 [B, Nhop, Ms]  every hop's attention (0 outside the window)
@@ -47,6 +56,9 @@ the tolerance, 1 when one is not, 2 on a file that does not fit, 77 when h5py or
     bn-batch-statistics  batch normalisation by the batch's statistics at evaluation
     bn-biased-variance   running variance moved towards the biased batch variance
     scores-without-eos   caption scores without the EOS log-probability
+    classifier-position  the classifier reads the wrong position: lm the one before the last, mlm
+                         its final [SEP] (instead of the last token, [CLS])
+    sep-segment          the mlm classifier's [SEP] after sentence A in segment 1 (instead of 0)
 """
 import argparse
 import sys
@@ -198,78 +210,166 @@ def multi_head_attention(p, name, query, memory, visible, D, NH):
     return linear(context, p(f"{name}/w_o", (D, D)), p(f"{name}/b_o", (D,)))
 
 
-def transformer_logits(c, p, batch):
-    arch, D, NH, F = c["arch"], c["d_model"], c["heads"], c["d_ff"]
-    V, Vs, L = c["tgt_vocab"], c["src_vocab"], c["max_len"]
-    pre = c["norm"] == "pre"
-    tie = c["tie_embeddings"]
-    window = c["attn_window"]
+class Transformer:
+    """A Transformer's stacks and output layer (FORMATS.md, "Transformer"), the parameters looked
+    up as they are used."""
 
-    if arch == "encdec" and tie != "all":
-        src_table, tgt_table = p("src_embed/table", (Vs, D)), p("tgt_embed/table", (V, D))
-    else:
-        rows = V + 1 if arch == "mlm" else V     # mlm: row V is [MASK]
-        src_table = tgt_table = p("embed/table", (rows, D))
+    def __init__(self, c, p):
+        self.c, self.p = c, p
+        self.arch, self.D, self.NH, self.F = c["arch"], c["d_model"], c["heads"], c["d_ff"]
+        self.V, self.Vs, self.L = c["tgt_vocab"], c["src_vocab"], c["max_len"]
+        self.pre = c["norm"] == "pre"
+        self.tie, self.window = c["tie_embeddings"], c["attn_window"]
+        D = self.D
+        if self.arch == "encdec" and self.tie != "all":
+            self.src_table, self.tgt_table = p("src_embed/table", (self.Vs, D)), p("tgt_embed/table", (self.V, D))
+        elif self.arch in ("encdec", "lm", "mlm"):
+            rows = self.V + 1 if self.arch == "mlm" else self.V     # mlm: row V is [MASK]
+            self.src_table = self.tgt_table = p("embed/table", (rows, D))
+        else:
+            raise FormatProblem(f"unknown arch {self.arch!r}")
 
-    def positions(stack):
-        if c["pos_encoding"] == "learned":
-            return p(f"{stack}/positions/table", (L, D))
-        return sinusoid(L, D)
+    def positions(self, stack):
+        if self.c["pos_encoding"] == "learned":
+            return self.p(f"{stack}/positions/table", (self.L, self.D))
+        return sinusoid(self.L, self.D)
 
-    def embed(table, ids, stack):
-        x = table[ids] * np.sqrt(D)
-        if arch == "mlm":   # segment 0 everywhere: the batches here have no segments
-            x = x + p("segment_embed/table", (2, D))[np.zeros_like(ids)]
-        return x + positions(stack)[: ids.shape[1]]
+    def embed(self, table, ids, stack, segments=None):
+        """sqrt(D) table[ids] (+ segment_embed[segments], mlm: segment 0 when not given) + PE."""
+        if ids.shape[1] > self.L:
+            raise FormatProblem(f"{ids.shape[1]} positions, more than max_len {self.L}")
+        x = table[ids] * np.sqrt(self.D)
+        if self.arch == "mlm":
+            seg = np.zeros_like(ids) if segments is None else segments
+            x = x + self.p("segment_embed/table", (2, self.D))[seg]
+        return x + self.positions(stack)[: ids.shape[1]]
 
-    def norm(x, name):
-        return layer_norm(x, p(f"{name}/gamma", (D,)), p(f"{name}/beta", (D,)))
+    def norm(self, x, name):
+        return layer_norm(x, self.p(f"{name}/gamma", (self.D,)), self.p(f"{name}/beta", (self.D,)))
 
-    def sublayer(x, f, norm_name):
-        if pre:
-            return x + f(norm(x, norm_name))
-        return norm(x + f(x), norm_name)
+    def sublayer(self, x, f, norm_name):
+        if self.pre:
+            return x + f(self.norm(x, norm_name))
+        return self.norm(x + f(x), norm_name)
 
-    def ffn(x, name):
+    def ffn(self, x, name):
+        D, F, p = self.D, self.F, self.p
         h = np.maximum(linear(x, p(f"{name}/in/W", (F, D)), p(f"{name}/in/b", (F,))), 0.0)
         return linear(h, p(f"{name}/out/W", (D, F)), p(f"{name}/out/b", (D,)))
 
-    def encoder(ids, lengths):
-        x = embed(src_table, ids, "encoder")
+    def mha(self, name, query, memory, visible):
+        return multi_head_attention(self.p, name, query, memory, visible, self.D, self.NH)
+
+    def encoder(self, ids, lengths, segments=None):
+        """The encoder's final states [B, S, D] for ids [B, S] (mlm: with segment ids)."""
+        x = self.embed(self.src_table, ids, "encoder", segments)
         S = ids.shape[1]
-        vis = visible_keys(lengths, S, S, causal=False, window=window)
-        for l in range(c["enc_layers"]):
+        vis = visible_keys(lengths, S, S, causal=False, window=self.window)
+        for l in range(self.c["enc_layers"]):
             n = f"encoder/layer{l}"
-            x = sublayer(x, lambda y: multi_head_attention(p, f"{n}/self_attn", y, y, vis, D, NH), f"{n}/norm1")
-            x = sublayer(x, lambda y: ffn(y, f"{n}/ffn"), f"{n}/norm2")
-        return norm(x, "encoder/final_norm") if pre else x
+            x = self.sublayer(x, lambda y: self.mha(f"{n}/self_attn", y, y, vis), f"{n}/norm1")
+            x = self.sublayer(x, lambda y: self.ffn(y, f"{n}/ffn"), f"{n}/norm2")
+        return self.norm(x, "encoder/final_norm") if self.pre else x
 
-    def decoder(tgt, tgt_len, memory, src_len):
-        B, T = tgt.shape
-        fed = np.concatenate([np.full((B, 1), BOS), tgt[:, :-1]], axis=1)   # BOS, y_0 .. y_{T-2}
-        x = embed(tgt_table, fed, "decoder")
-        vis = visible_keys(tgt_len, T, T, causal=True, window=window)
+    def decoder(self, fed, lengths, memory=None, src_len=None):
+        """The decoder's final states [B, T, D] for the ids it is fed [B, T] (BOS first), keys
+        j < lengths[b] visible (and j <= i), cross-attending to `memory` when given."""
+        B, T = fed.shape
+        x = self.embed(self.tgt_table, fed, "decoder")
+        vis = visible_keys(lengths, T, T, causal=True, window=self.window)
         cross = None if memory is None else visible_keys(src_len, T, memory.shape[1], causal=False, window=-1)
-        for l in range(c["dec_layers"]):
+        for l in range(self.c["dec_layers"]):
             n = f"decoder/layer{l}"
-            x = sublayer(x, lambda y: multi_head_attention(p, f"{n}/self_attn", y, y, vis, D, NH), f"{n}/norm1")
+            x = self.sublayer(x, lambda y: self.mha(f"{n}/self_attn", y, y, vis), f"{n}/norm1")
             if memory is not None:
-                x = sublayer(x, lambda y: multi_head_attention(p, f"{n}/cross_attn", y, memory, cross, D, NH),
-                             f"{n}/norm2")
-            x = sublayer(x, lambda y: ffn(y, f"{n}/ffn"), f"{n}/norm3")
-        return norm(x, "decoder/final_norm") if pre else x
+                x = self.sublayer(x, lambda y: self.mha(f"{n}/cross_attn", y, memory, cross), f"{n}/norm2")
+            x = self.sublayer(x, lambda y: self.ffn(y, f"{n}/ffn"), f"{n}/norm3")
+        return self.norm(x, "decoder/final_norm") if self.pre else x
 
-    if arch == "encdec":
-        h = decoder(batch["tgt"], batch["tgt_len"], encoder(batch["src"], batch["src_len"]), batch["src_len"])
-    elif arch == "lm":
-        h = decoder(batch["tgt"], batch["tgt_len"], None, None)
-    elif arch == "mlm":
-        h = encoder(batch["src"], batch["src_len"])
-    else:
-        raise FormatProblem(f"unknown arch {arch!r}")
-    if tie == "none":
-        return linear(h, p("output/W", (V, D)), p("output/b", (V,))), None
-    return h @ tgt_table[:V].T, None
+    def output(self, h):
+        """The logits over the V classes: tied, the first V rows of the target table, no bias."""
+        if self.tie == "none":
+            return linear(h, self.p("output/W", (self.V, self.D)), self.p("output/b", (self.V,)))
+        return h @ self.tgt_table[: self.V].T
+
+
+def teacher_forced(tgt):
+    """What the decoder is fed for targets tgt [B, T]: BOS, y_0 .. y_{T-2}."""
+    return np.concatenate([np.full((tgt.shape[0], 1), BOS), tgt[:, :-1]], axis=1)
+
+
+def transformer_logits(c, p, batch):
+    t = Transformer(c, p)
+    if t.arch == "encdec":
+        memory = t.encoder(batch["src"], batch["src_len"])
+        h = t.decoder(teacher_forced(batch["tgt"]), batch["tgt_len"], memory, batch["src_len"])
+    elif t.arch == "lm":
+        h = t.decoder(teacher_forced(batch["tgt"]), batch["tgt_len"])
+    else:   # mlm: segment 0 everywhere, the token batches here have no segments
+        h = t.encoder(batch["src"], batch["src_len"])
+    return t.output(h), None
+
+
+# ---- fine-tuned Transformer classifier --------------------------------------------------------
+
+CLS, SEP = BOS, 2   # [CLS] is BOS (1), [SEP] is EOS (2)
+
+
+def classifier_inputs(arch, src, src_len, segments):
+    """What the body of a classifier reads for rows of a labelled batch (FORMATS.md, "Fine-tuned
+    Transformer classifier"): ids [B, L'] padded with 0, their lengths [B], their segment ids
+    [B, L'] (mlm) and the position of h in each row [B].
+        mlm: [CLS] A [SEP] (B [SEP]), segments 0 for [CLS], A and its [SEP], 1 for B and its [SEP];
+             h at [CLS], position 0
+        lm:  BOS A ([SEP] B); h at the last position, len - 1
+    A is the row's tokens of segment 0, B those of segment 1 (after A), within src_len."""
+    rows, segs, read_at = [], [], []
+    for b in range(src.shape[0]):
+        n = int(src_len[b])
+        if not 1 <= n <= src.shape[1]:
+            raise FormatProblem(f"src_len row {b} is {n}, outside [1, {src.shape[1]}]")
+        tokens = [int(t) for t in src[b, :n]]
+        seg = [0] * n if segments is None else [int(s) for s in segments[b, :n]]
+        if seg[0] != 0 or any(s not in (0, 1) for s in seg) or seg != sorted(seg):
+            raise FormatProblem(f"segments row {b} is not 0 (sentence A) then 1 (sentence B): {seg}")
+        a = [t for t, s in zip(tokens, seg) if s == 0]
+        second = [t for t, s in zip(tokens, seg) if s == 1]
+        if arch == "mlm":
+            ids, sg = [CLS] + a + [SEP], [0] * (len(a) + 2)
+            if second:
+                if "sep-segment" in BROKEN:
+                    sg[-1] = 1
+                ids, sg = ids + second + [SEP], sg + [1] * (len(second) + 1)
+            at = len(ids) - 1 if "classifier-position" in BROKEN else 0
+        elif arch == "lm":
+            ids, sg = [BOS] + a + ([SEP] + second if second else []), None
+            at = len(ids) - 2 if "classifier-position" in BROKEN else len(ids) - 1
+        else:
+            raise FormatProblem(f"a classifier's body is an lm or an mlm, not {arch!r}")
+        rows.append(ids)
+        segs.append(sg)
+        read_at.append(at)
+    L = max(len(r) for r in rows)
+    ids = np.zeros((len(rows), L), dtype=np.int64)
+    seg = np.zeros((len(rows), L), dtype=np.int64)
+    for b, r in enumerate(rows):
+        ids[b, :len(r)] = r
+        if segs[b] is not None:
+            seg[b, :len(r)] = segs[b]
+    return ids, np.array([len(r) for r in rows]), seg, np.array(read_at)
+
+
+def classifier_logits(c, p, src, src_len, segments):
+    """Class logits [B, K] of a fine-tuned classifier on rows of a labelled batch."""
+    t = Transformer(c, p)
+    K, D = int(c["classes"]), t.D
+    ids, lengths, seg, read_at = classifier_inputs(t.arch, src, src_len, segments)
+    h = t.encoder(ids, lengths, seg) if t.arch == "mlm" else t.decoder(ids, lengths)
+    pooled = h[np.arange(h.shape[0]), read_at]   # [B, D]
+    logits = linear(pooled, p("classifier/W", (K, D)), p("classifier/b", (K,)))
+    if t.tie == "none":   # the body's output layer is kept, unused here: only the auxiliary LM loss reads it
+        p("output/W", (t.V, D)), p("output/b", (t.V,))
+    return logits
 
 
 # ---- RNN seq2seq -----------------------------------------------------------------------------
@@ -920,6 +1020,8 @@ def verdict(ok):
 
 def check_ntm_run(model, run, attrs, tol):
     """An `attn-ntm run` file: the outputs, every head's weighting and the cost in bits."""
+    if attrs[""].get("kind") != "ntm-run":
+        raise FormatProblem("the batch file is not the output of attn-ntm run, on which an NTM is checked")
     c = model.config
     p = Params(model.params)
     ntm = Ntm(c, p)
@@ -1104,77 +1206,129 @@ def check_captioner_step(before, after, tol):
     return 0 if ok else 1
 
 
-def check(model_path, batch_path, tol):
-    """Prints the report of one model and batch; returns the exit code (0, 1 or 2)."""
-    try:
-        model = Model(model_path)
-        kind, config = model.kind, model.config
-        batch, attrs = read_file(batch_path)
-        if attrs[""].get("format") == "attnlab/model":   # a step: the model's next checkpoint
-            after = Model(batch_path)
-            if after.kind != kind or int(after.state["step"]) != int(model.state["step"]) + 1:
-                raise FormatProblem(f"{batch_path} is not the step after {model_path}")
-            if kind == "ntm":
-                return check_ntm_step(model, after, tol)
-            if kind == "captioner":
-                return check_captioner_step(model, after, tol)
-            raise FormatProblem(f"no step check for a {kind} model")
-        if kind == "ntm":
-            if attrs[""].get("kind") != "ntm-run":
-                raise FormatProblem(f"{batch_path}: an NTM is checked on the output of attn-ntm run")
-            return check_ntm_run(model, batch, attrs, tol)
-        if kind == "captioner":
-            return check_captioner(model, batch, attrs, tol)
-        p = Params(model.params)
-        if kind == "memnet":
-            attention, logits = memnet_outputs(config, p, batch)
-            p.check_all_used()
-            if attention.shape != batch["attention"].shape:
-                raise FormatProblem(f"attention of shape {list(attention.shape)}, the batch file has "
-                                    f"{list(batch['attention'].shape)}")
-            diff = float(np.max(np.abs(attention - batch["attention"])))
-            same = bool(np.all(np.argmax(logits, axis=1) == batch["predictions"]))
-            ok = diff < tol and same
-            print(f"{model_path}: memnet {config['encoding']} {config['tying']} temporal {config['temporal']}: "
-                  f"max |attention diff| {diff:.3g} over {list(attention.shape)}, predictions "
-                  f"{'the same' if same else 'DIFFER'} (tolerance {tol:g}): {verdict(ok)}")
-            return 0 if ok else 1
-        if kind == "transformer":
-            logits, alignment = transformer_logits(config, p, batch)
-            what = f"transformer {config['arch']}"
-        elif kind == "seq2seq":
-            logits, alignment = seq2seq_logits(config, p, batch)
-            what = f"seq2seq {config['cell']} {config['attention_style']} {config['attention']} {config['local']}"
-        else:
-            raise FormatProblem(f"unknown model kind {kind!r}")
-        p.check_all_used()
-        if logits.shape != batch["logits"].shape:
-            raise FormatProblem(f"logits of shape {list(logits.shape)}, the batch file has {list(batch['logits'].shape)}")
-    except (FormatProblem, KeyError, OSError) as e:
-        print(f"{model_path}: {type(e).__name__}: {e}" if not isinstance(e, FormatProblem) else f"{model_path}: {e}")
-        return 2
-    diff = float(np.max(np.abs(logits - batch["logits"])))
-    line = f"{model_path}: {what}: max |logits diff| {diff:.3g} over {list(logits.shape)}"
+def check_logits(model, batch, logits, alignment, what, tol):
+    """Compares teacher-forced logits (and an alignment) with the batch file's."""
+    if logits.shape != batch["logits"].shape:
+        raise FormatProblem(f"logits of shape {list(logits.shape)}, the batch file has {list(batch['logits'].shape)}")
+    diff = max_diff(logits, batch["logits"], "logits")
+    line = f"{model.path}: {what}: max |logits diff| {diff:.3g} over {list(logits.shape)}"
     ok = diff < tol
     if alignment is not None and "alignment" in batch:
-        adiff = float(np.max(np.abs(alignment - batch["alignment"])))
+        adiff = max_diff(alignment, batch["alignment"], "alignment")
         line += f", max |alignment diff| {adiff:.3g}"
         ok = ok and adiff < tol
     print(f"{line} (tolerance {tol:g}): {verdict(ok)}")
     return 0 if ok else 1
 
 
+def check_transformer(model, batch, attrs, tol):
+    p = Params(model.params)
+    logits, alignment = transformer_logits(model.config, p, batch)
+    p.check_all_used()
+    return check_logits(model, batch, logits, alignment, f"transformer {model.config['arch']}", tol)
+
+
+def check_seq2seq(model, batch, attrs, tol):
+    c = model.config
+    p = Params(model.params)
+    logits, alignment = seq2seq_logits(c, p, batch)
+    p.check_all_used()
+    return check_logits(model, batch, logits, alignment,
+                        f"seq2seq {c['cell']} {c['attention_style']} {c['attention']} {c['local']}", tol)
+
+
+def check_memnet(model, batch, attrs, tol):
+    config = model.config
+    p = Params(model.params)
+    attention, logits = memnet_outputs(config, p, batch)
+    p.check_all_used()
+    diff = max_diff(attention, batch["attention"], "attention")
+    same = bool(np.all(np.argmax(logits, axis=1) == batch["predictions"]))
+    ok = diff < tol and same
+    print(f"{model.path}: memnet {config['encoding']} {config['tying']} temporal {config['temporal']}: "
+          f"max |attention diff| {diff:.3g} over {list(attention.shape)}, predictions "
+          f"{'the same' if same else 'DIFFER'} (tolerance {tol:g}): {verdict(ok)}")
+    return 0 if ok else 1
+
+
+def check_classifier(model, batch, attrs, tol):
+    """A fine-tuned classifier on the rows /src, /src_len (/segments) of a batch file, against its
+    class logits /logits [B, K]; or on an `attn-transformer classify` file, against its
+    /probabilities (the softmax of the logits) and /predictions (exactly)."""
+    c = model.config
+    p = Params(model.params)
+    segments = batch.get("segments")
+    logits = classifier_logits(c, p, batch["src"].astype(np.int64), batch["src_len"].astype(np.int64),
+                               None if segments is None else segments.astype(np.int64))
+    p.check_all_used()
+    pairs = 0 if segments is None else int(np.sum(np.any(segments == 1, axis=1)))
+    what = (f"transformer-classifier {c['arch']} ({c['norm']}-norm, {c['pos_encoding']} positions, "
+            f"{c['classes']} classes; {logits.shape[0]} rows, {pairs} with a sentence B)")
+    if attrs[""].get("kind") == "classification":   # what attn-transformer classify wrote
+        probabilities = softmax(logits, axis=1)
+        diff = max_diff(probabilities, batch["probabilities"], "/probabilities")
+        same = bool(np.all(np.argmax(probabilities, axis=1) == batch["predictions"]))
+        ok = diff < tol and same
+        print(f"{model.path}: {what}, attn-transformer classify: max |probabilities diff| {diff:.3g}, predictions "
+              f"{'the same' if same else 'DIFFER'} (tolerance {tol:g}): {verdict(ok)}")
+        return 0 if ok else 1
+    return check_logits(model, batch, logits, None, what, tol)
+
+
+# The model kinds this reader rebuilds (`--kinds` lists them): root kind -> the check of a model
+# file of that kind against a batch file (or a tool's output file).
+READERS = {
+    "transformer": check_transformer,
+    "transformer-classifier": check_classifier,
+    "seq2seq": check_seq2seq,
+    "memnet": check_memnet,
+    "ntm": check_ntm_run,
+    "captioner": check_captioner,
+}
+# The kinds whose training conventions are checked on a model file and the one a step later.
+STEP_CHECKS = {
+    "ntm": check_ntm_step,
+    "captioner": check_captioner_step,
+}
+
+
+def check(model_path, batch_path, tol):
+    """Prints the report of one model and batch; returns the exit code (0, 1 or 2)."""
+    try:
+        model = Model(model_path)
+        batch, attrs = read_file(batch_path)
+        if attrs[""].get("format") == "attnlab/model":   # a step: the model's next checkpoint
+            after = Model(batch_path)
+            if after.kind != model.kind or int(after.state["step"]) != int(model.state["step"]) + 1:
+                raise FormatProblem(f"{batch_path} is not the step after {model_path}")
+            if model.kind not in STEP_CHECKS:
+                raise FormatProblem(f"no step check for a {model.kind} model")
+            return STEP_CHECKS[model.kind](model, after, tol)
+        if model.kind not in READERS:
+            raise FormatProblem(f"unknown model kind {model.kind!r}")
+        return READERS[model.kind](model, batch, attrs, tol)
+    except (FormatProblem, KeyError, OSError) as e:
+        print(f"{model_path}: {type(e).__name__}: {e}" if not isinstance(e, FormatProblem) else f"{model_path}: {e}")
+        return 2
+
+
 BREAKS = ["gru-gates", "sinusoid-halves", "ntm-loss-bits", "clip-norm-first", "coords-centres", "bn-batch-statistics",
-          "bn-biased-variance", "scores-without-eos"]
+          "bn-biased-variance", "scores-without-eos", "classifier-position", "sep-segment"]
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("files", nargs="+", metavar="MODEL.h5 BATCH.h5")
+    ap.add_argument("files", nargs="*", metavar="MODEL.h5 BATCH.h5")
     ap.add_argument("--tol", type=float, default=1e-4)
     ap.add_argument("--break", dest="broken", action="append", default=[], choices=BREAKS)
+    ap.add_argument("--kinds", action="store_true", help="print the model kinds this reader rebuilds, one a line")
     args = ap.parse_args()
-    if len(args.files) % 2:
+    if args.kinds:
+        if args.files:
+            ap.error("--kinds takes no files")
+        print("\n".join(READERS))
+        return 0
+    if not args.files or len(args.files) % 2:
         ap.error("give pairs of MODEL.h5 BATCH.h5")
     BROKEN.update(args.broken)
     return max(check(m, b, args.tol) for m, b in zip(args.files[::2], args.files[1::2]))

@@ -7,11 +7,15 @@
 // set, every hop's attention to 1e-4 and the predicted answers exactly; for an NTM, what
 // `attn-ntm run` wrote (outputs, every head's weighting, the cost in bits); for a captioner, the
 // teacher-forced logits and attention and `attn-caption caption`'s greedy captions (exactly),
-// scores and attention maps. Pairs of checkpoints one training step apart check the training
-// conventions the page states: an NTM's SGD step against the gradient of its objective (central
-// differences in reload.py) under both clippings, and a captioner's batch-normalisation running
-// statistics. $PYTHON (default /usr/bin/python3) runs the script; without it, or without h5py or
-// numpy, the cases are reported as skipped.
+// scores and attention maps; for a fine-tuned Transformer classifier (lm and mlm bodies,
+// pre-trained and fine-tuned by attn-transformer on sentence pairs from attn-data pairs), the
+// class logits of pairs and single sentences and what `attn-transformer classify` wrote. Pairs of
+// checkpoints one training step apart check the training conventions the page states: an NTM's
+// SGD step against the gradient of its objective (central differences in reload.py) under both
+// clippings, and a captioner's batch-normalisation running statistics. `reload.py --kinds` must
+// list every model kind of every family of the registry (attn/families/registry.hpp). $PYTHON
+// (default /usr/bin/python3) runs the script; without it, or without h5py or numpy, the cases are
+// reported as skipped.
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -19,6 +23,8 @@
 #include <iostream>
 #include <numeric>
 #include <random>
+#include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -30,6 +36,8 @@
 #include "attn/data/token_data.hpp"
 #include "attn/families/caption/run.hpp"
 #include "attn/families/memnet/run.hpp"
+#include "attn/families/registry.hpp"
+#include "attn/families/transformer/classifier_run.hpp"
 #include "attn/train/token_run.hpp"
 #include "attn/families/transformer/run.hpp"
 #include "test_support.hpp"
@@ -239,6 +247,83 @@ void memnet_case(const test::TempDir& dir, const std::string& name, const std::s
   f.commit();
 }
 
+
+// ---- fine-tuned Transformer classifier --------------------------------------------------------
+
+// 40 line pairs of 2 to 5 words, de.txt (d0 .. d9) and en.txt (e0 .. e9, word for word, the
+// last word sometimes dropped): attn-data pairs makes sentence pairs A | B of them (translation
+// or other; 62 training rows, 10 test rows), and attn-data text, from both sides, an lm's
+// pre-training text with the same vocabulary.
+void write_parallel_text(const test::TempDir& dir) {
+  std::mt19937 gen(5);
+  auto draw = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(gen); };
+  std::string de, en;
+  for (int line = 0; line < 40; ++line) {
+    const int n = draw(2, 5);
+    std::vector<int> words(static_cast<size_t>(n));
+    for (int& w : words) w = draw(0, 9);
+    const int translated = std::clamp(n + draw(-1, 1), 1, n);
+    for (int i = 0; i < n; ++i) de.append(i ? " d" : "d").append(std::to_string(words[static_cast<size_t>(i)]));
+    for (int i = 0; i < translated; ++i)
+      en.append(i ? " e" : "e").append(std::to_string(words[static_cast<size_t>(i)] * 3 % 10));
+    de += '\n';
+    en += '\n';
+  }
+  test::write_text(dir.file("de.txt"), de);
+  test::write_text(dir.file("en.txt"), en);
+  test::write_text(dir.file("both.txt"), de + en);
+}
+
+// Pre-trains a Transformer with `pretrain` (--arch, --data: text.h5 or pairs.h5, and the model's
+// options) for three Adam steps, fine-tunes it on pairs.h5 for three more (`finetune`: extra
+// options), so that the weights of the body and the head are off their initial values, and runs
+// attn-transformer classify on the test split (<name>.classify.h5, a second batch file for
+// reload.py). Then writes the batch file: the test split's rows, every third cut to its sentence
+// A (so that single sentences are read too), and the library's class logits [B, K] on them.
+void classifier_case(const test::TempDir& dir, const std::string& name, const std::string& pretrain,
+                     const std::string& finetune) {
+  if (!std::filesystem::exists(dir.file("de.txt"))) write_parallel_text(dir);
+  const char* steps = " --steps 3 --lr 0.01 --lr-schedule constant --seed 2 --threads 1 --quiet";
+  std::string line = "{ test -f pairs.h5 || { {data} pairs --src-file de.txt --tgt-file en.txt --valid-n 4 "
+                     "--test-n 5 --min-freq 1 --seed 3 --quiet --out pairs.h5 && {data} text --in both.txt "
+                     "--vocab-from pairs.h5 --valid-n 4 --quiet --out text.h5; }; } && {tf} train ";
+  line += pretrain;   // appended piecewise (GCC 12, -Wrestrict)
+  line += " --max-tokens 96 --model " + name + ".pre.h5" + steps;
+  line += " && {tf} finetune --init " + name + ".pre.h5 --data pairs.h5 --batch-size 16 --model " + model_file(name);
+  line += finetune + steps;
+  line += " && {tf} classify --model " + model_file(name) + " --data pairs.h5 --split test --threads 1 --quiet --out " +
+          name + ".classify.h5";
+  const test::ShellResult r = test::run_tools(dir, line, {{"{data}", "attn-data"}, {"{tf}", "attn-transformer"}});
+  INFO(line << "\n" << r.err);
+  REQUIRE(r.code == 0);
+
+  const transformer::ClassifierFile m = transformer::load_classifier(dir.file(model_file(name)));
+  const io::File data = io::File::open_read(dir.file("pairs.h5"));
+  const transformer::LabelledSplit test = transformer::read_classifier_split(data, "test", m, model_file(name));
+  std::vector<int64_t> index(static_cast<size_t>(test.size()));
+  std::iota(index.begin(), index.end(), int64_t{0});
+  const transformer::LabelledSplit rows = transformer::gather_labelled(test, index);
+  Tensor src = rows.src.all().clone(), segments = rows.segments.all().clone(), src_len = rows.src_len.clone();
+  const int64_t B = src.dim(0), L = src.dim(1);
+  int64_t pairs = 0, single = 0;
+  for (int64_t b = 0; b < B; ++b) {
+    int32_t* seg = segments.idata() + b * L;
+    const int32_t a = static_cast<int32_t>(std::count(seg, seg + src_len.idata()[b], 0));
+    if (b % 3 == 2 && a < src_len.idata()[b]) {   // sentence A alone
+      src_len.idata()[b] = a;
+      std::fill(src.idata() + b * L + a, src.idata() + (b + 1) * L, 0);
+      std::fill(seg + a, seg + L, 0);
+    }
+    (a < src_len.idata()[b] ? pairs : single) += 1;
+  }
+  REQUIRE(pairs > 0);
+  REQUIRE(single > 0);
+  const Tensor logits = m.model.logits(
+      transformer::classifier_batch(m.model.config().body.arch, src, src_len, segments, Tensor()));
+  io::File f = io::File::create(dir.file(batch_file(name)));
+  f.write_all("/", {{"src", src}, {"src_len", src_len}, {"segments", segments}, {"logits", logits}});
+  f.commit();
+}
 
 // ---- NTM -------------------------------------------------------------------------------------
 
@@ -478,4 +563,58 @@ TEST_CASE("formats: reload.py notices a wrong convention (GRU gates r and z swap
   transformer_case(dir, "encdec", "--arch encdec --pos-encoding sinusoidal --d-model 8 --heads 2 --d-ff 16 --layers 1");
   check_broken(dir, case_files({"gru"})[0], "gru-gates");
   check_broken(dir, case_files({"encdec"})[0], "sinusoid-halves");
+}
+
+TEST_CASE("formats: numpy reloads fine-tuned Transformer classifiers (lm and mlm bodies, sentence pairs and single "
+          "sentences) and reproduces their class logits and attn-transformer classify",
+          "[integration][formats]") {
+  test::TempDir dir;
+  // GPT: an lm pre-trained on text (pre-norm, learned positions, its own output layer, which only
+  // the auxiliary LM loss reads); BERT: an mlm pre-trained on the pairs themselves, so that both
+  // segment rows are trained (post-norm, sinusoids, tied output, a self-attention window).
+  classifier_case(dir, "cls_lm", "--arch lm --data text.h5 --norm pre --pos-encoding learned --tie-embeddings none "
+                                 "--d-model 12 --heads 3 --d-ff 20 --layers 2", " --aux-lm 0.5");
+  classifier_case(dir, "cls_mlm", "--arch mlm --data pairs.h5 --norm post --pos-encoding sinusoidal "
+                                  "--tie-embeddings output --attn-window 4 --d-model 8 --heads 2 --d-ff 16 --layers 2",
+                  "");
+  std::vector<std::pair<std::string, std::string>> pairs = case_files({"cls_lm", "cls_mlm"});
+  for (const std::string name : {"cls_lm", "cls_mlm"}) pairs.emplace_back(model_file(name), name + ".classify.h5");
+  const std::string report = check_reload(dir, pairs);
+  if (report.empty()) return;
+  CHECK(report.find("transformer-classifier lm") != std::string::npos);
+  CHECK(report.find("transformer-classifier mlm") != std::string::npos);
+  CHECK(report.find("attn-transformer classify: max |probabilities diff|") != std::string::npos);
+  // The lm reads its last position and the mlm [CLS]; the [SEP] after sentence A is in segment 0.
+  check_broken(dir, pairs[0], "classifier-position");
+  check_broken(dir, pairs[1], "classifier-position");
+  check_broken(dir, pairs[1], "sep-segment");
+  check_broken(dir, pairs[3], "sep-segment");
+}
+
+TEST_CASE("formats: reload.py reloads every model kind of every family of the registry", "[integration][formats]") {
+  // reload.py --kinds lists the root kinds it has a reader for (its table of checks): a family
+  // added to cmake/Families.cmake, or a kind added to a family, fails here until reload.py (and
+  // a case above) learns its files.
+  test::TempDir dir;
+  const Reload r = reload(dir, {}, " --kinds");
+  if (r.code == -1) return;
+  INFO(r.report);
+  REQUIRE(r.code == 0);
+  std::set<std::string> kinds;
+  std::istringstream lines(r.report);
+  for (std::string kind; std::getline(lines, kind);)
+    if (!kind.empty()) kinds.insert(kind);
+  REQUIRE_FALSE(families::all().empty());
+  for (const families::Family& family : families::all()) {
+    INFO("family " << family.name);
+    CHECK_FALSE(family.model_kinds.empty());
+    for (const std::string& kind : family.model_kinds) {
+      INFO("model kind " << kind);
+      CHECK(kinds.count(kind) == 1);
+    }
+  }
+  for (const std::string& kind : kinds) {   // and no kind that no family writes
+    INFO("reload.py lists " << kind);
+    CHECK(families::of_model_kind(kind) != nullptr);
+  }
 }
