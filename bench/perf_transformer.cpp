@@ -118,11 +118,10 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (mode == "decode") {
-    transformer::DecodeOptions o;
-    o.max_len = new_tokens;
+    const decode::DecodeOptions o{.max_len = new_tokens};
     int64_t tokens = 0;
     auto run = [&] {
-      const transformer::DecodeResult r = transformer::greedy(model, batch.src, batch.src_len, o);
+      const decode::Decoded r = transformer::greedy(model, batch.src, batch.src_len, o);
       tokens = 0;
       for (const auto& s : r.tokens) tokens += static_cast<int64_t>(s.size());
     };

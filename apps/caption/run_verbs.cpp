@@ -28,10 +28,11 @@ void add_common(cli::Options& opts) {
   opts.threads();
 }
 
-caption::CaptionDecodeOptions decode_options(const cli::Options& opts) {
+decode::DecodeOptions decode_options(const cli::Options& opts) {
   return {.max_len = opts.get<int64_t>("max-len"),
           .beam = opts.get<int64_t>("beam"),
-          .length_penalty = static_cast<float>(opts.get<double>("length-penalty"))};
+          .length_penalty = static_cast<float>(opts.get<double>("length-penalty")),
+          .want_attention = true};
 }
 
 // "sequence accuracy 0.9870, BLEU-1..4 99.1/98.7/98.2/97.9"

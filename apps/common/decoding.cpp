@@ -54,16 +54,18 @@ void run_eval(const Options& opts, const ModelReads& reads,
                           " tokens)");
 }
 
+train::TranslateOptions translate_options(const Options& opts) {
+  return {.decode = {.max_len = opts.get<int64_t>("max-len"),
+                     .beam = opts.get<int64_t>("beam"),
+                     .length_penalty = static_cast<float>(opts.get<double>("length-penalty"))},
+          .max_tokens = opts.get<int64_t>("max-tokens")};
+}
+
 void run_translate(const Options& opts, const ModelReads& reads, const data::Vocab& src_vocab,
-                   const data::Vocab& tgt_vocab,
-                   const std::function<train::Translation(const data::TokenSplit&, const DecodeChoice&)>& translate) {
+                   const data::Vocab& tgt_vocab, const std::function<train::Translation(const data::TokenSplit&)>& translate) {
   const io::File data = io::File::open_read(opts.get<std::string>("data"));   // the split may read from it
   const data::TokenSplit s = read_split(opts, data, reads);
-  const DecodeChoice choice{.beam = opts.get<int64_t>("beam"),
-                            .length_penalty = static_cast<float>(opts.get<double>("length-penalty")),
-                            .max_len = opts.get<int64_t>("max-len"),
-                            .max_tokens = opts.get<int64_t>("max-tokens")};
-  const train::Translation tr = translate(s, choice);
+  const train::Translation tr = translate(s);
   write_output(opts, "attnlab/output", "translation",
                [&](io::File& file) { train::write_translation(file, tr, s, src_vocab, tgt_vocab); });
   std::string line = opts.tool() + " translate: " + std::to_string(tr.tokens.size()) + " sentences of " + s.name;

@@ -6,7 +6,8 @@
 //     return cli::run_eval_verb(kTool, argc, argv, seq2seq::load_seq2seq, reads, seq2seq::evaluate_seq2seq);
 //   }
 //
-// its translate verb builds its options, loads its model file and hands the rest to run_translate.
+// its translate verb builds its options (translate_options), loads its model file and hands the
+// rest to run_translate.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -35,12 +36,9 @@ void add_eval_options(Options& opts);
 // default and help come from the tool.
 void add_translate_options(Options& opts, double default_length_penalty, const std::string& length_penalty_help);
 
-struct DecodeChoice {
-  int64_t beam = 1;
-  float length_penalty = 0;
-  int64_t max_len = 0;      // 0: the batch's longest source + 50 (train::generation_limit)
-  int64_t max_tokens = 0;   // source tokens per decoding batch
-};
+// The translate verb's decoding options as the trainer's token layer takes them (the verb sets
+// decode.want_attention itself).
+train::TranslateOptions translate_options(const Options& opts);
 
 // What a loaded model reads of --data: the datasets of `request`, from a data set whose
 // vocabularies are the model's (a null one is not checked).
@@ -70,12 +68,12 @@ int run_eval_verb(const char* tool, int argc, char** argv, ModelFile (*load)(con
   return 0;
 }
 
-// The rest of a translate verb: reads --split of --data, translates it with the decoding
-// options, writes --out (train::write_translation, with the model's vocabularies) and prints
+// The rest of a translate verb: reads --split of --data, translates it, writes --out
+// (train::write_translation, with the model's vocabularies) and prints
 // "<tool> translate: 20 sentences of test: sequence accuracy 0.9000, token accuracy 0.9876 -> OUT".
 void run_translate(const Options& opts, const ModelReads& reads, const data::Vocab& src_vocab,
                    const data::Vocab& tgt_vocab,
-                   const std::function<train::Translation(const data::TokenSplit&, const DecodeChoice&)>& translate);
+                   const std::function<train::Translation(const data::TokenSplit&)>& translate);
 
 // What a translation tool's training run keeps alive: the data set's vocabularies and splits,
 // and the model its task trains.

@@ -32,13 +32,10 @@ int cmd_translate(int argc, char** argv) {
   opts.threads();
   if (!opts.parse(argc, argv)) return 0;
   const seq2seq::Seq2SeqFile m = seq2seq::load_seq2seq(opts.get<std::string>("model"));
+  train::TranslateOptions to = cli::translate_options(opts);
+  to.decode.want_attention = true;   // the alignment, for every model with attention
   cli::run_translate(opts, reads(m), m.src_vocab, m.tgt_vocab,
-                     [&](const data::TokenSplit& s, const cli::DecodeChoice& d) {
-                       seq2seq::Seq2SeqTranslateOptions to;
-                       to.decode = {.max_len = d.max_len, .beam = d.beam, .length_penalty = d.length_penalty};
-                       to.max_tokens = d.max_tokens;
-                       return seq2seq::translate(m.model, s, to);
-                     });
+                     [&](const data::TokenSplit& s) { return seq2seq::translate(m.model, s, to); });
   return 0;
 }
 

@@ -62,16 +62,10 @@ int cmd_translate(int argc, char** argv) {
   opts.threads();
   if (!opts.parse(argc, argv)) return 0;
   const transformer::TransformerFile m = transformer::load_transformer(opts.get<std::string>("model"));
+  train::TranslateOptions to = cli::translate_options(opts);
+  to.decode.want_attention = opts.get<bool>("dump-attention");
   cli::run_translate(opts, reads(m), m.src_vocab, m.tgt_vocab,
-                     [&](const data::TokenSplit& s, const cli::DecodeChoice& d) {
-                       transformer::TranslateOptions to;
-                       to.decode.max_len = d.max_len;
-                       to.decode.beam = d.beam;
-                       to.decode.length_penalty = d.length_penalty;
-                       to.decode.want_attention = opts.get<bool>("dump-attention");
-                       to.max_tokens = d.max_tokens;
-                       return transformer::translate(m.model, s, to);
-                     });
+                     [&](const data::TokenSplit& s) { return transformer::translate(m.model, s, to); });
   return 0;
 }
 
@@ -98,12 +92,11 @@ int cmd_generate(int argc, char** argv) {
   const std::vector<int32_t> prompt = m.tgt_vocab.encode(data::split_whitespace(opts.get<std::string>("prompt")));
   const auto n = opts.get<int64_t>("n");
   const data::PaddedBatch p = data::pad_sequences(std::vector<std::vector<int32_t>>(static_cast<size_t>(n), prompt));
-  transformer::SampleOptions so;
-  so.max_len = opts.get<int64_t>("max-len");
-  so.temperature = static_cast<float>(opts.get<double>("temperature"));
-  so.top_k = opts.get<int64_t>("top-k");
+  const decode::DecodeOptions options{.max_len = opts.get<int64_t>("max-len")};
+  const decode::Sampling sampling{.temperature = static_cast<float>(opts.get<double>("temperature")),
+                                  .top_k = opts.get<int64_t>("top-k")};
   Rng rng(static_cast<uint64_t>(opts.get<int64_t>("seed")));
-  const transformer::DecodeResult r = transformer::sample(m.model, p.tokens, p.lengths, so, rng);
+  const decode::Decoded r = transformer::sample(m.model, p.tokens, p.lengths, options, sampling, rng);
   for (const auto& tokens : r.tokens) std::cout << data::join_tokens(m.tgt_vocab.decode(tokens)) << "\n";
   std::cout.flush();
   return 0;

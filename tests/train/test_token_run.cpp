@@ -32,10 +32,10 @@ data::TokenSplit reverse_split() {
 // A stand-in decoder: emits the source reversed (sentence 3 gets one token wrong), and as
 // "weights" [B, 2, Tb, Sb] the value 10 * (first source id) + head + 1 everywhere, so that each
 // sentence's block can be recognised after reassembly.
-train::DecodedBatch fake_decode(const data::PaddedBatch& src, std::vector<int64_t>& batch_sizes) {
+decode::Decoded fake_decode(const data::PaddedBatch& src, std::vector<int64_t>& batch_sizes) {
   const int64_t B = src.tokens.dim(0), Sb = src.tokens.dim(1);
   batch_sizes.push_back(B);
-  train::DecodedBatch out;
+  decode::Decoded out;
   int64_t Tb = 0;
   for (int64_t b = 0; b < B; ++b) {
     const int32_t* row = src.tokens.idata() + b * Sb;

@@ -261,9 +261,11 @@ TEST_CASE("seq2seq: alignment rows sum to 1 and put no weight on padding", "[uni
       CHECK(logits.shape() == Shape{2, 4, 6});
       REQUIRE(align.shape() == Shape{2, 4, 5});
       check_rows(align, batch.src_len, {4, 4}, /*normalised=*/true);
-      const seq2seq::Seq2SeqDecodeResult greedy = seq2seq::greedy(model, batch.src, batch.src_len, {6, 1, 1.0f});
-      REQUIRE(greedy.alignment.dim(0) == 2);
-      check_rows(greedy.alignment, batch.src_len,
+      const decode::Decoded greedy = seq2seq::greedy(model, batch.src, batch.src_len, {6, 1, 1.0f, true});
+      REQUIRE(greedy.attention.size() == 1);
+      REQUIRE(greedy.attention[0].first == "alignment");
+      REQUIRE(greedy.attention[0].second.dim(0) == 2);
+      check_rows(greedy.attention[0].second, batch.src_len,
                  {static_cast<int64_t>(greedy.tokens[0].size()), static_cast<int64_t>(greedy.tokens[1].size())},
                  /*normalised=*/true);
     }
@@ -296,13 +298,13 @@ TEST_CASE("seq2seq: beam search with beam 1 equals greedy search", "[unit][seq2s
       for (Param* p : model.params())
         for (float& v : p->value.values()) v += jitter.uniform(-0.5f, 0.5f);
       const data::TokenBatch batch = tiny_batch();
-      const seq2seq::Seq2SeqDecodeResult g = seq2seq::greedy(model, batch.src, batch.src_len, {7, 1, 1.0f});
-      const seq2seq::Seq2SeqDecodeResult b = seq2seq::beam_search(model, batch.src, batch.src_len, {7, 1, 0.0f});
+      const decode::Decoded g = seq2seq::greedy(model, batch.src, batch.src_len, {7, 1, 1.0f, true});
+      const decode::Decoded b = seq2seq::beam_search(model, batch.src, batch.src_len, {7, 1, 0.0f, true});
       CHECK(g.tokens == b.tokens);
-      CHECK_THAT(b.alignment, test::close_to(g.alignment, 0.0));
+      CHECK_THAT(b.attention.at(0).second, test::close_to(g.attention.at(0).second, 0.0));
       for (size_t n = 0; n < g.scores.size(); ++n) CHECK(b.scores[n] == Approx(g.scores[n]).epsilon(1e-5));
       // A wider beam finds a sequence at least as likely (unnormalised).
-      const seq2seq::Seq2SeqDecodeResult b4 = seq2seq::beam_search(model, batch.src, batch.src_len, {7, 4, 0.0f});
+      const decode::Decoded b4 = seq2seq::beam_search(model, batch.src, batch.src_len, {7, 4, 0.0f});
       REQUIRE(b4.tokens.size() == 2);
       for (size_t n = 0; n < g.scores.size(); ++n) CHECK(b4.scores[n] >= g.scores[n] - 1e-5f);
     }
@@ -359,8 +361,8 @@ TEST_CASE("seq2seq: greedy and beam search never emit PAD or BOS, however the mo
   REQUIRE(found == 1);
   const data::TokenBatch batch = tiny_batch();
   for (int64_t beam : {1, 3}) {
-    const seq2seq::Seq2SeqDecodeResult r = seq2seq::beam_search(model, batch.src, batch.src_len, {7, beam, 0.0f});
-    const seq2seq::Seq2SeqDecodeResult g = seq2seq::greedy(model, batch.src, batch.src_len, {7, 1, 1.0f});
+    const decode::Decoded r = seq2seq::beam_search(model, batch.src, batch.src_len, {7, beam, 0.0f});
+    const decode::Decoded g = seq2seq::greedy(model, batch.src, batch.src_len, {7, 1, 1.0f});
     for (const auto* result : {&r, &g})
       for (const auto& sentence : result->tokens) {
         CHECK(!sentence.empty());
@@ -429,7 +431,7 @@ double reverse_accuracy(nn::ScoreKind score, int64_t steps) {
   }
   Rng held_out(99);
   const data::TokenBatch test = reverse_batch(100, L, symbols, held_out);
-  const seq2seq::Seq2SeqDecodeResult out = seq2seq::greedy(model, test.src, test.src_len, {L + 5, 1, 1.0f});
+  const decode::Decoded out = seq2seq::greedy(model, test.src, test.src_len, {L + 5, 1, 1.0f});
   int64_t correct = 0;
   for (int64_t n = 0; n < 100; ++n)
     for (int64_t i = 0; i < L; ++i)

@@ -100,18 +100,16 @@ TEST_CASE("greedy and beam search: cached decoding equals re-running the prefix"
     const std::vector<int32_t> len{6, 2, 4, 1};
     const Tensor src = random_src(4, 6, len, arch == TransformerArch::encdec ? c.src_vocab : c.tgt_vocab, rng);
     const Tensor src_len = Tensor::from_ints({4}, len);
-    transformer::DecodeOptions o;
+    decode::DecodeOptions o;
     o.max_len = 10;
-    const transformer::DecodeResult cached = transformer::greedy(model, src, src_len, o);
-    o.use_cache = false;
-    const transformer::DecodeResult uncached = transformer::greedy(model, src, src_len, o);
+    const decode::Decoded cached = transformer::greedy(model, src, src_len, o);
+    const decode::Decoded uncached = transformer::greedy(model, src, src_len, o, /*use_cache=*/false);
     CHECK(cached.tokens == uncached.tokens);
     for (size_t n = 0; n < 4; ++n) CHECK(cached.scores[n] == Approx(uncached.scores[n]).margin(1e-4));
     if (arch == TransformerArch::encdec) {
       o.beam = 3;
-      const transformer::DecodeResult beam_uncached = transformer::beam_search(model, src, src_len, o);
-      o.use_cache = true;
-      const transformer::DecodeResult beam_cached = transformer::beam_search(model, src, src_len, o);
+      const decode::Decoded beam_uncached = transformer::beam_search(model, src, src_len, o, /*use_cache=*/false);
+      const decode::Decoded beam_cached = transformer::beam_search(model, src, src_len, o);
       CHECK(beam_cached.tokens == beam_uncached.tokens);
       for (size_t n = 0; n < 4; ++n) CHECK(beam_cached.scores[n] == Approx(beam_uncached.scores[n]).margin(1e-4));
     }
@@ -127,15 +125,15 @@ TEST_CASE("beam search with beam 1 equals greedy, a wider beam scores at least a
   const std::vector<int32_t> len{5, 3, 6};
   const Tensor src = random_src(3, 6, len, c.src_vocab, rng);
   const Tensor src_len = Tensor::from_ints({3}, len);
-  transformer::DecodeOptions o;
+  decode::DecodeOptions o;
   o.max_len = 12;
   o.length_penalty = 0.0f;   // raw log-probabilities, comparable with greedy
-  const transformer::DecodeResult g = transformer::greedy(model, src, src_len, o);
-  const transformer::DecodeResult b1 = transformer::beam_search(model, src, src_len, o);
+  const decode::Decoded g = transformer::greedy(model, src, src_len, o);
+  const decode::Decoded b1 = transformer::beam_search(model, src, src_len, o);
   CHECK(b1.tokens == g.tokens);
   for (size_t n = 0; n < 3; ++n) CHECK(b1.scores[n] == Approx(g.scores[n]).margin(1e-5));
   o.beam = 4;
-  const transformer::DecodeResult b4 = transformer::beam_search(model, src, src_len, o);
+  const decode::Decoded b4 = transformer::beam_search(model, src, src_len, o);
   for (size_t n = 0; n < 3; ++n) CHECK(b4.scores[n] >= g.scores[n] - 1e-5f);
 }
 
@@ -150,23 +148,20 @@ TEST_CASE("greedy, beam search and sampling never emit PAD or BOS, however the m
   const std::vector<int32_t> len{5, 3};
   const Tensor src = random_src(2, 5, len, c.src_vocab, rng);
   const Tensor src_len = Tensor::from_ints({2}, len);
-  transformer::DecodeOptions o;
+  decode::DecodeOptions o;
   o.max_len = 8;
-  auto reserved_free = [](const transformer::DecodeResult& r) {
+  auto reserved_free = [](const decode::Decoded& r) {
     for (const auto& sentence : r.tokens)
       for (int32_t t : sentence)
         if (t == data::kPad || t == data::kBos) return false;
     return true;
   };
-  const transformer::DecodeResult g = transformer::greedy(model, src, src_len, o);
+  const decode::Decoded g = transformer::greedy(model, src, src_len, o);
   CHECK(reserved_free(g));
   CHECK(!g.tokens[0].empty());   // the model still decodes: the next-best tokens
   o.beam = 3;
   CHECK(reserved_free(transformer::beam_search(model, src, src_len, o)));
-  transformer::SampleOptions so;
-  so.max_len = 8;
-  so.temperature = 1.0f;
-  CHECK(reserved_free(transformer::sample(model, src, src_len, so, rng)));
+  CHECK(reserved_free(transformer::sample(model, src, src_len, {.max_len = 8}, {.temperature = 1.0f}, rng)));
 }
 
 TEST_CASE("want_attention returns every layer's weights, rows summing to 1", "[unit][decode]") {
@@ -177,17 +172,18 @@ TEST_CASE("want_attention returns every layer's weights, rows summing to 1", "[u
   favour_eos(model, 1.5f);
   const std::vector<int32_t> len{6, 3};
   const Tensor src = random_src(2, 6, len, c.src_vocab, rng);
-  transformer::DecodeOptions o;
+  decode::DecodeOptions o;
   o.max_len = 8;
   o.want_attention = true;
   o.beam = 2;
-  const transformer::DecodeResult r = transformer::beam_search(model, src, Tensor::from_ints({2}, len), o);
-  REQUIRE(r.self_attention.size() == 2);
-  REQUIRE(r.cross_attention.size() == 2);
-  const Tensor& cross = r.cross_attention[1];
+  const decode::Decoded r = transformer::beam_search(model, src, Tensor::from_ints({2}, len), o);
+  REQUIRE(r.attention.size() == 4);   // self/layer0, cross/layer0, self/layer1, cross/layer1
+  CHECK(r.attention[0].first == "self/layer0");
+  REQUIRE(r.attention[3].first == "cross/layer1");
+  const Tensor& cross = r.attention[3].second;
   const int64_t T = cross.dim(2);
   CHECK(cross.shape() == Shape{2, 4, T, 6});
-  CHECK(r.self_attention[0].shape() == Shape{2, 4, T, T});
+  CHECK(r.attention[0].second.shape() == Shape{2, 4, T, T});
   for (int64_t n = 0; n < 2; ++n) {
     const int64_t rows = static_cast<int64_t>(r.tokens[static_cast<size_t>(n)].size()) + 1;
     for (int64_t t = 0; t < T; ++t) {
@@ -210,27 +206,25 @@ TEST_CASE("sample: temperature 0 and top_k 1 are greedy, a seed reproduces a dra
   favour_eos(model, 1.0f);
   const Tensor prompt = Tensor::from_ints({2, 3}, {5, 6, 7, 8, 0, 0});
   const Tensor prompt_len = Tensor::from_ints({2}, {3, 1});
-  transformer::DecodeOptions go;
+  decode::DecodeOptions go;
   go.max_len = 8;
-  const transformer::DecodeResult g = transformer::greedy(model, prompt, prompt_len, go);
-  transformer::SampleOptions so;
-  so.max_len = 8;
-  so.temperature = 0.0f;
+  const decode::Decoded g = transformer::greedy(model, prompt, prompt_len, go);
+  decode::Sampling so{.temperature = 0.0f};
   Rng a(7), b(7);
-  CHECK(transformer::sample(model, prompt, prompt_len, so, a).tokens == g.tokens);
+  CHECK(transformer::sample(model, prompt, prompt_len, go, so, a).tokens == g.tokens);
   so.temperature = 1.0f;
   so.top_k = 1;
-  CHECK(transformer::sample(model, prompt, prompt_len, so, a).tokens == g.tokens);
+  CHECK(transformer::sample(model, prompt, prompt_len, go, so, a).tokens == g.tokens);
   so.top_k = 0;
   so.temperature = 1.5f;
   Rng c1(9), c2(9);
-  const transformer::DecodeResult s1 = transformer::sample(model, prompt, prompt_len, so, c1);
-  CHECK(transformer::sample(model, prompt, prompt_len, so, c2).tokens == s1.tokens);
+  const decode::Decoded s1 = transformer::sample(model, prompt, prompt_len, go, so, c1);
+  CHECK(transformer::sample(model, prompt, prompt_len, go, so, c2).tokens == s1.tokens);
   for (const auto& t : s1.tokens) CHECK(t.size() <= 8);
   REQUIRE_THROWS_WITH(transformer::beam_search(model, prompt, prompt_len, go),
                       Catch::Contains("needs an encdec model"));
   so.temperature = -1.0f;
-  REQUIRE_THROWS_WITH(transformer::sample(model, prompt, prompt_len, so, a),
+  REQUIRE_THROWS_WITH(transformer::sample(model, prompt, prompt_len, go, so, a),
                       Catch::Contains("temperature must be >= 0"));
 }
 
@@ -284,7 +278,7 @@ TEST_CASE("Transformer encdec learns to reverse sequences (greedy, >= 99% exact)
   int64_t right = 0, total = 0;
   for (int round = 0; round < 4; ++round) {   // 256 fresh sequences
     const TokenBatch test = make(data);
-    const transformer::DecodeResult out = transformer::greedy(model, test.src, test.src_len, {});
+    const decode::Decoded out = transformer::greedy(model, test.src, test.src_len, {});
     for (int64_t b = 0; b < B; ++b, ++total) {
       const int32_t* row = test.tgt.idata() + b * T;
       right += out.tokens[static_cast<size_t>(b)] == std::vector<int32_t>(row, row + test.tgt_len.idata()[b] - 1);

@@ -339,7 +339,7 @@ TEST_CASE("Transformer lm learns a deterministic counting sequence", "[integrati
     adam.step(params, step);
   }
   const TokenBatch test = make(data_rng, first);
-  const transformer::DecodeResult out =
+  const decode::Decoded out =
       transformer::greedy(model, first, Tensor::from_ints({B}, std::vector<int32_t>(B, 1)), {});
   int64_t right = 0;
   for (int64_t b = 0; b < B; ++b) {

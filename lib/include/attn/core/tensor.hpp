@@ -10,6 +10,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "attn/core/error.hpp"
@@ -98,6 +99,10 @@ class Tensor {
 };
 
 inline Tensor zeros_like(const Tensor& t) { return Tensor(t.shape(), t.dtype()); }
+
+// Tensors by name, in order: what a run or a decoder returns beside its main result (attention
+// weights, weightings), each written as a dataset of that name.
+using NamedTensors = std::vector<std::pair<std::string, Tensor>>;
 
 // Checks a tensor's shape and dtype (float32 by default), naming it in the message.
 void check_tensor(const Tensor& t, const Shape& want, const std::string& label, DType dtype = DType::f32);

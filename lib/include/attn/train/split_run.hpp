@@ -25,8 +25,6 @@
 
 namespace attn::train {
 
-using NamedTensors = std::vector<std::pair<std::string, Tensor>>;
-
 // Throws DataError naming the file and the split when it holds no examples: an evaluation of
 // nothing would print NaN metrics as if they were results. Every family's eval, translate and run
 // verbs read their split through a reader that calls this (train::read_model_split,

@@ -34,6 +34,7 @@
 #include "attn/data/token_batch.hpp"
 #include "attn/data/token_data.hpp"
 #include "attn/data/vocab.hpp"
+#include "attn/decode/decoding.hpp"
 #include "attn/io/checkpoint.hpp"
 #include "attn/io/hdf5_file.hpp"
 #include "attn/metrics/accuracy.hpp"
@@ -141,13 +142,8 @@ struct Translation {
   metrics::AccuracyCounts accuracy;   // against the split's targets (EOS included), when present
 };
 
-// What a model's decoder returns for one batch of sources.
-struct DecodedBatch {
-  std::vector<std::vector<int32_t>> tokens;                // per row of the batch
-  std::vector<float> scores;
-  NamedTensors attention;   // [B, ..., Tb, Sb] each; may be none
-};
-using BatchDecoder = std::function<DecodedBatch(const data::PaddedBatch& src)>;
+// A model's decoder on one batch of sources: [B, ..., Tb, Sb] attention tensors, if any.
+using BatchDecoder = std::function<decode::Decoded(const data::PaddedBatch& src)>;
 
 // The generation limit of a decoding batch: max_len when > 0, else the batch's longest source
 // + 50 (Vaswani et al. 2017, sec. 6.1).
@@ -156,12 +152,18 @@ int64_t generation_limit(int64_t max_len, const data::PaddedBatch& src);
 // One batch of sources through a family's greedy search (options.beam 1) or beam search (the
 // greedy / beam_search of its model's namespace, found by argument-dependent lookup: the caller
 // includes its family's decode.hpp), generating at most generation_limit(options.max_len, src) tokens.
-template <class Model, class Options>
-auto decode_batch(const Model& model, const data::PaddedBatch& src, Options options) {
+template <class Model>
+decode::Decoded decode_batch(const Model& model, const data::PaddedBatch& src, decode::DecodeOptions options) {
   options.max_len = generation_limit(options.max_len, src);
   return options.beam > 1 ? beam_search(model, src.tokens, src.lengths, options)
                           : greedy(model, src.tokens, src.lengths, options);
 }
+
+// How a split is decoded.
+struct TranslateOptions {
+  decode::DecodeOptions decode;   // max_len <= 0: the batch's longest source + 50 (generation_limit)
+  int64_t max_tokens = 4096;      // source tokens per decoding batch
+};
 
 // Decodes the sources of `split` in batches of about max_tokens source tokens of similar lengths
 // and puts the results back in split order. Each named attention tensor becomes one [N, ..., T, S]

@@ -4,9 +4,10 @@
 
 #include <utility>
 
+#include "attn/decode/search.hpp"
+
 namespace attn::caption {
 namespace {
-
 
 // Search rows are the state's rows, in order; the search drops finished rows and multiplies beam
 // parents through keep.
@@ -30,17 +31,28 @@ class CaptionStepper final : public decode::Stepper {
   Tensor weights_;   // [B, L] of the last step
 };
 
-}  // namespace
-
-decode::SearchResult caption(const Captioner& model, const Tensor& images, const CaptionDecodeOptions& o) {
+decode::Decoded search(const Captioner& model, const Tensor& images, const decode::DecodeOptions& o, bool beam) {
   const decode::SearchOptions options{.max_len = o.max_len,
-                              .beam = o.beam,
-                              .length_penalty = {.kind = decode::PenaltyKind::power, .alpha = o.length_penalty},
-                              .want_attention = true};
-  check_search_options(options, o.beam > 1 ? "caption beam search" : "caption greedy search");
+                                      .beam = beam ? o.beam : 1,
+                                      .length_penalty = {.kind = decode::PenaltyKind::power, .alpha = o.length_penalty},
+                                      .want_attention = o.want_attention};
+  check_search_options(options, beam ? "caption beam search" : "caption greedy search");
   CaptionStepper stepper(model, images);
   const int64_t N = images.dim(0);
-  return o.beam > 1 ? decode::beam_search(stepper, N, options) : decode::greedy_search(stepper, N, options);
+  decode::SearchResult r = beam ? decode::beam_search(stepper, N, options) : decode::greedy_search(stepper, N, options);
+  decode::Decoded out{std::move(r.tokens), std::move(r.scores), {}};
+  if (o.want_attention) out.attention.emplace_back("attention", std::move(r.attention));
+  return out;
+}
+
+}  // namespace
+
+decode::Decoded greedy(const Captioner& model, const Tensor& images, const decode::DecodeOptions& options) {
+  return search(model, images, options, /*beam=*/false);
+}
+
+decode::Decoded beam_search(const Captioner& model, const Tensor& images, const decode::DecodeOptions& options) {
+  return search(model, images, options, /*beam=*/true);
 }
 
 }  // namespace attn::caption

@@ -196,14 +196,16 @@ double Captions::sequence_accuracy() const {
   return ratio(static_cast<double>(exact), static_cast<double>(tokens.size()));
 }
 
-Captions caption_split(const Captioner& model, const CaptionSplit& split,
-                       const CaptionDecodeOptions& options, int64_t batch_size) {
+Captions caption_split(const Captioner& model, const CaptionSplit& split, decode::DecodeOptions options,
+                       int64_t batch_size) {
+  options.want_attention = true;
   if (split.size() == 0) throw DataError("captioning: the split '" + split.name + "' has no images");
   const CaptionerConfig::Grid g = model.config().grid();
   const train::SplitOutput all = train::run_split(
       split.size(), train::split_batches(split.lengths(), 0, batch_size), [&](std::span<const int64_t> index) {
-        decode::SearchResult r = caption(model, gather_caption_batch(split, index).images, options);
-        train::BatchOutput out{.tensors = {{"attention", std::move(r.attention)}}, .sums = {}};
+        const Tensor images = gather_caption_batch(split, index).images;
+        decode::Decoded r = options.beam > 1 ? beam_search(model, images, options) : greedy(model, images, options);
+        train::BatchOutput out{.tensors = std::move(r.attention), .sums = {}};
         train::add_token_lists(out, r.tokens, r.scores);
         return out;
       });

@@ -8,6 +8,7 @@
 
 #include "attn/core/error.hpp"
 #include "attn/data/vocab.hpp"
+#include "attn/decode/search.hpp"
 
 namespace attn::seq2seq {
 namespace {
@@ -83,35 +84,32 @@ class Seq2SeqStepper final : public decode::Stepper {
   Tensor weights_;                  // [B, S] of the last step, or empty
 };
 
-Seq2SeqDecodeResult decode(const Seq2Seq& model, const Tensor& src, const Tensor& src_len,
-                           const Seq2SeqDecodeOptions& o, bool beam) {
+decode::Decoded search(const Seq2Seq& model, const Tensor& src, const Tensor& src_len, const decode::DecodeOptions& o,
+                       bool beam) {
+  const bool alignment = o.want_attention && model.config().attention != nn::ScoreKind::none;
   const decode::SearchOptions options{.max_len = o.max_len,
-                              .beam = beam ? o.beam : 1,
-                              .length_penalty = {.kind = decode::PenaltyKind::power, .alpha = o.length_penalty},
-                              .want_attention = true};
+                                      .beam = beam ? o.beam : 1,
+                                      .length_penalty = {.kind = decode::PenaltyKind::power, .alpha = o.length_penalty},
+                                      .want_attention = alignment};
   decode::check_search_options(options, beam ? "seq2seq beam search" : "seq2seq greedy search");
   Seq2SeqStepper stepper(model, src, src_len, options.beam);
-  const int64_t N = src.dim(0), S = src.dim(1);
-  decode::SearchResult r = beam ? beam_search(stepper, N, options) : decode::greedy_search(stepper, N, options);
-  Seq2SeqDecodeResult out{std::move(r.tokens), std::move(r.scores), std::move(r.attention)};
-  if (!out.alignment.defined()) {   // no attention: zeros
-    int64_t T = 0;
-    for (const auto& t : out.tokens) T = std::max<int64_t>(T, static_cast<int64_t>(t.size()));
-    out.alignment = Tensor({N, T, S});
-  }
+  const int64_t N = src.dim(0);
+  decode::SearchResult r = beam ? decode::beam_search(stepper, N, options) : decode::greedy_search(stepper, N, options);
+  decode::Decoded out{std::move(r.tokens), std::move(r.scores), {}};
+  if (alignment) out.attention.emplace_back("alignment", std::move(r.attention));
   return out;
 }
 
 }  // namespace
 
-Seq2SeqDecodeResult greedy(const Seq2Seq& model, const Tensor& src, const Tensor& src_len,
-                           const Seq2SeqDecodeOptions& options) {
-  return decode(model, src, src_len, options, /*beam=*/false);
+decode::Decoded greedy(const Seq2Seq& model, const Tensor& src, const Tensor& src_len,
+                       const decode::DecodeOptions& options) {
+  return search(model, src, src_len, options, /*beam=*/false);
 }
 
-Seq2SeqDecodeResult beam_search(const Seq2Seq& model, const Tensor& src, const Tensor& src_len,
-                                const Seq2SeqDecodeOptions& options) {
-  return decode(model, src, src_len, options, /*beam=*/true);
+decode::Decoded beam_search(const Seq2Seq& model, const Tensor& src, const Tensor& src_len,
+                            const decode::DecodeOptions& options) {
+  return search(model, src, src_len, options, /*beam=*/true);
 }
 
 }  // namespace attn::seq2seq

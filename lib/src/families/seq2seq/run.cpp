@@ -64,13 +64,9 @@ train::EvalResult evaluate_seq2seq(const Seq2Seq& model, const data::TokenSplit&
 }
 
 train::Translation translate(const Seq2Seq& model, const data::TokenSplit& split,
-                             const Seq2SeqTranslateOptions& options) {
-  const bool attention = model.config().attention != nn::ScoreKind::none;
+                             const train::TranslateOptions& options) {
   return train::translate_split(split, options.max_tokens, [&](const data::PaddedBatch& src) {
-    Seq2SeqDecodeResult r = train::decode_batch(model, src, options.decode);
-    train::DecodedBatch out{std::move(r.tokens), std::move(r.scores), {}};
-    if (attention) out.attention.emplace_back("alignment", std::move(r.alignment));
-    return out;
+    return train::decode_batch(model, src, options.decode);
   });
 }
 

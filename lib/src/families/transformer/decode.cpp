@@ -66,8 +66,8 @@ class TransformerStepper final : public decode::Stepper {
 // Teacher-forced attention weights of the decoded sentences: the decoder re-run over the
 // positions each sentence was fed (BOS, any prompt, its tokens but a last one that was never
 // fed), padded to the longest, rows past a sentence's own zeroed.
-void attention_of(const Transformer& model, const Tensor& memory, const Tensor& src_len, const decode::SearchResult& r,
-                  const decode::Prompts& prompts, DecodeResult& out) {
+NamedTensors attention_of(const Transformer& model, const Tensor& memory, const Tensor& src_len,
+                          const decode::SearchResult& r, const decode::Prompts& prompts) {
   const int64_t N = static_cast<int64_t>(r.tokens.size());
   std::vector<std::vector<int32_t>> fed(static_cast<size_t>(N));
   for (int64_t n = 0; n < N; ++n) {
@@ -84,9 +84,10 @@ void attention_of(const Transformer& model, const Tensor& memory, const Tensor& 
   for (const auto& f : fed) T = std::max<int64_t>(T, static_cast<int64_t>(f.size()));
   Tensor prefix({N, T}, DType::i32);   // PAD-filled
   for (int64_t n = 0; n < N; ++n) std::copy(fed[n].begin(), fed[n].end(), prefix.idata() + n * T);
-  model.decode_prefix(prefix, memory, src_len, &out.self_attention,
-                      model.config().arch == TransformerArch::encdec ? &out.cross_attention : nullptr);
-  for (std::vector<Tensor>* list : {&out.self_attention, &out.cross_attention})
+  const bool encdec = model.config().arch == TransformerArch::encdec;
+  std::vector<Tensor> self, cross;
+  model.decode_prefix(prefix, memory, src_len, &self, encdec ? &cross : nullptr);
+  for (std::vector<Tensor>* list : {&self, &cross})
     for (Tensor& w : *list) {
       if (w.empty()) continue;
       const int64_t H = w.dim(1), X = w.dim(3);
@@ -95,7 +96,12 @@ void attention_of(const Transformer& model, const Tensor& memory, const Tensor& 
           for (int64_t t = static_cast<int64_t>(fed[n].size()); t < T; ++t)
             std::fill_n(w.data() + ((n * H + h) * T + t) * X, X, 0.0f);
     }
-  if (model.config().arch != TransformerArch::encdec) out.cross_attention.clear();
+  NamedTensors out;
+  for (size_t l = 0; l < self.size(); ++l) {
+    out.emplace_back("self/layer" + std::to_string(l), std::move(self[l]));
+    if (encdec) out.emplace_back("cross/layer" + std::to_string(l), std::move(cross.at(l)));
+  }
+  return out;
 }
 
 void check_inputs(const Transformer& model, const Tensor& input, const Tensor& input_len, int64_t max_len,
@@ -113,9 +119,9 @@ void check_inputs(const Transformer& model, const Tensor& input, const Tensor& i
 
 // Greedy search or sampling (`sampling` not null): encdec decodes `input` as the source, lm
 // feeds it as each sentence's prompt.
-DecodeResult left_to_right(const Transformer& model, const Tensor& input, const Tensor& input_len,
-                           const decode::SearchOptions& options, bool use_cache, const decode::Sampling* sampling,
-                           Rng* rng) {
+decode::Decoded left_to_right(const Transformer& model, const Tensor& input, const Tensor& input_len,
+                              const decode::SearchOptions& options, bool use_cache, const decode::Sampling* sampling,
+                              Rng* rng) {
   const TransformerConfig& cfg = model.config();
   const bool encdec = cfg.arch == TransformerArch::encdec;
   const int64_t N = input.dim(0);
@@ -128,7 +134,7 @@ DecodeResult left_to_right(const Transformer& model, const Tensor& input, const 
   // Positions fed: BOS, the prompt, and every generated token but the last.
   const int64_t capacity = std::min(cfg.max_len, longest_prompt + options.max_len);
 
-  DecodeResult out;
+  decode::Decoded out;
   out.tokens.resize(static_cast<size_t>(N));
   out.scores.assign(static_cast<size_t>(N), 0.0f);
   if (N == 0) return out;
@@ -140,8 +146,8 @@ DecodeResult left_to_right(const Transformer& model, const Tensor& input, const 
   const decode::Prompts prompts = encdec ? decode::Prompts{} : decode::Prompts{input, input_len};
   TransformerStepper stepper(model, memory, src_len, capacity, N, use_cache);
   decode::SearchResult r = sampling ? decode::sample_search(stepper, N, options, *sampling, *rng, prompts)
-                            : decode::greedy_search(stepper, N, options, prompts);
-  if (options.want_attention) attention_of(model, memory, src_len, r, prompts, out);
+                                    : decode::greedy_search(stepper, N, options, prompts);
+  if (options.want_attention) out.attention = attention_of(model, memory, src_len, r, prompts);
   out.tokens = std::move(r.tokens);
   out.scores = std::move(r.scores);
   return out;
@@ -149,46 +155,48 @@ DecodeResult left_to_right(const Transformer& model, const Tensor& input, const 
 
 }  // namespace
 
-DecodeResult greedy(const Transformer& model, const Tensor& src, const Tensor& src_len, const DecodeOptions& o) {
+decode::Decoded greedy(const Transformer& model, const Tensor& src, const Tensor& src_len,
+                       const decode::DecodeOptions& o, bool use_cache) {
   check_inputs(model, src, src_len, o.max_len, "greedy");
   decode::SearchOptions options;
   options.max_len = o.max_len;
   options.want_attention = o.want_attention;
-  return left_to_right(model, src, src_len, options, o.use_cache, nullptr, nullptr);
+  return left_to_right(model, src, src_len, options, use_cache, nullptr, nullptr);
 }
 
-DecodeResult sample(const Transformer& model, const Tensor& prompt, const Tensor& prompt_len,
-                    const SampleOptions& o, Rng& rng) {
+decode::Decoded sample(const Transformer& model, const Tensor& prompt, const Tensor& prompt_len,
+                       const decode::DecodeOptions& o, const decode::Sampling& sampling, Rng& rng, bool use_cache) {
   check_inputs(model, prompt, prompt_len, o.max_len, "sample");
-  if (!(o.temperature >= 0.0f))
-    throw ConfigError("sample: temperature must be >= 0, got " + std::to_string(o.temperature));
-  if (o.top_k < 0) throw ConfigError("sample: top_k must be >= 0, got " + std::to_string(o.top_k));
-  const decode::Sampling sampling{.temperature = o.temperature, .top_k = o.top_k};
+  if (o.beam != 1) throw ConfigError("sample: draws one continuation per prompt, beam must be 1");
+  if (!(sampling.temperature >= 0.0f))
+    throw ConfigError("sample: temperature must be >= 0, got " + std::to_string(sampling.temperature));
+  if (sampling.top_k < 0) throw ConfigError("sample: top_k must be >= 0, got " + std::to_string(sampling.top_k));
   decode::SearchOptions options;
   options.max_len = o.max_len;
-  return left_to_right(model, prompt, prompt_len, options, o.use_cache, o.temperature == 0.0f ? nullptr : &sampling,
-                       &rng);   // temperature 0: greedy
+  options.want_attention = o.want_attention;
+  return left_to_right(model, prompt, prompt_len, options, use_cache,
+                       sampling.temperature == 0.0f ? nullptr : &sampling, &rng);   // temperature 0: greedy
 }
 
-DecodeResult beam_search(const Transformer& model, const Tensor& src, const Tensor& src_len,
-                         const DecodeOptions& o) {
+decode::Decoded beam_search(const Transformer& model, const Tensor& src, const Tensor& src_len,
+                            const decode::DecodeOptions& o, bool use_cache) {
   check_inputs(model, src, src_len, o.max_len, "beam search");
   if (model.config().arch != TransformerArch::encdec)
     throw ConfigError("beam search: needs an encdec model (use greedy or sample for an lm)");
   const decode::SearchOptions options{.max_len = o.max_len,
-                              .beam = o.beam,
-                              .length_penalty = {.kind = decode::PenaltyKind::gnmt, .alpha = o.length_penalty},
-                              .want_attention = false};
+                                      .beam = o.beam,
+                                      .length_penalty = {.kind = decode::PenaltyKind::gnmt, .alpha = o.length_penalty},
+                                      .want_attention = false};
   check_search_options(options, "beam search");
   const int64_t N = src.dim(0);
-  DecodeResult out;
+  decode::Decoded out;
   out.tokens.resize(static_cast<size_t>(N));
   out.scores.assign(static_cast<size_t>(N), 0.0f);
   if (N == 0) return out;
   const Tensor memory = model.encode(src, src_len);
-  TransformerStepper stepper(model, memory, src_len, std::min(model.config().max_len, o.max_len), N, o.use_cache);
-  decode::SearchResult r = beam_search(stepper, N, options);
-  if (o.want_attention) attention_of(model, memory, src_len, r, {}, out);
+  TransformerStepper stepper(model, memory, src_len, std::min(model.config().max_len, o.max_len), N, use_cache);
+  decode::SearchResult r = decode::beam_search(stepper, N, options);
+  if (o.want_attention) out.attention = attention_of(model, memory, src_len, r, {});
   out.tokens = std::move(r.tokens);
   out.scores = std::move(r.scores);
   return out;

@@ -154,18 +154,13 @@ train::EvalResult evaluate_transformer(const Transformer& model, const data::Tok
                         });
 }
 
-train::Translation translate(const Transformer& model, const data::TokenSplit& split, const TranslateOptions& options) {
+train::Translation translate(const Transformer& model, const data::TokenSplit& split,
+                             const train::TranslateOptions& options) {
   if (model.config().arch != TransformerArch::encdec)
     throw ConfigError("translate needs an encoder-decoder model (arch encdec), this one is '" +
                       std::string(arch_name(model.config().arch)) + "'; use generate for a language model");
   return train::translate_split(split, options.max_tokens, [&](const data::PaddedBatch& src) {
-    DecodeResult r = train::decode_batch(model, src, options.decode);
-    train::DecodedBatch out{std::move(r.tokens), std::move(r.scores), {}};
-    for (size_t l = 0; l < r.self_attention.size(); ++l) {
-      out.attention.emplace_back("self/layer" + std::to_string(l), std::move(r.self_attention[l]));
-      out.attention.emplace_back("cross/layer" + std::to_string(l), std::move(r.cross_attention.at(l)));
-    }
-    return out;
+    return train::decode_batch(model, src, options.decode);
   });
 }
 

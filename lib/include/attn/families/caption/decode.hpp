@@ -1,25 +1,19 @@
 // Decoding the captioner (families/caption): greedy search and beam search, the searches of
 // decode/search.hpp (which hold the rules: EOS, PAD/BOS never emitted, max_len, the beam) over
-// the model's step-by-step decoder, each returning the attention behind every emitted word.
-// Beam search ranks finished captions by log p(y | image) / |y|^alpha (alpha = length_penalty,
-// |y| counting the EOS); beam 1 is greedy search.
+// the model's step-by-step decoder, with the attention behind every emitted word. Beam search
+// ranks finished captions by log p(y | image) / |y|^alpha (alpha = length_penalty, |y| counting
+// the EOS; the tool's default alpha is 0); beam 1 is greedy search.
 #pragma once
-#include <cstdint>
-
 #include "attn/core/tensor.hpp"
-#include "attn/decode/search.hpp"
+#include "attn/decode/decoding.hpp"
 #include "attn/families/caption/model.hpp"
 
 namespace attn::caption {
 
-struct CaptionDecodeOptions {
-  int64_t max_len = 30;         // >= 1 words per caption, EOS excluded
-  int64_t beam = 1;             // BW >= 1
-  float length_penalty = 0.0f;  // alpha >= 0 (beam search)
-};
-
-// images: [N, C, H, W]. The result's attention is [N, T, L]: row t the weights over the image's
-// L locations behind word t (T the longest caption; zeros past a caption's words).
-decode::SearchResult caption(const Captioner& model, const Tensor& images, const CaptionDecodeOptions& options);
+// images: [N, C, H, W] (decode/decoding.hpp: the options and the result). With want_attention the
+// result holds "attention" [N, T, R]: row t the weights over the image's R locations behind word
+// t (zero past a caption's words).
+decode::Decoded greedy(const Captioner& model, const Tensor& images, const decode::DecodeOptions& options);
+decode::Decoded beam_search(const Captioner& model, const Tensor& images, const decode::DecodeOptions& options);
 
 }  // namespace attn::caption

@@ -118,8 +118,9 @@ struct Captions {
   std::array<double, 4> bleu{};               // BLEU-1..4 against the references
   double sequence_accuracy() const;
 };
-Captions caption_split(const Captioner& model, const CaptionSplit& split,
-                       const CaptionDecodeOptions& options, int64_t batch_size);
+// options.want_attention is taken as true: the captions' file holds the attention.
+Captions caption_split(const Captioner& model, const CaptionSplit& split, decode::DecodeOptions options,
+                       int64_t batch_size);
 
 // The model file's teacher-forced sequence accuracy on the data set's /test split,
 // {"test_sequence_accuracy", a} (none without one): what train --repeats records for every run.

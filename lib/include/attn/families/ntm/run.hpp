@@ -90,7 +90,7 @@ train::BatchStats evaluate_ntm(const Ntm& model, const data::SequenceSplit& spli
 // The outputs and weightings of every sequence of `split` (the run file's datasets, by name:
 // "outputs", "read_weights", "write_weights") and their sums.
 struct NtmRunResult {
-  train::NamedTensors tensors;
+  NamedTensors tensors;
   train::BatchStats stats;
 };
 NtmRunResult run_ntm(const Ntm& model, const data::SequenceSplit& split, int64_t batch_size);

@@ -55,14 +55,9 @@ Seq2SeqFile load_seq2seq(const std::string& path);
 // order.
 train::EvalResult evaluate_seq2seq(const Seq2Seq& model, const data::TokenSplit& split, int64_t max_tokens);
 
-struct Seq2SeqTranslateOptions {
-  Seq2SeqDecodeOptions decode;   // beam 1: greedy; length_penalty: alpha of beam search's
-                                         // log p / |y|^alpha; max_len <= 0: the batch's longest
-                                         // source + 50
-  int64_t max_tokens = 4096;             // source tokens per decoding batch
-};
-// Decodes the sources of `split` in batches of similar lengths, with the alignment (above).
+// Decodes the sources of `split` in batches of similar lengths, with the alignment (above) when
+// options.decode.want_attention.
 train::Translation translate(const Seq2Seq& model, const data::TokenSplit& split,
-                             const Seq2SeqTranslateOptions& options);
+                             const train::TranslateOptions& options);
 
 }  // namespace attn::seq2seq

@@ -94,7 +94,7 @@ train::BatchStats evaluate_classifier(const TransformerClassifier& model, const 
 struct Classification {
   Tensor predictions;       // int32 [N]
   Tensor probabilities;     // float32 [N, K]
-  train::NamedTensors attention;   // "layer<i>", [N, NH, L, L]
+  NamedTensors attention;   // "layer<i>", [N, NH, L, L]
   train::BatchStats stats;         // as evaluate_classifier
 };
 Classification classify(const TransformerClassifier& model, const LabelledSplit& split,

@@ -18,56 +18,36 @@
 // (capped so that BOS + prompt + tokens fit the model's max_len positions).
 //
 // Beam search (encdec only) ranks finished hypotheses by the GNMT length penalty (Wu et al.
-// 2016, eq. 14):
+// 2016, eq. 14; the tool's default alpha is 0.6):
 //   score(Y) = log P(Y | X) / lp(Y),   lp(Y) = ((5 + |Y|) / 6)^alpha,   alpha = length_penalty,
 // |Y| counting the EOS; alpha = 0 compares raw log-probabilities, alpha = 1 is close to
 // per-token normalisation. Beam 1 gives the greedy result.
 #pragma once
 #include <cstdint>
-#include <vector>
 
 #include "attn/core/rng.hpp"
 #include "attn/core/tensor.hpp"
+#include "attn/decode/decoding.hpp"
 #include "attn/decode/search.hpp"
 #include "attn/families/transformer/model.hpp"
 
 namespace attn::transformer {
 
-struct DecodeOptions {
-  int64_t max_len = 100;        // >= 1 generated tokens at most
-  int64_t beam = 1;             // >= 1 (beam_search)
-  float length_penalty = 1.0f;  // GNMT alpha >= 0 (beam_search)
-  bool use_cache = true;
-  bool want_attention = false;
-};
+// src: int32 [N, S], src_len: int32 [N] (decode/decoding.hpp: the options and the result). With
+// want_attention the result holds, per decoder layer l, "self/layer<l>" [N, NH, T, T] and (encdec)
+// "cross/layer<l>" [N, NH, T, S]: row t is the decoder position fed t-th (BOS, [prompt,] tokens),
+// the query that predicted the next token; rows past a sentence's own are zero. use_cache = false
+// re-runs the whole prefix every step (the test of the KV cache).
+decode::Decoded greedy(const Transformer& model, const Tensor& src, const Tensor& src_len,
+                       const decode::DecodeOptions& options, bool use_cache = true);
+decode::Decoded beam_search(const Transformer& model, const Tensor& src, const Tensor& src_len,
+                            const decode::DecodeOptions& options, bool use_cache = true);
 
-struct DecodeResult {
-  std::vector<std::vector<int32_t>> tokens;   // per sentence, without BOS, ending before EOS
-  // Sum of the generated tokens' log-probabilities (EOS included when produced); beam search:
-  // divided by the length penalty lp(Y).
-  std::vector<float> scores;
-  // With want_attention, per decoder layer: self [N, NH, T, T] and cross [N, NH, T, S] weights
-  // (lm: no cross). Row t is the decoder position fed t-th (BOS, [prompt,] tokens), the query
-  // that predicted the next token; T is the longest row count, and shorter sentences are
-  // padded with zero rows.
-  std::vector<Tensor> self_attention, cross_attention;
-};
-
-// src: int32 [N, S], src_len: int32 [N].
-DecodeResult greedy(const Transformer& model, const Tensor& src, const Tensor& src_len,
-                    const DecodeOptions& options);
-DecodeResult beam_search(const Transformer& model, const Tensor& src, const Tensor& src_len,
-                         const DecodeOptions& options);
-
-struct SampleOptions {
-  int64_t max_len = 100;
-  float temperature = 1.0f;   // >= 0; 0 picks the argmax (greedy)
-  int64_t top_k = 0;          // > 0: sample among the k most likely tokens only; 0: all
-  bool use_cache = true;
-};
 // Ancestral sampling from softmax(logits / temperature) (restricted to the top k), each draw
-// from `rng` (reproducible for a seed). prompt: int32 [N, Tp] (may be [N, 0]), prompt_len [N].
-DecodeResult sample(const Transformer& model, const Tensor& prompt, const Tensor& prompt_len,
-                    const SampleOptions& options, Rng& rng);
+// from `rng` (reproducible for a seed); temperature 0 is greedy search. prompt: int32 [N, Tp]
+// (may be [N, 0]), prompt_len [N]; options.beam must be 1.
+decode::Decoded sample(const Transformer& model, const Tensor& prompt, const Tensor& prompt_len,
+                       const decode::DecodeOptions& options, const decode::Sampling& sampling, Rng& rng,
+                       bool use_cache = true);
 
 }  // namespace attn::transformer

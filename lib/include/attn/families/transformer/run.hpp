@@ -74,14 +74,10 @@ TransformerFile load_transformer(const std::string& path);
 // Forward passes over every example of `split`, batched by max_tokens in length order.
 train::EvalResult evaluate_transformer(const Transformer& model, const data::TokenSplit& split, int64_t max_tokens);
 
-struct TranslateOptions {
-  DecodeOptions decode;        // beam 1: greedy; want_attention: dump the weights;
-                                       // max_len <= 0: the batch's longest source + 50 (paper
-                                       // sec. 6.1)
-  int64_t max_tokens = 4096;           // source tokens per decoding batch
-};
-// Decodes the sources of `split` (encdec), in batches of similar lengths.
-train::Translation translate(const Transformer& model, const data::TokenSplit& split, const TranslateOptions& options);
+// Decodes the sources of `split` (encdec), in batches of similar lengths; options.decode's
+// want_attention dumps the weights (decode.hpp).
+train::Translation translate(const Transformer& model, const data::TokenSplit& split,
+                             const train::TranslateOptions& options);
 
 // average_checkpoints over Transformer model files, saved with the vocabularies of the last
 // file into `out` (an open output file; the caller commits). created_by/command: provenance.
