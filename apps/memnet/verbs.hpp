@@ -1,5 +1,6 @@
 // The verbs of attn-memnet, one function each (argv[0] is the verb). The verb table is in
-// main.cpp; every verb parses its options and calls lib/train (memnet_run.hpp, trainer.hpp).
+// main.cpp; every verb parses its options and calls the library
+// (attn/families/memnet/run.hpp).
 #pragma once
 
 namespace attn::memnet_tool {

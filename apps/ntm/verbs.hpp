@@ -1,5 +1,6 @@
 // The verbs of attn-ntm, one function each (argv[0] is the verb). The verb table is in main.cpp;
-// every verb parses its options and calls lib/train (ntm_run.hpp, trainer.hpp).
+// every verb parses its options and calls the library
+// (attn/families/ntm/run.hpp).
 #pragma once
 
 namespace attn::ntm_tool {

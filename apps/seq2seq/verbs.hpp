@@ -1,5 +1,6 @@
 // The verbs of attn-seq2seq, one function each (argv[0] is the verb). The verb table is in
-// main.cpp; every verb parses its options and calls lib/train (seq2seq_run.hpp, trainer.hpp).
+// main.cpp; every verb parses its options and calls the library
+// (attn/families/seq2seq/run.hpp).
 #pragma once
 
 namespace attn::seq2seq_tool {

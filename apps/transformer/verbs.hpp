@@ -1,5 +1,6 @@
 // The verbs of attn-transformer, one function each (argv[0] is the verb). The verb table is in
-// main.cpp; every verb parses its options and calls lib/train (transformer_run.hpp, trainer.hpp).
+// main.cpp; every verb parses its options and calls the library
+// (attn/families/transformer/run.hpp).
 #pragma once
 #include "common/options.hpp"
 

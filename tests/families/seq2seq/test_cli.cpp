@@ -224,7 +224,7 @@ TEST_CASE("attn-seq2seq: every attention variant trains and translates, with its
   REQUIRE(run(dir, std::string(kData) + " --out d.h5").code == 0);
   struct Variant {
     std::string options;
-    double row_sum;   // < 0: at most 1 (local attention, seq2seq_run.hpp)
+    double row_sum;   // < 0: at most 1 (local attention, families/seq2seq/run.hpp)
   };
   const std::vector<Variant> variants = {
       {"--cell lstm --bidirectional --attention dot --attention-style luong", 1.0},

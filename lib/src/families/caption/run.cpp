@@ -1,4 +1,4 @@
-// The captioner's task, evaluation, captioning and files (caption_run.hpp).
+// The captioner's task, evaluation, captioning and files (run.hpp).
 #include "attn/families/caption/run.hpp"
 
 #include <algorithm>

@@ -1,5 +1,5 @@
 // The memory network on bAbI: training task with linear start and random noise, evaluation,
-// answers, model files (memnet_run.hpp).
+// answers, model files (run.hpp).
 #include "attn/families/memnet/run.hpp"
 
 #include <algorithm>

@@ -1,5 +1,5 @@
 // The NTM on sequence tasks: training task with a curriculum, evaluation, runs, model files,
-// the LSTM baseline (ntm_run.hpp).
+// the LSTM baseline (run.hpp).
 #include "attn/families/ntm/run.hpp"
 
 #include <algorithm>

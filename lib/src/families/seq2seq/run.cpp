@@ -1,5 +1,5 @@
 // The RNN encoder-decoder on token data sets: training task, evaluation, translation, model
-// files (seq2seq_run.hpp).
+// files (run.hpp).
 #include "attn/families/seq2seq/run.hpp"
 
 #include <algorithm>

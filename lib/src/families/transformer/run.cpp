@@ -1,5 +1,5 @@
 // The Transformer on token data sets: training task, evaluation, translation, model files
-// (transformer_run.hpp).
+// (run.hpp).
 #include "attn/families/transformer/run.hpp"
 
 #include <algorithm>
