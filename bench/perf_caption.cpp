@@ -63,8 +63,9 @@
 
 #include "attn/core/threading.hpp"
 #include "attn/families/caption/caption_data.hpp"
-#include "attn/io/hdf5_file.hpp"
 #include "attn/families/caption/model.hpp"
+#include "attn/families/caption/run.hpp"
+#include "attn/io/hdf5_file.hpp"
 #include "attn/nn/rnn.hpp"
 #include "attn/ops/activation.hpp"
 #include "attn/ops/conv.hpp"
@@ -74,7 +75,6 @@
 #include "attn/ops/shape_ops.hpp"
 #include "attn/optim/adam.hpp"
 #include "attn/optim/clip.hpp"
-#include "attn/families/caption/run.hpp"
 #include "perf_util.hpp"
 
 namespace {

@@ -35,9 +35,9 @@
 #include <vector>
 
 #include "attn/core/threading.hpp"
+#include "attn/families/memnet/model.hpp"
 #include "attn/families/memnet/qa_data.hpp"
 #include "attn/io/hdf5_file.hpp"
-#include "attn/families/memnet/model.hpp"
 #include "attn/optim/clip.hpp"
 #include "attn/optim/sgd.hpp"
 #include "perf_util.hpp"

@@ -14,8 +14,8 @@
 #include <optional>
 #include <string>
 
-#include "attn/data/vocab.hpp"
 #include "attn/data/token_data.hpp"
+#include "attn/data/vocab.hpp"
 #include "attn/train/token_run.hpp"
 #include "common/options.hpp"
 #include "common/training.hpp"

@@ -9,11 +9,11 @@
 #include "attn/core/error.hpp"
 #include "attn/core/rng.hpp"
 #include "attn/data/batching.hpp"
-#include "attn/families/caption/caption_data.hpp"
-#include "attn/families/transformer/labelled_data.hpp"
-#include "attn/families/memnet/qa_data.hpp"
 #include "attn/data/sequence_data.hpp"
 #include "attn/data/token_data.hpp"
+#include "attn/families/caption/caption_data.hpp"
+#include "attn/families/memnet/qa_data.hpp"
+#include "attn/families/transformer/labelled_data.hpp"
 #include "test_support.hpp"
 
 using namespace attn;

@@ -15,14 +15,14 @@
 
 #include "attn/data/token_data.hpp"
 #include "attn/dist/communicator.hpp"
+#include "attn/families/seq2seq/run.hpp"
+#include "attn/families/transformer/run.hpp"
 #include "attn/nn/grad_ready.hpp"
 #include "attn/ops/cross_entropy.hpp"
 #include "attn/ops/linear.hpp"
 #include "attn/train/data_fingerprint.hpp"
 #include "attn/train/data_parallel.hpp"
 #include "attn/train/split_run.hpp"
-#include "attn/families/seq2seq/run.hpp"
-#include "attn/families/transformer/run.hpp"
 #include "reversal_fixture.hpp"
 #include "test_support.hpp"
 

@@ -28,18 +28,18 @@
 #include <string>
 #include <vector>
 
-#include "attn/io/hdf5_file.hpp"
 #include "attn/data/token_batch.hpp"
-#include "attn/families/transformer/model.hpp"
-#include "attn/families/seq2seq/run.hpp"
-#include "attn/families/memnet/qa_data.hpp"
 #include "attn/data/token_data.hpp"
 #include "attn/families/caption/run.hpp"
+#include "attn/families/memnet/qa_data.hpp"
 #include "attn/families/memnet/run.hpp"
 #include "attn/families/registry.hpp"
+#include "attn/families/seq2seq/run.hpp"
 #include "attn/families/transformer/classifier_run.hpp"
-#include "attn/train/token_run.hpp"
+#include "attn/families/transformer/model.hpp"
 #include "attn/families/transformer/run.hpp"
+#include "attn/io/hdf5_file.hpp"
+#include "attn/train/token_run.hpp"
 #include "test_support.hpp"
 
 using namespace attn;

@@ -4,9 +4,9 @@
 
 #include "attn/core/memory.hpp"
 #include "attn/data/sequence_data.hpp"
-#include "attn/io/hdf5_file.hpp"
 #include "attn/families/ntm/model.hpp"
 #include "attn/families/ntm/run.hpp"
+#include "attn/io/hdf5_file.hpp"
 #include "test_support.hpp"
 
 using namespace attn;

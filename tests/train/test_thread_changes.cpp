@@ -4,8 +4,8 @@
 #include <cstring>
 
 #include "attn/core/threading.hpp"
-#include "attn/optim/config.hpp"
 #include "attn/families/transformer/run.hpp"
+#include "attn/optim/config.hpp"
 #include "reversal_fixture.hpp"
 #include "test_support.hpp"
 

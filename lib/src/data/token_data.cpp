@@ -1,11 +1,10 @@
 // Reading, checking and writing token splits (token_data.hpp).
 #include "attn/data/token_data.hpp"
 
+#include "attn/core/error.hpp"
 #include "attn/data/batching.hpp"
 #include "attn/data/splits.hpp"
 #include "attn/data/vocab.hpp"
-
-#include "attn/core/error.hpp"
 
 namespace attn::data {
 namespace {

@@ -13,4 +13,8 @@ void check_range(const char* family, const char* field, int64_t value, int64_t l
                       std::to_string(hi) + "], got " + std::to_string(value));
 }
 
+void check_config(const char* family, bool ok, const std::string& message) {
+  if (!ok) throw ConfigError(std::string(family) + " config: " + message);
+}
+
 }  // namespace attn::io

@@ -7,9 +7,9 @@
 #include <cstring>
 
 #include "attn/core/error.hpp"
-#include "attn/train/split_run.hpp"
 #include "attn/data/tokenizer.hpp"
 #include "attn/io/checkpoint.hpp"
+#include "attn/train/split_run.hpp"
 
 namespace attn::train {
 namespace {

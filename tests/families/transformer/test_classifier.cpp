@@ -1,11 +1,10 @@
 // Tests of transformer::TransformerClassifier: the [CLS]/[SEP] inputs of each architecture, gradient
 // checks of the head with an lm body (with GPT's auxiliary LM loss) and an mlm body (sentence
 // pairs, segment embeddings), and a frozen body receiving no gradient.
-#include "attn/families/transformer/classifier.hpp"
-
 #include <algorithm>
 #include <cmath>
 
+#include "attn/families/transformer/classifier.hpp"
 #include "test_support.hpp"
 
 using namespace attn;

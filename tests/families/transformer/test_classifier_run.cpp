@@ -3,12 +3,11 @@
 // encoder is saved unchanged; and pre-training helps: a tiny Transformer pre-trained on unlabelled
 // text classifies examples made of words the labelled training set never shows, where the same
 // model trained from scratch cannot.
-#include "attn/families/transformer/classifier_run.hpp"
-
 #include <algorithm>
 #include <vector>
 
 #include "attn/data/batching.hpp"
+#include "attn/families/transformer/classifier_run.hpp"
 #include "attn/optim/config.hpp"
 #include "test_support.hpp"
 

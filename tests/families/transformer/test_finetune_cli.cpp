@@ -7,8 +7,8 @@
 #include <filesystem>
 #include <string>
 
-#include "attn/families/transformer/labelled_data.hpp"
 #include "attn/data/vocab.hpp"
+#include "attn/families/transformer/labelled_data.hpp"
 #include "attn/io/checkpoint.hpp"
 #include "attn/io/hdf5_file.hpp"
 #include "test_support.hpp"

@@ -7,8 +7,8 @@
 #include <set>
 
 #include "attn/families/transformer/decode.hpp"
-#include "attn/optim/adam.hpp"
 #include "attn/families/transformer/run.hpp"
+#include "attn/optim/adam.hpp"
 #include "test_support.hpp"
 
 using namespace attn;

@@ -24,9 +24,9 @@
 #include <string_view>
 #include <vector>
 
-#include "attn/families/memnet/qa_data.hpp"
 #include "attn/data/vocab.hpp"
 #include "attn/datasets/splits.hpp"
+#include "attn/families/memnet/qa_data.hpp"
 
 namespace attn::io { class File; }
 

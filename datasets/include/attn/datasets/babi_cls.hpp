@@ -11,10 +11,10 @@
 #include <string>
 #include <vector>
 
-#include "attn/families/transformer/labelled_data.hpp"
 #include "attn/data/vocab.hpp"
 #include "attn/datasets/babi.hpp"
 #include "attn/datasets/splits.hpp"
+#include "attn/families/transformer/labelled_data.hpp"
 
 namespace attn::datasets {
 

@@ -7,10 +7,10 @@
 #pragma once
 #include <cstdint>
 
-#include "attn/families/transformer/labelled_data.hpp"
 #include "attn/data/vocab.hpp"
 #include "attn/datasets/parallel_text.hpp"
 #include "attn/datasets/splits.hpp"
+#include "attn/families/transformer/labelled_data.hpp"
 
 namespace attn::datasets {
 

@@ -11,6 +11,7 @@
 #pragma once
 #include <cstdint>
 #include <limits>
+#include <string>
 
 namespace attn::io {
 
@@ -22,5 +23,7 @@ inline constexpr int64_t kMaxVocab = std::numeric_limits<int32_t>::max();   // i
 // Throws ConfigError "<family> config: <field> must be in [lo, hi], got <value>" unless
 // lo <= value <= hi.
 void check_range(const char* family, const char* field, int64_t value, int64_t lo, int64_t hi);
+// Throws ConfigError "<family> config: <message>" unless ok (a rule between fields).
+void check_config(const char* family, bool ok, const std::string& message);
 
 }  // namespace attn::io

@@ -3,17 +3,12 @@
 #include <cmath>
 #include <string>
 
-#include "attn/io/config_limits.hpp"
-#include "attn/io/config_fields.hpp"
 #include "attn/families/caption/model.hpp"
+#include "attn/io/config_fields.hpp"
+#include "attn/io/config_limits.hpp"
 
 namespace attn::caption {
 namespace {
-
-void require(bool ok, const std::string& message) {
-  if (!ok) throw ConfigError("captioner config: " + message);
-}
-
 
 // The positive integer that is all of `text`, or 0.
 int64_t positive_number(const std::string& text) {
@@ -89,11 +84,14 @@ void CaptionerConfig::validate() const {
   io::check_range("captioner", "embed_dim", embed_dim, 1, io::kMaxWidth);
   io::check_range("captioner", "hidden", hidden, 1, io::kMaxWidth);
   io::check_range("captioner", "attention_dim", attention_dim, 1, io::kMaxWidth);
-  require(alpha_c >= 0.0f && std::isfinite(alpha_c), "alpha_c must be >= 0, got " + std::to_string(alpha_c));
-  require(alpha_entropy >= 0.0f && std::isfinite(alpha_entropy),
-          "alpha_entropy must be >= 0, got " + std::to_string(alpha_entropy));
-  require(dropout >= 0.0f && dropout < 1.0f, "dropout must be in [0, 1), got " + std::to_string(dropout));
-  require(attention == CaptionAttention::soft || !gate, "the gate needs soft attention (attention is mean)");
+  io::check_config("captioner", alpha_c >= 0.0f && std::isfinite(alpha_c),
+                   "alpha_c must be >= 0, got " + std::to_string(alpha_c));
+  io::check_config("captioner", alpha_entropy >= 0.0f && std::isfinite(alpha_entropy),
+                   "alpha_entropy must be >= 0, got " + std::to_string(alpha_entropy));
+  io::check_config("captioner", dropout >= 0.0f && dropout < 1.0f,
+                   "dropout must be in [0, 1), got " + std::to_string(dropout));
+  io::check_config("captioner", attention == CaptionAttention::soft || !gate,
+                   "the gate needs soft attention (attention is mean)");
   (void)grid();   // the encoder list parses and leaves a location
 }
 

@@ -1,21 +1,11 @@
 // MemN2NConfig: names of the enumerations, range checks and the /config attributes.
 #include <string>
 
-#include "attn/io/config_limits.hpp"
-#include "attn/io/config_fields.hpp"
 #include "attn/families/memnet/model.hpp"
+#include "attn/io/config_fields.hpp"
+#include "attn/io/config_limits.hpp"
 
 namespace attn::memnet {
-namespace {
-
-void require(bool ok, const std::string& message) {
-  if (!ok) throw ConfigError("memnet config: " + message);
-}
-
-std::string got(int64_t v) { return ", got " + std::to_string(v); }
-
-}  // namespace
-
 MemN2NEncoding parse_memn2n_encoding(const std::string& name) {
   if (name == "bow") return MemN2NEncoding::bow;
   if (name == "position") return MemN2NEncoding::position;
@@ -47,8 +37,8 @@ void MemN2NConfig::validate() const {
   io::check_range("memnet", "memory_size", memory_size, 1, io::kMaxLength);
   io::check_range("memnet", "sentence_length", sentence_length, 0, io::kMaxLength);
   io::check_range("memnet", "empty_slots", empty_slots, 0, io::kMaxLength);
-  require(encoding != MemN2NEncoding::position_fixed || sentence_length >= 1,
-          "position-fixed encoding needs sentence_length >= 1" + got(sentence_length));
+  io::check_config("memnet", encoding != MemN2NEncoding::position_fixed || sentence_length >= 1,
+                   "position-fixed encoding needs sentence_length >= 1, got " + std::to_string(sentence_length));
 }
 
 std::map<std::string, io::AttrValue> MemN2NConfig::to_attrs() const { return io::write_fields(*this); }
@@ -57,4 +47,4 @@ MemN2NConfig MemN2NConfig::from_attrs(const std::map<std::string, io::AttrValue>
   return io::read_fields<MemN2NConfig>(attrs, source);
 }
 
-}  // namespace attn::memnet
+}   // namespace attn::memnet

@@ -8,8 +8,8 @@
 
 #include "attn/core/error.hpp"
 #include "attn/core/thread_governor.hpp"
-#include "attn/train/split_run.hpp"
 #include "attn/train/model_file.hpp"
+#include "attn/train/split_run.hpp"
 
 namespace attn::memnet {
 namespace {

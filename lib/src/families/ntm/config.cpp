@@ -1,22 +1,12 @@
 // NtmConfig: names of the enumerations, range checks and the /config attributes.
 #include <string>
 
-#include "attn/io/config_limits.hpp"
 #include "attn/core/enum_names.hpp"
-#include "attn/io/config_fields.hpp"
 #include "attn/families/ntm/model.hpp"
+#include "attn/io/config_fields.hpp"
+#include "attn/io/config_limits.hpp"
 
 namespace attn::ntm {
-namespace {
-
-void require(bool ok, const std::string& message) {
-  if (!ok) throw ConfigError("ntm config: " + message);
-}
-
-std::string got(int64_t v) { return ", got " + std::to_string(v); }
-
-}  // namespace
-
 namespace {
 constexpr EnumNames<NtmController, 2> kControllerNames{
     {{NtmController::lstm, "lstm"}, {NtmController::feedforward, "ff"}}};
@@ -43,8 +33,9 @@ void NtmConfig::validate() const {
   io::check_range("ntm", "write_heads", write_heads, 0, io::kMaxCount);
   io::check_range("ntm", "shift_range", shift_range, 0, io::kMaxLength);
   // Shifts of Nm or more rows repeat smaller ones (they wrap around the memory).
-  require(shift_range < memory_rows, "shift_range must be < memory_rows (" + std::to_string(memory_rows) + ")" +
-                                         got(shift_range));
+  io::check_config(
+      "ntm", shift_range < memory_rows,
+      "shift_range must be < memory_rows (" + std::to_string(memory_rows) + "), got " + std::to_string(shift_range));
 }
 
 std::map<std::string, io::AttrValue> NtmConfig::to_attrs() const { return io::write_fields(*this); }
@@ -53,4 +44,4 @@ NtmConfig NtmConfig::from_attrs(const std::map<std::string, io::AttrValue>& attr
   return io::read_fields<NtmConfig>(attrs, source);
 }
 
-}  // namespace attn::ntm
+}   // namespace attn::ntm

@@ -2,17 +2,13 @@
 #include <cmath>
 #include <string>
 
-#include "attn/io/config_limits.hpp"
 #include "attn/core/enum_names.hpp"
-#include "attn/io/config_fields.hpp"
 #include "attn/families/seq2seq/model.hpp"
+#include "attn/io/config_fields.hpp"
+#include "attn/io/config_limits.hpp"
 
 namespace attn::seq2seq {
 namespace {
-
-void require(bool ok, const std::string& message) {
-  if (!ok) throw ConfigError("seq2seq config: " + message);
-}
 
 std::string num(double v) {
   std::string s = std::to_string(v);
@@ -57,18 +53,19 @@ void Seq2SeqConfig::validate() const {
   if (attention == nn::ScoreKind::concat || local == LocalAttention::local_p)
     io::check_range("seq2seq", "attention_dim", attention_dim, 1, io::kMaxWidth);
   if (attention == nn::ScoreKind::dot || attention == nn::ScoreKind::scaled_dot)
-    require(dec_hidden == memory_dim(),
-            std::string(nn::score_kind_name(attention)) + " attention needs dec_hidden (" + std::to_string(dec_hidden) +
-                ") == the memory width " + std::to_string(memory_dim()) +
-                " (hidden x directions); use general or concat scores for different widths");
+    io::check_config("seq2seq", dec_hidden == memory_dim(),
+                     std::string(nn::score_kind_name(attention)) + " attention needs dec_hidden (" +
+                         std::to_string(dec_hidden) + ") == the memory width " + std::to_string(memory_dim()) +
+                         " (hidden x directions); use general or concat scores for different widths");
   if (local != LocalAttention::global)
-    require(attention != nn::ScoreKind::none, std::string(local_attention_name(local)) + " needs an attention score");
+    io::check_config("seq2seq", attention != nn::ScoreKind::none,
+                     std::string(local_attention_name(local)) + " needs an attention score");
   io::check_range("seq2seq", "attention_window", attention_window, 1, io::kMaxLength);
-  require(dropout >= 0.0f && dropout < 1.0f, "dropout must be in [0, 1), got " + num(dropout));
-  require(teacher_forcing >= 0.0f && teacher_forcing <= 1.0f,
-          "teacher_forcing must be in [0, 1], got " + num(teacher_forcing));
-  require(label_smoothing >= 0.0f && label_smoothing < 1.0f,
-          "label_smoothing must be in [0, 1), got " + num(label_smoothing));
+  io::check_config("seq2seq", dropout >= 0.0f && dropout < 1.0f, "dropout must be in [0, 1), got " + num(dropout));
+  io::check_config("seq2seq", teacher_forcing >= 0.0f && teacher_forcing <= 1.0f,
+                   "teacher_forcing must be in [0, 1], got " + num(teacher_forcing));
+  io::check_config("seq2seq", label_smoothing >= 0.0f && label_smoothing < 1.0f,
+                   "label_smoothing must be in [0, 1), got " + num(label_smoothing));
 }
 
 std::map<std::string, io::AttrValue> Seq2SeqConfig::to_attrs() const { return io::write_fields(*this); }

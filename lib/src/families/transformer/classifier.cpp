@@ -1,12 +1,13 @@
 // The Transformer classifier: its inputs ([CLS]/[SEP] wrapping), configuration, and the head's
 // forward and backward on the body (transformer_classifier.hpp).
-#include "attn/io/config_limits.hpp"
 #include "attn/families/transformer/classifier.hpp"
 
 #include <algorithm>
 #include <cmath>
 
+#include "attn/data/token_data.hpp"
 #include "attn/io/config_fields.hpp"
+#include "attn/io/config_limits.hpp"
 #include "attn/nn/grad_ready.hpp"
 #include "attn/ops/cross_entropy.hpp"
 #include "attn/ops/linear.hpp"
@@ -47,6 +48,14 @@ std::vector<int32_t> joined(const Tensor& src, const Tensor& segments, int64_t b
 int64_t classifier_input_length(TransformerArch arch, int64_t len, bool pair) {
   // mlm: [CLS] ... [SEP] (+ B's [SEP]); lm: BOS ... (+ [SEP] between A and B), EOS as a target only.
   return arch == TransformerArch::mlm ? len + 2 + (pair ? 1 : 0) : len + 1 + (pair ? 1 : 0);
+}
+
+std::vector<int32_t> classifier_input_lengths(TransformerArch arch, const Tensor& src_len, const data::Rows& segments) {
+  const std::vector<bool> pair = data::has_sentence_b(segments, src_len);
+  std::vector<int32_t> out;
+  for (int64_t i = 0; i < src_len.numel(); ++i)
+    out.push_back(static_cast<int32_t>(classifier_input_length(arch, src_len.idata()[i], pair[static_cast<size_t>(i)])));
+  return out;
 }
 
 data::TokenBatch bert_input(const Tensor& src, const Tensor& src_len, const Tensor& segments) {

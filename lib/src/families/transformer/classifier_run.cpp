@@ -84,12 +84,7 @@ TransformerFile load_pretrained(const std::string& path, const io::File& data, c
 }
 
 std::vector<int32_t> classifier_lengths(TransformerArch arch, const LabelledSplit& split) {
-  const std::vector<bool> pair = data::has_sentence_b(split.segments, split.src_len);
-  std::vector<int32_t> out;
-  for (int64_t i = 0; i < split.size(); ++i)
-    out.push_back(static_cast<int32_t>(
-        classifier_input_length(arch, split.src_len.idata()[i], pair[static_cast<size_t>(i)])));
-  return out;
+  return classifier_input_lengths(arch, split.src_len, split.segments);
 }
 
 train::TrainTask classifier_task(TransformerClassifier& model, const LabelledSplit& train,

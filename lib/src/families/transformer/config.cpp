@@ -2,11 +2,10 @@
 // masking of a batch for the masked language model.
 #include <sstream>
 
-#include "attn/io/config_limits.hpp"
 #include "attn/core/enum_names.hpp"
-#include "attn/io/config_fields.hpp"
-
 #include "attn/families/transformer/model.hpp"
+#include "attn/io/config_fields.hpp"
+#include "attn/io/config_limits.hpp"
 
 namespace attn::transformer {
 namespace {

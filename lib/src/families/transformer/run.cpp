@@ -65,14 +65,7 @@ std::vector<int32_t> transformer_lengths(TransformerArch arch, const data::Token
   switch (arch) {
     case TransformerArch::encdec: return data::pair_lengths(split.src_len, split.tgt_len);
     case TransformerArch::lm: return {ints(split.tgt_len).begin(), ints(split.tgt_len).end()};
-    case TransformerArch::mlm: {   // [CLS] A [SEP] (B [SEP])
-      const std::vector<bool> pair = data::has_sentence_b(split.segments, split.src_len);
-      std::vector<int32_t> out;
-      for (int64_t i = 0; i < split.size(); ++i)
-        out.push_back(static_cast<int32_t>(
-            classifier_input_length(arch, split.src_len.idata()[i], pair[static_cast<size_t>(i)])));
-      return out;
-    }
+    case TransformerArch::mlm: return classifier_input_lengths(arch, split.src_len, split.segments);   // [CLS] A [SEP] (B [SEP])
   }
   throw ConfigError("transformer: unknown architecture");
 }

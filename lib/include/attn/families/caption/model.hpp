@@ -54,9 +54,9 @@
 
 #include "attn/core/rng.hpp"
 #include "attn/core/tensor.hpp"
+#include "attn/data/token_batch.hpp"
 #include "attn/io/config_fields.hpp"
 #include "attn/io/hdf5_file.hpp"
-#include "attn/data/token_batch.hpp"
 #include "attn/nn/attention_decoder.hpp"
 #include "attn/nn/layers.hpp"
 #include "attn/nn/param.hpp"

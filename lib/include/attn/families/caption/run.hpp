@@ -46,12 +46,12 @@
 #include <utility>
 #include <vector>
 
-#include "attn/families/caption/caption_data.hpp"
 #include "attn/data/vocab.hpp"
+#include "attn/families/caption/caption_data.hpp"
 #include "attn/families/caption/decode.hpp"
+#include "attn/families/caption/model.hpp"
 #include "attn/io/checkpoint.hpp"
 #include "attn/io/hdf5_file.hpp"
-#include "attn/families/caption/model.hpp"
 #include "attn/train/trainer.hpp"
 
 namespace attn::caption {

@@ -48,11 +48,11 @@
 #include <utility>
 #include <vector>
 
-#include "attn/families/memnet/qa_data.hpp"
 #include "attn/data/vocab.hpp"
+#include "attn/families/memnet/model.hpp"
+#include "attn/families/memnet/qa_data.hpp"
 #include "attn/io/checkpoint.hpp"
 #include "attn/io/hdf5_file.hpp"
-#include "attn/families/memnet/model.hpp"
 #include "attn/train/split_run.hpp"
 #include "attn/train/trainer.hpp"
 

@@ -31,9 +31,9 @@
 #include <vector>
 
 #include "attn/data/sequence_data.hpp"
+#include "attn/families/ntm/model.hpp"
 #include "attn/io/checkpoint.hpp"
 #include "attn/io/hdf5_file.hpp"
-#include "attn/families/ntm/model.hpp"
 #include "attn/train/model_file.hpp"
 #include "attn/train/split_run.hpp"
 #include "attn/train/trainer.hpp"

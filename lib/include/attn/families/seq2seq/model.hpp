@@ -55,8 +55,8 @@
 
 #include "attn/core/rng.hpp"
 #include "attn/core/tensor.hpp"
-#include "attn/io/hdf5_file.hpp"
 #include "attn/data/token_batch.hpp"
+#include "attn/io/hdf5_file.hpp"
 #include "attn/nn/attention.hpp"
 #include "attn/nn/attention_decoder.hpp"
 #include "attn/nn/layers.hpp"

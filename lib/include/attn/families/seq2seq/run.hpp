@@ -21,11 +21,11 @@
 #include <string>
 #include <vector>
 
+#include "attn/data/token_data.hpp"
 #include "attn/data/vocab.hpp"
 #include "attn/families/seq2seq/decode.hpp"
-#include "attn/io/checkpoint.hpp"
 #include "attn/families/seq2seq/model.hpp"
-#include "attn/data/token_data.hpp"
+#include "attn/io/checkpoint.hpp"
 #include "attn/train/token_run.hpp"
 #include "attn/train/trainer.hpp"
 

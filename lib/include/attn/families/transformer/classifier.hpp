@@ -19,8 +19,9 @@
 
 #include "attn/core/rng.hpp"
 #include "attn/core/tensor.hpp"
-#include "attn/io/hdf5_file.hpp"
+#include "attn/data/rows.hpp"
 #include "attn/families/transformer/model.hpp"
+#include "attn/io/hdf5_file.hpp"
 #include "attn/nn/layers.hpp"
 #include "attn/nn/param.hpp"
 
@@ -44,6 +45,8 @@ ClassifierBatch classifier_batch(TransformerArch arch, const Tensor& src, const 
                                  const Tensor& segments, const Tensor& labels);
 // The positions the body reads for a row of `len` tokens (pair: with a sentence B).
 int64_t classifier_input_length(TransformerArch arch, int64_t len, bool pair);
+// The same for every row of a split's sources: src_len [N], segments its rows' segment ids.
+std::vector<int32_t> classifier_input_lengths(TransformerArch arch, const Tensor& src_len, const data::Rows& segments);
 
 struct ClassifierConfig {
   TransformerConfig body;

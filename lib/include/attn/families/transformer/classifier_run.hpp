@@ -26,14 +26,14 @@
 #include <string>
 #include <vector>
 
-#include "attn/families/transformer/labelled_data.hpp"
 #include "attn/data/vocab.hpp"
+#include "attn/families/transformer/classifier.hpp"
+#include "attn/families/transformer/labelled_data.hpp"
+#include "attn/families/transformer/run.hpp"
 #include "attn/io/checkpoint.hpp"
 #include "attn/io/hdf5_file.hpp"
-#include "attn/families/transformer/classifier.hpp"
 #include "attn/train/split_run.hpp"
 #include "attn/train/trainer.hpp"
-#include "attn/families/transformer/run.hpp"
 
 namespace attn::transformer {
 

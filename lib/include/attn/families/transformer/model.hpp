@@ -31,13 +31,13 @@
 
 #include "attn/core/rng.hpp"
 #include "attn/core/tensor.hpp"
+#include "attn/data/token_batch.hpp"
 #include "attn/io/hdf5_file.hpp"
-#include "attn/nn/transformer_layers.hpp"
 #include "attn/nn/layers.hpp"
 #include "attn/nn/multi_head_attention.hpp"
 #include "attn/nn/param.hpp"
 #include "attn/nn/positional_encoding.hpp"
-#include "attn/data/token_batch.hpp"
+#include "attn/nn/transformer_layers.hpp"
 
 namespace attn::transformer {
 

@@ -25,11 +25,11 @@
 #include <string>
 #include <vector>
 
+#include "attn/data/token_data.hpp"
 #include "attn/data/vocab.hpp"
 #include "attn/families/transformer/decode.hpp"
-#include "attn/io/checkpoint.hpp"
 #include "attn/families/transformer/model.hpp"
-#include "attn/data/token_data.hpp"
+#include "attn/io/checkpoint.hpp"
 #include "attn/train/token_run.hpp"
 #include "attn/train/trainer.hpp"
 
