@@ -284,6 +284,7 @@ def load_families(source_dir=SOURCE_DIR):
     """Imports tests/families/<family>/reload.py of every family of the list that has one and
     merges its READERS, STEP_CHECKS and BREAKS into this module's."""
     declared = {}   # (table, key) -> the module that declared it
+    sys.dont_write_bytecode = True   # no __pycache__ in the source tree: the tests run from it
     for family in family_list(source_dir):
         path = source_dir / "tests" / "families" / family / "reload.py"
         if not path.is_file():
