@@ -61,6 +61,7 @@ except ImportError:
 # this very module, not a second copy with a BROKEN and a FormatProblem of its own.
 sys.modules.setdefault("reload", sys.modules[__name__])
 
+
 BOS = 1
 BROKEN = set()
 
@@ -167,6 +168,7 @@ def softmax(x, axis=-1):
     e = np.exp(x - x.max(axis, keepdims=True))
     return e / e.sum(axis, keepdims=True)
 
+
 # ---- attnlab's random stream (Philox4x32-10) -------------------------------------------------
 
 class Philox:
@@ -224,6 +226,7 @@ class Philox:
         u2 = self.unit(self.next_u32())
         return self.box_muller(u1, u2)
 
+
 # ---- comparing ---------------------------------------------------------------------------------
 
 def max_diff(ours, theirs, what):
@@ -236,6 +239,7 @@ def max_diff(ours, theirs, what):
 
 def verdict(ok):
     return "match" if ok else "MISMATCH"
+
 
 def check_logits(model, batch, logits, alignment, what, tol):
     """Compares teacher-forced logits (and an alignment) with the batch file's."""
@@ -251,11 +255,13 @@ def check_logits(model, batch, logits, alignment, what, tol):
     print(f"{line} (tolerance {tol:g}): {verdict(ok)}")
     return 0 if ok else 1
 
+
 def train_split(after, names):
     """The datasets `names` of /train of the data set that the model `after` was trained on
     (its /config data, a path relative to the working directory)."""
     with h5py.File(after.config["data"], "r") as f:
         return {n: f[f"/train/{n}"][()] for n in names}
+
 
 # ---- the families' readers ---------------------------------------------------------------------
 

@@ -21,6 +21,7 @@ import numpy as np
 from reload import (BOS, BROKEN, FormatProblem, Params, linear, max_diff, sigmoid, softmax, train_split,
                     verdict)
 
+
 # ---- captioner ---------------------------------------------------------------------------------
 
 PAD, EOS = 0, 2
@@ -207,6 +208,7 @@ class Captioner:
                 attention[n, :len(rows[n])] = rows[n]
         return words, scores, attention
 
+
 # ---- checks ----------------------------------------------------------------------------------
 
 def check_captioner(model, batch, attrs, tol):
@@ -245,6 +247,7 @@ def check_captioner(model, batch, attrs, tol):
           f"{max_len}) (tolerance {tol:g}): {verdict(ok)}")
     return 0 if ok else 1
 
+
 def check_captioner_step(before, after, tol):
     """`after` is `before` plus one training step on the whole training split: batch
     normalisation's running statistics must have moved by momentum 0.1 towards the statistics of
@@ -268,6 +271,7 @@ def check_captioner_step(before, after, tol):
           f"images: max |running statistics diff| " + ", ".join(f"{k} {v:.3g}" for k, v in diffs.items()) +
           f" (tolerance {tol:g}): {verdict(ok)}")
     return 0 if ok else 1
+
 
 # ---- what this module reads (tests/formats/reload.py) -------------------------------------------
 

@@ -77,6 +77,7 @@ def memnet_outputs(config, p, batch):
         logits[b] = W @ u
     return attention, logits
 
+
 # ---- checks ----------------------------------------------------------------------------------
 
 def check_memnet(model, batch, attrs, tol):
@@ -91,6 +92,7 @@ def check_memnet(model, batch, attrs, tol):
           f"max |attention diff| {diff:.3g} over {list(attention.shape)}, predictions "
           f"{'the same' if same else 'DIFFER'} (tolerance {tol:g}): {verdict(ok)}")
     return 0 if ok else 1
+
 
 # ---- what this module reads (tests/formats/reload.py) -------------------------------------------
 

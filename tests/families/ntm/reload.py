@@ -15,6 +15,8 @@ import numpy as np
 
 from reload import BROKEN, FormatProblem, Params, Philox, max_diff, sigmoid, softmax, train_split, verdict
 
+# ---- NTM ---------------------------------------------------------------------------------------
+
 NTM_EVALUATION_SEED = 0x4E544D   # "NTM": the stream of M_0 in eval and run
 
 
@@ -30,10 +32,10 @@ def ntm_random_memory(rng, B, Nm, M):
             again += 1
     return v.reshape(B, Nm, M).astype(np.float64), again
 
-# ---- NTM ---------------------------------------------------------------------------------------
 
 def softplus(x):
     return np.logaddexp(0.0, x)
+
 
 def lin(x, W, b):
     """y = x W^T + b over any leading axes, W [out, in] (or with leading axes of its own that
@@ -172,6 +174,7 @@ def ntm_loss_nats(z, targets, target_len):
     mask = (np.arange(targets.shape[1])[None, :] < target_len[:, None])[:, :, None]
     return (bce_with_logits(z, targets) * mask).sum(axis=(-3, -2, -1)) / z.shape[-3]
 
+
 # ---- checks ----------------------------------------------------------------------------------
 
 def check_ntm_run(model, run, attrs, tol):
@@ -218,6 +221,7 @@ def check_ntm_run(model, run, attrs, tol):
           ", ".join(f"{k} {v:.3g}" for k, v in diffs.items()) +
           f" over {N} sequences (tolerance {tol:g}): {verdict(ok)}")
     return 0 if ok else 1
+
 
 def check_ntm_step(before, after, tol):
     """`after` is `before` plus one plain SGD step on the whole training split (batch_size and
@@ -290,6 +294,7 @@ def check_ntm_step(before, after, tol):
           f"sequences: the objective's gradient by central differences over {count} parameters, {clipping}; "
           f"max |step / lr - gradient| {diff:.3g} (tolerance {tol:g}): {verdict(ok)}")
     return 0 if ok else 1
+
 
 # ---- what this module reads (tests/formats/reload.py) -------------------------------------------
 

@@ -169,6 +169,7 @@ def seq2seq_logits(c, p, batch):
         logits[:, t] = linear(o, W_o, b_o)
     return logits, alignment
 
+
 # ---- checks ----------------------------------------------------------------------------------
 
 def check_seq2seq(model, batch, attrs, tol):
@@ -178,6 +179,7 @@ def check_seq2seq(model, batch, attrs, tol):
     p.check_all_used()
     return check_logits(model, batch, logits, alignment,
                         f"seq2seq {c['cell']} {c['attention_style']} {c['attention']} {c['local']}", tol)
+
 
 # ---- what this module reads (tests/formats/reload.py) -------------------------------------------
 

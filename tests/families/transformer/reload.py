@@ -22,6 +22,7 @@ import numpy as np
 from reload import (BOS, BROKEN, FormatProblem, Params, check_logits, layer_norm, linear, masked_softmax, max_diff,
                     softmax, verdict)
 
+
 # ---- Transformer -----------------------------------------------------------------------------
 
 def sinusoid(L, D):
@@ -160,6 +161,7 @@ def transformer_logits(c, p, batch):
         h = t.encoder(batch["src"], batch["src_len"])
     return t.output(h), None
 
+
 # ---- fine-tuned Transformer classifier --------------------------------------------------------
 
 CLS, SEP = BOS, 2   # [CLS] is BOS (1), [SEP] is EOS (2)
@@ -221,6 +223,7 @@ def classifier_logits(c, p, src, src_len, segments):
         p("output/W", (t.V, D)), p("output/b", (t.V,))
     return logits
 
+
 # ---- checks ----------------------------------------------------------------------------------
 
 def check_transformer(model, batch, attrs, tol):
@@ -228,6 +231,7 @@ def check_transformer(model, batch, attrs, tol):
     logits, alignment = transformer_logits(model.config, p, batch)
     p.check_all_used()
     return check_logits(model, batch, logits, alignment, f"transformer {model.config['arch']}", tol)
+
 
 def check_classifier(model, batch, attrs, tol):
     """A fine-tuned classifier on the rows /src, /src_len (/segments) of a batch file, against its
@@ -251,6 +255,7 @@ def check_classifier(model, batch, attrs, tol):
               f"{'the same' if same else 'DIFFER'} (tolerance {tol:g}): {verdict(ok)}")
         return 0 if ok else 1
     return check_logits(model, batch, logits, None, what, tol)
+
 
 # ---- what this module reads (tests/formats/reload.py) -------------------------------------------
 
