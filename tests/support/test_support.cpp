@@ -38,6 +38,27 @@ Tensor numeric_grad(const std::function<double()>& loss, Tensor& x, double eps) 
   return g;
 }
 
+void check_sampled_grads(const ParamList& params, const std::function<double()>& loss, Rng& pick,
+                         const SampledGrads& o) {
+  for (Param* p : params) {
+    INFO("param " << p->name);
+    const int64_t n = p->value.numel();
+    const int64_t samples = std::min(n, o.samples);
+    for (int64_t s = 0; s < samples; ++s) {
+      const int64_t i = samples == n ? s : pick.uniform_int(n);
+      const float saved = p->value.at(i);
+      p->value.at(i) = static_cast<float>(saved + o.eps);
+      const double up = loss(), hi = static_cast<double>(p->value.at(i)) - saved;   // the steps actually taken
+      p->value.at(i) = static_cast<float>(saved - o.eps);
+      const double down = loss(), lo = saved - static_cast<double>(p->value.at(i));
+      p->value.at(i) = saved;
+      const double numeric = (up - down) / (hi + lo), analytic = p->grad.at(i);
+      INFO("entry " << i << ": analytic " << analytic << ", numeric " << numeric);
+      CHECK(std::abs(analytic - numeric) <= o.abs_tol + o.rel_tol * std::abs(numeric));
+    }
+  }
+}
+
 bool CloseTo::match(const Tensor& actual) const {
   if (actual.shape() != expected_.shape()) {
     detail_ = "shape " + to_string(actual.shape()) + " vs expected " + to_string(expected_.shape());

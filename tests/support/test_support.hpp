@@ -11,6 +11,7 @@
 
 #include "attn/core/rng.hpp"
 #include "attn/core/tensor.hpp"
+#include "attn/nn/param.hpp"
 
 namespace attn::test {
 
@@ -20,6 +21,19 @@ double dot(const Tensor& r, const Tensor& y);
 // Central-difference gradient of `loss` with respect to every element of `x` (perturbed in
 // place and restored). eps is relative to max(1, |x_i|).
 Tensor numeric_grad(const std::function<double()>& loss, Tensor& x, double eps = 1e-3);
+
+// A whole model's gradient, sampled: for every parameter, `samples` entries (all of them when it
+// has no more; else drawn from `pick`) are moved by +-eps and the central difference of `loss`
+// CHECKed against the gradient the model accumulated in p->grad:
+// |analytic - numeric| <= abs_tol + rel_tol |numeric|.
+struct SampledGrads {
+  int64_t samples = 6;
+  double eps = 2e-3;
+  double abs_tol = 2e-3;
+  double rel_tol = 2e-2;
+};
+void check_sampled_grads(const ParamList& params, const std::function<double()>& loss, Rng& pick,
+                         const SampledGrads& o = {});
 
 // Catch2 matcher: |actual - expected| <= tol * (1 + |expected|) element by element; on failure
 // it reports the shapes, the worst element and both values.

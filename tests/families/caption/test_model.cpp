@@ -79,25 +79,7 @@ void check_model_gradients(const caption::CaptionerConfig& config, uint64_t seed
   CHECK(std::abs(loss() - stats.loss_sum / 6.0) < 1e-6);
   if (!config.batch_norm) CHECK(std::abs(model.evaluate(batch).loss_sum - stats.loss_sum) < 1e-5);
   Rng pick(seed + 2);
-  for (Param* p : params) {
-    INFO("param " << p->name);
-    const int64_t n = p->value.numel();
-    const int64_t samples = std::min<int64_t>(n, 6);
-    for (int64_t s = 0; s < samples; ++s) {
-      const int64_t i = samples == n ? s : pick.uniform_int(n);
-      const float saved = p->value.at(i);
-      const float eps = 2e-3f;
-      p->value.at(i) = saved + eps;
-      const double up = loss();
-      p->value.at(i) = saved - eps;
-      const double down = loss();
-      p->value.at(i) = saved;
-      const double numeric = (up - down) / (2.0 * static_cast<double>(eps));
-      const double analytic = p->grad.at(i);
-      INFO("entry " << i << ": analytic " << analytic << ", numeric " << numeric);
-      CHECK(std::abs(analytic - numeric) <= 2e-3 + 2e-2 * std::abs(numeric));
-    }
-  }
+  test::check_sampled_grads(params, loss, pick);
 }
 
 }  // namespace

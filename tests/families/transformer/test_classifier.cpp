@@ -57,23 +57,7 @@ void check_classifier_gradient(const ClassifierConfig& config, uint64_t seed) {
   CHECK(model.evaluate(batch).objective(config.aux_lm) == Approx(stats.objective(config.aux_lm)).epsilon(1e-5));
   auto loss = [&] { return model.evaluate(batch).objective(config.aux_lm); };
   Rng pick(seed + 100);
-  for (Param* p : params) {
-    INFO("param " << p->name);
-    for (int k = 0; k < 5; ++k) {
-      const int64_t i = pick.uniform_int(p->value.numel());
-      float& w = p->value.at(i);
-      const float saved = w;
-      const double eps = 3e-3;
-      w = static_cast<float>(saved + eps);
-      const double up = loss();
-      w = static_cast<float>(saved - eps);
-      const double down = loss();
-      w = saved;
-      const double numeric = (up - down) / (2 * eps), analytic = p->grad.at(i);
-      INFO("entry " << i << ": analytic " << analytic << ", numeric " << numeric);
-      CHECK(std::abs(analytic - numeric) <= 1e-2 * std::abs(numeric) + 1e-4);
-    }
-  }
+  test::check_sampled_grads(params, loss, pick, {.samples = 5, .eps = 3e-3, .abs_tol = 1e-4, .rel_tol = 1e-2});
 }
 
 }  // namespace

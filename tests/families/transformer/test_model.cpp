@@ -82,25 +82,8 @@ void check_model_gradient(const TransformerConfig& config, uint64_t seed) {
     const data::LossStats s = model.evaluate(batch);
     return s.loss_sum / static_cast<double>(s.tokens);
   };
-  const int64_t samples = 6;
   Rng pick(seed + 100);
-  for (Param* p : params) {
-    INFO("param " << p->name);
-    for (int64_t k = 0; k < samples; ++k) {
-      const int64_t i = pick.uniform_int(p->value.numel());
-      float& w = p->value.at(i);
-      const float saved = w;
-      const double eps = 3e-3;
-      w = static_cast<float>(saved + eps);
-      const double up = loss();
-      w = static_cast<float>(saved - eps);
-      const double down = loss();
-      w = saved;
-      const double numeric = (up - down) / (2 * eps), analytic = p->grad.at(i);
-      INFO("entry " << i << ": analytic " << analytic << ", numeric " << numeric);
-      CHECK(std::abs(analytic - numeric) <= 1e-2 * std::abs(numeric) + 1e-4);
-    }
-  }
+  test::check_sampled_grads(params, loss, pick, {.samples = 6, .eps = 3e-3, .abs_tol = 1e-4, .rel_tol = 1e-2});
 }
 
 }  // namespace
