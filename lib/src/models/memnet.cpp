@@ -387,6 +387,8 @@ void MemN2NImpl::forward(const MemN2N& m, const QaBatch& batch, Run& run, bool t
   // The window's sentences, embedded with every memory table from their temporal rows: one bag
   // per slot, the other slots absent (ops/embedding_bag.hpp).
   std::vector<Tensor> tables, times;
+  tables.reserve(static_cast<size_t>(d.S));
+  times.reserve(static_cast<size_t>(d.S));
   for (int64_t s = 0; s < d.S; ++s) {
     tables.push_back(m.memory_[s].value);
     if (d.temporal) times.push_back(m.temporal_[s].value);
@@ -522,6 +524,8 @@ void MemN2NImpl::backward(MemN2N& m, Run& run) {
   // table (whole tables per thread), then the question's into its table (adjacent: A1, after
   // the sentences' gradient in it).
   std::vector<Tensor> dtables, dtimes;
+  dtables.reserve(static_cast<size_t>(d.S));
+  dtimes.reserve(static_cast<size_t>(d.S));
   for (int64_t s = 0; s < d.S; ++s) {
     dtables.push_back(m.memory_[s].grad);
     if (d.temporal) dtimes.push_back(m.temporal_[s].grad);

@@ -5,7 +5,9 @@
 #include <algorithm>
 #include <array>
 #include <cstring>
+#include <initializer_list>
 #include <string>
+#include <type_traits>
 #include <utility>
 
 #include "attn/core/flops.hpp"
@@ -28,6 +30,46 @@ inline f4 load4(const float* p) {
 }
 inline void store4(float* p, f4 v) { std::memcpy(p, &v, sizeof v); }
 inline f4 splat4(float x) { return f4{x, x, x, x}; }
+
+// a · b over n floats: four partial sums, then the tail.
+inline float dot(const float* a, const float* b, int64_t n) {
+  const int64_t n4 = n & ~int64_t{3};
+  f4 acc = {0.0f, 0.0f, 0.0f, 0.0f};
+  for (int64_t i = 0; i < n4; i += 4) acc += load4(a + i) * load4(b + i);
+  float sum = (acc[0] + acc[1]) + (acc[2] + acc[3]);
+  for (int64_t i = n4; i < n; ++i) sum += a[i] * b[i];
+  return sum;
+}
+
+// a · (l ∘ b) over n floats, the same way.
+inline float dot3(const float* a, const float* l, const float* b, int64_t n) {
+  const int64_t n4 = n & ~int64_t{3};
+  f4 acc = {0.0f, 0.0f, 0.0f, 0.0f};
+  for (int64_t i = 0; i < n4; i += 4) acc += load4(a + i) * (load4(l + i) * load4(b + i));
+  float sum = (acc[0] + acc[1]) + (acc[2] + acc[3]);
+  for (int64_t i = n4; i < n; ++i) sum += a[i] * (l[i] * b[i]);
+  return sum;
+}
+
+// y = alpha x over n floats.
+inline void scale(float alpha, const float* x, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = alpha * x[i];
+}
+
+// y += x over n floats (blocks of 4 and a tail: no vectoriser prologue for a 20-float row).
+inline void add_rows(const float* x, float* y, int64_t n) {
+  const int64_t n4 = n & ~int64_t{3};
+  for (int64_t i = 0; i < n4; i += 4) store4(y + i, load4(y + i) + load4(x + i));
+  for (int64_t i = n4; i < n; ++i) y[i] += x[i];
+}
+
+// y += alpha x over n floats.
+inline void axpy(float alpha, const float* x, float* y, int64_t n) {
+  const int64_t n4 = n & ~int64_t{3};
+  const f4 a = splat4(alpha);
+  for (int64_t i = 0; i < n4; i += 4) store4(y + i, load4(y + i) + a * load4(x + i));
+  for (int64_t i = n4; i < n; ++i) y[i] += alpha * x[i];
+}
 
 // Kernels that sum rows of E floats. When the number of 4-float blocks NB = E / 4 is known at
 // compile time, the sum of every block (and of the tail of E % 4) stays in registers across the
@@ -180,11 +222,52 @@ void weighted_sum(const float* R, int64_t E, const float* w, int64_t n, float* o
   }
 }
 
+// The backward of weighted_sum from g = dout: dw_i = g · R_i (when kDot; four partial sums, then
+// the tail, as dot() below), dR_i = w_i g, or += w_i g when kAccumulate (g held in registers).
+template <int NB, bool kDot, bool kAccumulate>
+void weighted_sum_backward(const float* R, int64_t E, const float* w, int64_t n, const float* g, float* dw, float* dR) {
+  if constexpr (NB >= 0) {
+    f4 gq[NB > 0 ? NB : 1];
+#pragma GCC unroll 16
+    for (int q = 0; q < NB; ++q) gq[q] = load4(g + 4 * q);
+    const int64_t rest = E - 4 * NB;
+    for (int64_t i = 0; i < n; ++i) {
+      if constexpr (kDot) {
+        const float* r = R + i * E;
+        f4 acc = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma GCC unroll 16
+        for (int q = 0; q < NB; ++q) acc += gq[q] * load4(r + 4 * q);
+        float sum = (acc[0] + acc[1]) + (acc[2] + acc[3]);
+        for (int64_t t = 4 * NB; t < 4 * NB + rest; ++t) sum += g[t] * r[t];
+        dw[i] = sum;
+      }
+      float* d = dR + i * E;
+      const f4 wi = splat4(w[i]);
+#pragma GCC unroll 16
+      for (int q = 0; q < NB; ++q) {
+        if constexpr (kAccumulate) store4(d + 4 * q, load4(d + 4 * q) + wi * gq[q]);
+        else store4(d + 4 * q, wi * gq[q]);
+      }
+      for (int64_t t = 4 * NB; t < 4 * NB + rest; ++t) {
+        if constexpr (kAccumulate) d[t] += w[i] * g[t];
+        else d[t] = w[i] * g[t];
+      }
+    }
+  } else {
+    for (int64_t i = 0; i < n; ++i) {
+      if constexpr (kDot) dw[i] = dot(g, R + i * E, E);
+      if constexpr (kAccumulate) axpy(w[i], g, dR + i * E, E);
+      else scale(w[i], g, dR + i * E, E);
+    }
+  }
+}
+
 using BagSumFn = void (*)(const float*, int64_t, const int32_t*, int64_t, const float*, const float*, const float*,
                           float*);
 using BagScatterFn = void (*)(float*, int64_t, const int32_t*, int64_t, const float*, const float*, const float*,
                               int64_t, int64_t);
 using WeightedSumFn = void (*)(const float*, int64_t, const float*, int64_t, float*);
+using WeightedSumBackwardFn = void (*)(const float*, int64_t, const float*, int64_t, const float*, float*, float*);
 
 template <bool kPosition, bool kSample, int... NB>
 constexpr std::array<BagSumFn, sizeof...(NB)> sum_table(std::integer_sequence<int, NB...>) {
@@ -197,6 +280,12 @@ constexpr std::array<BagScatterFn, sizeof...(NB)> scatter_table(std::integer_seq
 template <int... NB>
 constexpr std::array<WeightedSumFn, sizeof...(NB)> weighted_sum_table(std::integer_sequence<int, NB...>) {
   return {&weighted_sum<NB>...};
+}
+
+template <bool kDot, bool kAccumulate, int... NB>
+constexpr std::array<WeightedSumBackwardFn, sizeof...(NB)> weighted_sum_backward_table(
+    std::integer_sequence<int, NB...>) {
+  return {&weighted_sum_backward<NB, kDot, kAccumulate>...};
 }
 
 template <bool kPosition, bool kSample>
@@ -227,37 +316,16 @@ WeightedSumFn weighted_sum_kernel(int64_t E) {
   return table[static_cast<size_t>(E / 4)];
 }
 
-// a · b over n floats: four partial sums, then the tail.
-inline float dot(const float* a, const float* b, int64_t n) {
-  const int64_t n4 = n & ~int64_t{3};
-  f4 acc = {0.0f, 0.0f, 0.0f, 0.0f};
-  for (int64_t i = 0; i < n4; i += 4) acc += load4(a + i) * load4(b + i);
-  float sum = (acc[0] + acc[1]) + (acc[2] + acc[3]);
-  for (int64_t i = n4; i < n; ++i) sum += a[i] * b[i];
-  return sum;
+template <bool kDot, bool kAccumulate>
+WeightedSumBackwardFn weighted_sum_backward_kernel(int64_t E) {
+  static constexpr auto table =
+      weighted_sum_backward_table<kDot, kAccumulate>(std::make_integer_sequence<int, kFixedBlocks>{});
+  if (E / 4 >= kFixedBlocks) return &weighted_sum_backward<-1, kDot, kAccumulate>;
+  return table[static_cast<size_t>(E / 4)];
 }
-
-// a · (l ∘ b) over n floats, the same way.
-inline float dot3(const float* a, const float* l, const float* b, int64_t n) {
-  const int64_t n4 = n & ~int64_t{3};
-  f4 acc = {0.0f, 0.0f, 0.0f, 0.0f};
-  for (int64_t i = 0; i < n4; i += 4) acc += load4(a + i) * (load4(l + i) * load4(b + i));
-  float sum = (acc[0] + acc[1]) + (acc[2] + acc[3]);
-  for (int64_t i = n4; i < n; ++i) sum += a[i] * (l[i] * b[i]);
-  return sum;
-}
-
-// y = alpha x over n floats.
-inline void scale(float alpha, const float* x, float* y, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) y[i] = alpha * x[i];
-}
-
-// y += alpha x over n floats.
-inline void axpy(float alpha, const float* x, float* y, int64_t n) {
-  const int64_t n4 = n & ~int64_t{3};
-  const f4 a = splat4(alpha);
-  for (int64_t i = 0; i < n4; i += 4) store4(y + i, load4(y + i) + a * load4(x + i));
-  for (int64_t i = n4; i < n; ++i) y[i] += alpha * x[i];
+WeightedSumBackwardFn weighted_sum_backward_kernel(int64_t E, bool dot, bool accumulate) {
+  if (dot) return accumulate ? weighted_sum_backward_kernel<true, true>(E) : weighted_sum_backward_kernel<true, false>(E);
+  return accumulate ? weighted_sum_backward_kernel<false, true>(E) : weighted_sum_backward_kernel<false, false>(E);
 }
 
 // "[1, 3]": the multi-index of flat position i in shape.
@@ -270,18 +338,35 @@ std::string position(int64_t i, const Shape& shape) {
   return to_string(idx);
 }
 
-// Every entry of `ids` in [0, n): one pass that vectorises, the message built only on failure.
-void check_range(const Tensor& ids, int64_t n, const char* what, const std::string& range) {
+// Every entry of `ids` in [0, n) (n <= 2^31), named `what` in the message with n as `symbol`:
+// one pass of integer ORs that vectorises (an id i in range has neither i nor n - 1 - i
+// negative; as uint32 neither has its top bit), the message built only on failure.
+void check_range(const Tensor& ids, int64_t n, const char* what, const char* symbol) {
   const int32_t* p = ids.idata();
   const int64_t count = ids.numel();
-  const auto bound = static_cast<uint32_t>(std::min<int64_t>(n, int64_t{1} << 31));
-  bool bad = false;
-  for (int64_t i = 0; i < count; ++i) bad |= static_cast<uint32_t>(p[i]) >= bound;
-  if (!bad) return;
-  const int64_t at = std::find_if(p, p + count, [&](int32_t v) { return static_cast<uint32_t>(v) >= bound; }) - p;
+  const auto last = static_cast<uint32_t>(std::min<int64_t>(n, int64_t{1} << 31) - 1);
+  uint32_t bits = 0;
+  for (int64_t i = 0; i < count; ++i) bits |= static_cast<uint32_t>(p[i]) | (last - static_cast<uint32_t>(p[i]));
+  if ((bits >> 31) == 0) return;
+  const int64_t at = std::find_if(p, p + count, [&](int32_t v) { return v < 0 || v >= n; }) - p;
   throw DataError(std::string("embedding_bag: ") + what + " " + std::to_string(p[at]) + " at position " +
-                  position(at, ids.shape()) + " of " + what + "s " + to_string(ids.shape()) + " is out of range " +
-                  range);
+                  position(at, ids.shape()) + " of " + what + "s " + to_string(ids.shape()) + " is out of range [0, " +
+                  symbol + " = " + std::to_string(n) + ")");
+}
+
+// check_tensor, with its label (a string, or a callable making one) and the wanted shape built
+// only when the check fails: the op runs a few times in every training step of a model as small
+// as the memory network, where those allocations showed.
+template <class Label>
+void check(const Tensor& t, std::initializer_list<int64_t> want, const Label& label, DType dtype = DType::f32) {
+  bool ok = t.dtype() == dtype && t.rank() == static_cast<int>(want.size());
+  for (size_t d = 0; ok && d < want.size(); ++d) {
+    const int64_t w = want.begin()[d];
+    ok = w == kAny || w == t.dim(static_cast<int>(d));
+  }
+  if (ok) return;
+  if constexpr (std::is_invocable_v<const Label&>) check_tensor(t, Shape(want), label(), dtype);
+  else check_tensor(t, Shape(want), label, dtype);
 }
 
 // "embedding_bag: tables[1] [V, E]": the label of one table of a list.
@@ -289,13 +374,76 @@ std::string table_label(const char* op, const char* name, size_t t, const char* 
   return std::string(op) + ": " + name + "[" + std::to_string(t) + "] " + dims;
 }
 
-// Multiply-adds of a call (every table), and each present bag's share for the row blocks.
-int64_t bag_work(const Tensor& lengths, bool start, int64_t T, int64_t E) {
-  const int32_t* len = lengths.idata();
-  int64_t ids = 0;
-  for (int64_t n = 0; n < lengths.numel(); ++n)
-    if (len[n] >= 0) ids += len[n] + (start ? 1 : 0);
-  return ids * T * E;
+// A call's bags as the loops read them.
+struct BagView {
+  const int32_t* ids = nullptr;   // [N, W]
+  const int32_t* len = nullptr;   // [N]: J
+  const float* pw = nullptr;      // position weights: row (J, j) at (J L + j) E
+  const float* sw = nullptr;      // sample weights [N, W]
+  const int32_t* sid = nullptr;   // start ids [N]
+  int64_t W = 0, E = 0, L = 0;
+};
+
+// One table's bags present[k0, k1) (rows of ids, absent ones left out), every option known at
+// compile time: on 20-float rows a kernel call is short enough for per-bag branches to show.
+template <bool kPosition, bool kSample, bool kStart>
+void sum_bags(const BagView& v, BagSumFn kernel, const float* X, const float* S, const int32_t* present, int64_t k0,
+              int64_t k1, float* y) {
+  for (int64_t k = k0; k < k1; ++k) {
+    const int64_t n = present[k], J = v.len[n];
+    kernel(X, v.E, v.ids + n * v.W, J, kPosition ? v.pw + J * v.L * v.E : nullptr, kSample ? v.sw + n * v.W : nullptr,
+           kStart ? S + static_cast<int64_t>(v.sid[n]) * v.E : nullptr, y + n * v.E);
+  }
+}
+
+// The backward of sum_bags over columns [c0, c1) of one table (and of its start table).
+template <bool kPosition, bool kSample, bool kStart>
+void scatter_bags(const BagView& v, BagScatterFn kernel, float* dX, float* dS, const int32_t* present, int64_t count,
+                  const float* g, int64_t c0, int64_t c1) {
+  for (int64_t k = 0; k < count; ++k) {
+    const int64_t n = present[k], J = v.len[n];
+    const float* gn = g + n * v.E;
+    kernel(dX, v.E, v.ids + n * v.W, J, kPosition ? v.pw + J * v.L * v.E : nullptr, kSample ? v.sw + n * v.W : nullptr,
+           gn, c0, c1);
+    if constexpr (kStart) add_rows(gn + c0, dS + static_cast<int64_t>(v.sid[n]) * v.E + c0, c1 - c0);
+  }
+}
+
+using SumBagsFn = void (*)(const BagView&, BagSumFn, const float*, const float*, const int32_t*, int64_t, int64_t,
+                           float*);
+using ScatterBagsFn = void (*)(const BagView&, BagScatterFn, float*, float*, const int32_t*, int64_t, const float*,
+                               int64_t, int64_t);
+
+template <int... F>
+constexpr std::array<SumBagsFn, sizeof...(F)> sum_bags_table(std::integer_sequence<int, F...>) {
+  return {&sum_bags<(F & 4) != 0, (F & 2) != 0, (F & 1) != 0>...};
+}
+template <int... F>
+constexpr std::array<ScatterBagsFn, sizeof...(F)> scatter_bags_table(std::integer_sequence<int, F...>) {
+  return {&scatter_bags<(F & 4) != 0, (F & 2) != 0, (F & 1) != 0>...};
+}
+constexpr size_t flags(bool position, bool sample, bool start) {
+  return (position ? 4u : 0u) | (sample ? 2u : 0u) | (start ? 1u : 0u);
+}
+SumBagsFn sum_bags_fn(bool position, bool sample, bool start) {
+  static constexpr auto table = sum_bags_table(std::make_integer_sequence<int, 8>{});
+  return table[flags(position, sample, start)];
+}
+ScatterBagsFn scatter_bags_fn(bool position, bool sample, bool start) {
+  static constexpr auto table = scatter_bags_table(std::make_integer_sequence<int, 8>{});
+  return table[flags(position, sample, start)];
+}
+
+// Multiply-adds of a call: the ids of every present bag (and its start row), over every table.
+int64_t bag_work(int64_t ids, int64_t present, bool start, int64_t T, int64_t E) {
+  return (ids + (start ? present : 0)) * T * E;
+}
+
+// The present bags' share of the work, for row blocks of them.
+std::vector<int64_t> bag_costs(const int32_t* present, int64_t count, const int32_t* len) {
+  std::vector<int64_t> cost(static_cast<size_t>(count));
+  for (int64_t k = 0; k < count; ++k) cost[static_cast<size_t>(k)] = len[present[k]] + 1;
+  return cost;
 }
 
 int parts_for(int64_t work) {
@@ -307,41 +455,41 @@ int parts_for(int64_t work) {
 Tensor embedding_bag_forward(const Tensor& ids, const std::vector<Tensor>& tables,
                              const std::vector<Tensor>& start_tables, const EmbeddingBagOptions& options,
                              EmbeddingBagCache* cache) {
-  check_tensor(ids, {kAny, kAny}, "embedding_bag: ids [N, W]", DType::i32);
+  check(ids, {kAny, kAny}, "embedding_bag: ids [N, W]", DType::i32);
   const int64_t N = ids.dim(0), W = ids.dim(1), T = static_cast<int64_t>(tables.size());
   if (T == 0) throw ShapeError("embedding_bag: no tables (tables holds T >= 1 tables [V, E])");
-  check_tensor(tables[0], {kAny, kAny}, "embedding_bag: tables[0] [V, E]");
+  check(tables[0], {kAny, kAny}, "embedding_bag: tables[0] [V, E]");
   const int64_t V = tables[0].dim(0), E = tables[0].dim(1);
-  for (size_t t = 1; t < tables.size(); ++t) check_tensor(tables[t], {V, E}, table_label("embedding_bag", "tables", t, "[V, E]"));
+  for (size_t t = 1; t < tables.size(); ++t) check(tables[t], {V, E}, [&] { return table_label("embedding_bag", "tables", t, "[V, E]"); });
   const bool start = !start_tables.empty();
   int64_t R = 0;
   if (start) {
     if (static_cast<int64_t>(start_tables.size()) != T)
       throw ShapeError("embedding_bag: " + std::to_string(start_tables.size()) + " start tables for " +
                        std::to_string(T) + " tables (give one per table, or none)");
-    check_tensor(start_tables[0], {kAny, E}, "embedding_bag: start_tables[0] [R, E]");
+    check(start_tables[0], {kAny, E}, "embedding_bag: start_tables[0] [R, E]");
     R = start_tables[0].dim(0);
     for (size_t t = 1; t < start_tables.size(); ++t)
-      check_tensor(start_tables[t], {R, E}, table_label("embedding_bag", "start_tables", t, "[R, E]"));
+      check(start_tables[t], {R, E}, [&] { return table_label("embedding_bag", "start_tables", t, "[R, E]"); });
     if (!options.start_ids.defined())
       throw ShapeError("embedding_bag: start tables without start_ids [N] (the row each bag starts from)");
-    check_tensor(options.start_ids, {N}, "embedding_bag: start_ids [N]", DType::i32);
-    check_range(options.start_ids, R, "start id", "[0, R = " + std::to_string(R) + ")");
+    check(options.start_ids, {N}, "embedding_bag: start_ids [N]", DType::i32);
+    check_range(options.start_ids, R, "start id", "R");
   } else if (options.start_ids.defined()) {
     throw ShapeError("embedding_bag: start_ids without start tables");
   }
   const bool position = options.position_weights.defined(), sample = options.sample_weights.defined();
   int64_t L = 0;
   if (position) {
-    check_tensor(options.position_weights, {kAny, kAny, E}, "embedding_bag: position_weights [L + 1, L, E]");
+    check(options.position_weights, {kAny, kAny, E}, "embedding_bag: position_weights [L + 1, L, E]");
     L = options.position_weights.dim(1);
     if (options.position_weights.dim(0) != L + 1 || L < W)
       throw ShapeError("embedding_bag: position_weights [L + 1, L, E] has shape " +
                        to_string(options.position_weights.shape()) + ", expected [L + 1, L, " + std::to_string(E) +
                        "] with L >= W = " + std::to_string(W));
   }
-  if (sample) check_tensor(options.sample_weights, {N, W}, "embedding_bag: sample_weights [N, W]");
-  check_range(ids, V, "id", "[0, V = " + std::to_string(V) + ")");
+  if (sample) check(options.sample_weights, {N, W}, "embedding_bag: sample_weights [N, W]");
+  check_range(ids, V, "id", "V");
 
   // Every bag's length J (-1: absent).
   Tensor lengths;
@@ -349,7 +497,7 @@ Tensor embedding_bag_forward(const Tensor& ids, const std::vector<Tensor>& table
     if (options.padding_id != kNoPadding)
       throw ConfigError("embedding_bag: lengths and a padding id (" + std::to_string(options.padding_id) +
                         ") both say where bags end: give one of them");
-    check_tensor(options.lengths, {N}, "embedding_bag: lengths [N]", DType::i32);
+    check(options.lengths, {N}, "embedding_bag: lengths [N]", DType::i32);
     const int32_t* len = options.lengths.idata();
     for (int64_t n = 0; n < N; ++n)
       if (len[n] < -1 || len[n] > W)
@@ -367,74 +515,84 @@ Tensor embedding_bag_forward(const Tensor& ids, const std::vector<Tensor>& table
     }
   }
 
-  Tensor y = Tensor::uninitialized({T, N, E});   // every present bag's rows written
-  const BagSumFn kernel = sum_kernel(E, position, sample);
-  const int32_t* pid = ids.idata();
+  // The present bags, in order (branch-free: absent ones are overwritten), and their ids.
   const int32_t* len = lengths.idata();
-  const int32_t* sid = start ? options.start_ids.idata() : nullptr;
-  const float* pw = position ? options.position_weights.data() : nullptr;
-  const float* sw = sample ? options.sample_weights.data() : nullptr;
-  auto bags = [&](int64_t n0, int64_t n1) {
-    for (int64_t t = 0; t < T; ++t) {
-      const float* X = tables[static_cast<size_t>(t)].data();
-      const float* S = start ? start_tables[static_cast<size_t>(t)].data() : nullptr;
-      float* yt = y.data() + t * N * E;
-      for (int64_t n = n0; n < n1; ++n) {
-        const int64_t J = len[n];
-        if (J < 0) continue;
-        kernel(X, E, pid + n * W, J, pw ? pw + J * L * E : nullptr, sw ? sw + n * W : nullptr,
-               S ? S + static_cast<int64_t>(sid[n]) * E : nullptr, yt + n * E);
-      }
-    }
-  };
-  const int64_t work = bag_work(lengths, start, T, E);
-  const int parts = parts_for(work);
-  if (parts <= 1) {
-    bags(0, N);
-  } else {
-    std::vector<int64_t> cost(static_cast<size_t>(N));
-    for (int64_t n = 0; n < N; ++n) cost[static_cast<size_t>(n)] = len[n] < 0 ? 0 : len[n] + 1;
-    over_row_blocks(cost, parts, bags);
+  Tensor present = Tensor::uninitialized({N}, DType::i32);
+  int32_t* pp = present.idata();
+  int64_t count = 0, in_bags = 0;
+  for (int64_t n = 0; n < N; ++n) {
+    pp[count] = static_cast<int32_t>(n);
+    count += len[n] >= 0;
+    in_bags += std::max(len[n], 0);
   }
+  present = present.rows(0, count);
+
+  Tensor y = Tensor::uninitialized({T, N, E});   // every present bag's rows written
+  BagView v;
+  v.ids = ids.idata();
+  v.len = len;
+  v.pw = position ? options.position_weights.data() : nullptr;
+  v.sw = sample ? options.sample_weights.data() : nullptr;
+  v.sid = start ? options.start_ids.idata() : nullptr;
+  v.W = W;
+  v.E = E;
+  v.L = L;
+  const BagSumFn kernel = sum_kernel(E, position, sample);
+  const SumBagsFn loop = sum_bags_fn(position, sample, start);
+  auto bags = [&](int64_t k0, int64_t k1) {
+    for (int64_t t = 0; t < T; ++t)
+      loop(v, kernel, tables[static_cast<size_t>(t)].data(),
+           start ? start_tables[static_cast<size_t>(t)].data() : nullptr, pp, k0, k1, y.data() + t * N * E);
+  };
+  const int64_t work = bag_work(in_bags, count, start, T, E);
+  const int parts = parts_for(work);
+  if (parts <= 1) bags(0, count);
+  else over_row_blocks(bag_costs(pp, count, len), parts, bags);
   flops::add(work);
   if (cache)
-    *cache = {ids, lengths, options.sample_weights, options.position_weights, options.start_ids, tables, R};
+    *cache = {ids,   lengths, present, options.sample_weights, options.position_weights, options.start_ids, tables,
+              R,     in_bags};
   return y;
 }
 
 Tensor embedding_bag_backward(const Tensor& dy, const EmbeddingBagCache& cache, std::span<Tensor> dtables,
                               std::span<Tensor> dstart_tables) {
   const Tensor& ids = cache.ids;
-  check_tensor(ids, {kAny, kAny}, "embedding_bag_backward: cached ids [N, W]", DType::i32);
+  check(ids, {kAny, kAny}, "embedding_bag_backward: cached ids [N, W]", DType::i32);
   const int64_t N = ids.dim(0), W = ids.dim(1), T = static_cast<int64_t>(cache.tables.size());
   if (T == 0) throw ShapeError("embedding_bag_backward: the cache holds no tables (pass it to the forward first)");
   const int64_t V = cache.tables[0].dim(0), E = cache.tables[0].dim(1), R = cache.start_rows;
-  check_tensor(dy, {T, N, E}, "embedding_bag_backward: dy [T, N, E]");
+  check(dy, {T, N, E}, "embedding_bag_backward: dy [T, N, E]");
   if (static_cast<int64_t>(dtables.size()) != T)
     throw ShapeError("embedding_bag_backward: " + std::to_string(dtables.size()) + " table gradients for " +
                      std::to_string(T) + " tables");
   for (size_t t = 0; t < dtables.size(); ++t)
-    check_tensor(dtables[t], {V, E}, table_label("embedding_bag_backward", "dtables", t, "[V, E]"));
+    check(dtables[t], {V, E}, [&] { return table_label("embedding_bag_backward", "dtables", t, "[V, E]"); });
   const bool start = R > 0 && !dstart_tables.empty();
   if (!dstart_tables.empty()) {
     if (R == 0 || static_cast<int64_t>(dstart_tables.size()) != T)
       throw ShapeError("embedding_bag_backward: " + std::to_string(dstart_tables.size()) +
                        " start table gradients for " + std::to_string(R == 0 ? 0 : T) + " start tables");
     for (size_t t = 0; t < dstart_tables.size(); ++t)
-      check_tensor(dstart_tables[t], {R, E}, table_label("embedding_bag_backward", "dstart_tables", t, "[R, E]"));
+      check(dstart_tables[t], {R, E}, [&] { return table_label("embedding_bag_backward", "dstart_tables", t, "[R, E]"); });
   }
-  check_range(ids, V, "id", "[0, V = " + std::to_string(V) + ")");   // ids may have changed in place
-  if (start) check_range(cache.start_ids, R, "start id", "[0, R = " + std::to_string(R) + ")");
+  check_range(ids, V, "id", "V");   // ids may have changed in place
+  if (start) check_range(cache.start_ids, R, "start id", "R");
 
   const bool position = cache.position_weights.defined(), sample = cache.sample_weights.defined();
-  const int64_t L = position ? cache.position_weights.dim(1) : 0;
-  const int32_t* pid = ids.idata();
-  const int32_t* len = cache.lengths.idata();
-  const int32_t* sid = start ? cache.start_ids.idata() : nullptr;
-  const float* pw = position ? cache.position_weights.data() : nullptr;
-  const float* sw = sample ? cache.sample_weights.data() : nullptr;
+  BagView v;
+  v.ids = ids.idata();
+  v.len = cache.lengths.idata();
+  v.pw = position ? cache.position_weights.data() : nullptr;
+  v.sw = sample ? cache.sample_weights.data() : nullptr;
+  v.sid = start ? cache.start_ids.idata() : nullptr;
+  v.W = W;
+  v.E = E;
+  v.L = position ? cache.position_weights.dim(1) : 0;
+  const int32_t* pp = cache.present.idata();
+  const int64_t count = cache.present.numel();
   const float* pdy = dy.data();
-  const int64_t work = bag_work(cache.lengths, start, T, E);
+  const int64_t work = bag_work(cache.ids_in_bags, count, start, T, E);
 
   // The tables' gradients: units of whole tables, or from E = 128 of 64-column blocks of them
   // (whole 256-byte spans, so that no two threads write one cache line), every unit walking all
@@ -442,52 +600,40 @@ Tensor embedding_bag_backward(const Tensor& dy, const EmbeddingBagCache& cache, 
   constexpr int64_t kBlock = 64;
   const int64_t blocks = E >= 2 * kBlock ? (E + kBlock - 1) / kBlock : 1;
   const BagScatterFn kernel = scatter_kernel(E, position, sample);
+  const ScatterBagsFn loop = scatter_bags_fn(position, sample, start);
   auto units = [&](int64_t u0, int64_t u1) {
     for (int64_t u = u0; u < u1; ++u) {
       const int64_t t = u / blocks, c0 = blocks == 1 ? 0 : u % blocks * kBlock;
       const int64_t c1 = blocks == 1 ? E : std::min(E, c0 + kBlock);
-      float* dX = dtables[static_cast<size_t>(t)].data();
-      float* dS = start ? dstart_tables[static_cast<size_t>(t)].data() : nullptr;
-      const float* g = pdy + t * N * E;
-      for (int64_t n = 0; n < N; ++n) {
-        const int64_t J = len[n];
-        if (J < 0) continue;
-        const float* gn = g + n * E;
-        kernel(dX, E, pid + n * W, J, pw ? pw + J * L * E : nullptr, sw ? sw + n * W : nullptr, gn, c0, c1);
-        if (dS != nullptr) {
-          float* ds = dS + static_cast<int64_t>(sid[n]) * E;
-          for (int64_t c = c0; c < c1; ++c) ds[c] += gn[c];
-        }
-      }
+      loop(v, kernel, dtables[static_cast<size_t>(t)].data(),
+           start ? dstart_tables[static_cast<size_t>(t)].data() : nullptr, pp, count, pdy + t * N * E, c0, c1);
     }
   };
-  over_row_blocks(std::vector<int64_t>(static_cast<size_t>(T * blocks), 1), parts_for(work), units);
+  const int parts = parts_for(work);
+  if (parts <= 1) units(0, T * blocks);
+  else over_row_blocks(std::vector<int64_t>(static_cast<size_t>(T * blocks), 1), parts, units);
   flops::add(work);
   if (!sample) return Tensor();
 
   // dw[n, j] = Σ_t dy[t, n] · (l_j ∘ table_t[ids[n, j]]): bag by bag, the tables in order.
   Tensor dw({N, W});
   float* pdw = dw.data();
-  auto weights = [&](int64_t n0, int64_t n1) {
-    for (int64_t n = n0; n < n1; ++n)
-      for (int64_t j = 0; j < len[n]; ++j) {
+  auto weights = [&](int64_t k0, int64_t k1) {
+    for (int64_t k = k0; k < k1; ++k) {
+      const int64_t n = pp[k], J = v.len[n];
+      for (int64_t j = 0; j < J; ++j) {
         float sum = 0.0f;
         for (int64_t t = 0; t < T; ++t) {
-          const float* x = cache.tables[static_cast<size_t>(t)].data() + static_cast<int64_t>(pid[n * W + j]) * E;
+          const float* x = cache.tables[static_cast<size_t>(t)].data() + static_cast<int64_t>(v.ids[n * W + j]) * E;
           const float* g = pdy + (t * N + n) * E;
-          sum += position ? dot3(g, pw + (len[n] * L + j) * E, x, E) : dot(g, x, E);
+          sum += position ? dot3(g, v.pw + (J * v.L + j) * E, x, E) : dot(g, x, E);
         }
         pdw[n * W + j] = sum;
       }
+    }
   };
-  const int parts = parts_for(work);
-  if (parts <= 1) {
-    weights(0, N);
-  } else {
-    std::vector<int64_t> cost(static_cast<size_t>(N));
-    for (int64_t n = 0; n < N; ++n) cost[static_cast<size_t>(n)] = std::max(len[n], 0) + 1;
-    over_row_blocks(cost, parts, weights);
-  }
+  if (parts <= 1) weights(0, count);
+  else over_row_blocks(bag_costs(pp, count, v.len), parts, weights);
   flops::add(work);
   return dw;
 }
@@ -498,11 +644,7 @@ void weighted_rows_sum(const float* rows, int64_t E, const float* w, int64_t n, 
 
 void weighted_rows_sum_backward(const float* rows, int64_t E, const float* w, int64_t n, const float* g,
                                 float* dw, float* drows, bool accumulate) {
-  for (int64_t i = 0; i < n; ++i) {
-    if (dw != nullptr) dw[i] = dot(g, rows + i * E, E);
-    if (accumulate) axpy(w[i], g, drows + i * E, E);
-    else scale(w[i], g, drows + i * E, E);
-  }
+  weighted_sum_backward_kernel(E, /*dot=*/dw != nullptr, accumulate)(rows, E, w, n, g, dw, drows);
 }
 
 }  // namespace attn::ops

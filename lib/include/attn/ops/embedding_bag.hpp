@@ -63,9 +63,11 @@ struct EmbeddingBagOptions {
 struct EmbeddingBagCache {
   Tensor ids;                      // [N, W]
   Tensor lengths;                  // [N] J_n (-1 absent): the options' or counted in the forward
+  Tensor present;                  // int32: the present bags' rows of ids, in order
   Tensor sample_weights, position_weights, start_ids;
   std::vector<Tensor> tables;      // T [V, E]
   int64_t start_rows = 0;          // R (0: no start tables)
+  int64_t ids_in_bags = 0;         // Σ_n J_n over the present bags
 };
 
 // ids: [N, W] int32   tables: T >= 1 tables [V, E]   start_tables: none or T tables [R, E]
