@@ -225,6 +225,37 @@ TEST_CASE("embedding_bag: empty and absent bags", "[unit][embedding_bag]") {
   CHECK_THAT(all[0][0], test::close_to(twice, 0));
 }
 
+TEST_CASE("embedding_bag: ids of any rank [..., W] are rows of bags", "[unit][embedding_bag]") {
+  // A [2, 3, W] grid (a batch of stories' sentence slots) gives y [T, 2, 3, E], the same rows as
+  // the [6, W] bags; lengths, start ids and sample weights take the grid's shape.
+  Rng rng(12);
+  const int64_t W = 4, V = 9, E = 6;
+  const Bags flat = random_bags(6, W, V, rng);
+  const std::vector<Tensor> tables{randn({V, E}, rng), randn({V, E}, rng)}, starts{randn({3, E}, rng), randn({3, E}, rng)};
+  ops::EmbeddingBagOptions o;
+  o.lengths = flat.lengths;
+  o.sample_weights = randn({6, W}, rng);
+  o.start_ids = Tensor::from_ints({6}, {0, 1, 2, 2, 1, 0});
+  ops::EmbeddingBagCache flat_cache, grid_cache;
+  const Tensor y_flat = ops::embedding_bag_forward(flat.ids, tables, starts, o, &flat_cache);
+  ops::EmbeddingBagOptions g = o;
+  g.lengths = o.lengths.reshape({2, 3});
+  g.sample_weights = o.sample_weights.reshape({2, 3, W});
+  g.start_ids = o.start_ids.reshape({2, 3});
+  const Tensor y_grid = ops::embedding_bag_forward(flat.ids.reshape({2, 3, W}), tables, starts, g, &grid_cache);
+  REQUIRE(y_grid.shape() == Shape{2, 2, 3, E});
+  CHECK_THAT(present_rows(y_grid.reshape({2, 6, E}), flat.lengths), test::close_to(present_rows(y_flat, flat.lengths), 0));
+  const Tensor dy = randn({2, 6, E}, rng);
+  std::vector<Tensor> d_flat{zeros_like(tables[0]), zeros_like(tables[1])}, d_grid{zeros_like(tables[0]), zeros_like(tables[1])};
+  const Tensor dw_flat = ops::embedding_bag_backward(dy, flat_cache, d_flat, {});
+  const Tensor dw_grid = ops::embedding_bag_backward(dy.reshape({2, 2, 3, E}), grid_cache, d_grid, {});
+  CHECK(dw_grid.shape() == Shape{2, 3, W});
+  CHECK_THAT(dw_grid.reshape({6, W}), test::close_to(dw_flat, 0));
+  for (size_t t = 0; t < 2; ++t) CHECK_THAT(d_grid[t], test::close_to(d_flat[t], 0));
+  REQUIRE_THROWS_WITH(ops::embedding_bag_forward(flat.ids.reshape({2, 3, W}), tables, starts, o, nullptr),
+                      Catch::Contains("start_ids [...] has shape [6], expected [2, 3]"));
+}
+
 TEST_CASE("embedding_bag: the same bits on one thread and on two", "[unit][embedding_bag]") {
   // 5,000 bags of up to 12 ids over 4 tables of E = 64 (about 7 million multiply-adds, above
   // kEmbeddingBagParallelMinWork: the forward splits the bags, the backward the tables), and over
@@ -324,11 +355,12 @@ TEST_CASE("embedding_bag: bad inputs name the tensor, expected and found", "[uni
                       Catch::Equals("embedding_bag: tables[1] [V, E] has shape [7, 3], expected [5, 3]"));
   REQUIRE_THROWS_WITH(ops::embedding_bag_forward(ids, {}, {}, {}, nullptr), Catch::Contains("no tables"));
   REQUIRE_THROWS_WITH(ops::embedding_bag_forward(Tensor({2, 2}), {table}, {}, {}, nullptr),
-                      Catch::Contains("embedding_bag: ids [N, W] has dtype float32, expected int32"));
+                      Catch::Contains("embedding_bag: ids [..., W] has dtype float32, expected int32"));
   ops::EmbeddingBagOptions o;
   o.lengths = Tensor::from_ints({2}, {1, 3});
   REQUIRE_THROWS_WITH(ops::embedding_bag_forward(ids, {table}, {}, o, nullptr),
-                      Catch::Equals("embedding_bag: lengths[1] = 3 is outside [-1, W = 2] (-1: an absent bag)"));
+                      Catch::Equals("embedding_bag: length 3 at position [1] of lengths [2] is outside [-1, W = 2] "
+                                    "(-1: an absent bag)"));
   o.lengths = Tensor::from_ints({2}, {1, 2});
   o.padding_id = 0;
   REQUIRE_THROWS_AS(ops::embedding_bag_forward(ids, {table}, {}, o, nullptr), ConfigError);
@@ -340,7 +372,7 @@ TEST_CASE("embedding_bag: bad inputs name the tensor, expected and found", "[uni
   ops::EmbeddingBagOptions s;
   s.sample_weights = Tensor({2, 3});
   REQUIRE_THROWS_WITH(ops::embedding_bag_forward(ids, {table}, {}, s, nullptr),
-                      Catch::Equals("embedding_bag: sample_weights [N, W] has shape [2, 3], expected [2, 2]"));
+                      Catch::Equals("embedding_bag: sample_weights [..., W] has shape [2, 3], expected [2, 2]"));
   ops::EmbeddingBagOptions st;
   st.start_ids = Tensor::from_ints({2}, {0, 4});
   REQUIRE_THROWS_WITH(ops::embedding_bag_forward(ids, {table}, {Tensor({4, 3})}, st, nullptr),
@@ -352,7 +384,7 @@ TEST_CASE("embedding_bag: bad inputs name the tensor, expected and found", "[uni
   ops::embedding_bag_forward(ids, {table}, {}, {}, &cache);
   std::vector<Tensor> dtable{zeros_like(table)};
   REQUIRE_THROWS_WITH(ops::embedding_bag_backward(Tensor({1, 2, 4}), cache, dtable, {}),
-                      Catch::Equals("embedding_bag_backward: dy [T, N, E] has shape [1, 2, 4], expected [1, 2, 3]"));
+                      Catch::Equals("embedding_bag_backward: dy [T, ..., E] has shape [1, 2, 4], expected [1, 2, 3]"));
   std::vector<Tensor> wrong{Tensor({4, 3})};
   REQUIRE_THROWS_WITH(ops::embedding_bag_backward(Tensor({1, 2, 3}), cache, wrong, {}),
                       Catch::Equals("embedding_bag_backward: dtables[0] [V, E] has shape [4, 3], expected [5, 3]"));

@@ -51,8 +51,8 @@ struct MemN2NImpl {
     Dims d;
     bool linear_start = false;
     std::vector<int32_t> n, w0;   // [B] story_len and the window's first slot
-    Tensor tix;                   // [B * Ms] int32: temporal index of a window slot (else 0)
-    Tensor slen;                  // [B * Ms] int32: words of a window slot's sentence (J), else -1
+    Tensor tix;                   // [B, Ms] int32: temporal index of a window slot (else 0)
+    Tensor slen;                  // [B, Ms] int32: words of a window slot's sentence (J), else -1
     Tensor qlen;                  // [B] int32: words of the question
     Tensor pe;                    // [Wmax + 1, Wmax, E] position encoding: l of J-word sentences
                                   // at row J (undefined with bow encoding); Wmax = max(Ws, Wq)
@@ -296,8 +296,8 @@ void MemN2NImpl::prepare(const MemN2N& m, const QaBatch& batch, Rng* noise, Run&
   run.linear_start = m.linear_start_;
   run.n.assign(batch.story_len.idata(), batch.story_len.idata() + B);
   run.w0.resize(static_cast<size_t>(B));
-  run.tix = Tensor({B * Ms}, DType::i32);
-  run.slen = Tensor::uninitialized({B * Ms}, DType::i32);
+  run.tix = Tensor({B, Ms}, DType::i32);
+  run.slen = Tensor::uninitialized({B, Ms}, DType::i32);
   std::fill_n(run.slen.idata(), B * Ms, -1);   // an absent bag: no sentence read there
   run.qlen = Tensor::uninitialized({B}, DType::i32);
   run.cost.resize(static_cast<size_t>(B));
@@ -397,9 +397,7 @@ void MemN2NImpl::forward(const MemN2N& m, const QaBatch& batch, Run& run, bool t
   sentences.lengths = run.slen;
   sentences.position_weights = run.pe;
   if (d.temporal) sentences.start_ids = run.tix;
-  run.Mem = ops::embedding_bag_forward(batch.story.reshape({B * d.Ms, d.Ws}), tables, times, sentences,
-                                       train ? &run.story_bags : nullptr)
-                .reshape({d.S, B, d.Ms, E});
+  run.Mem = ops::embedding_bag_forward(batch.story, tables, times, sentences, train ? &run.story_bags : nullptr);
   // u^1: the question.
   ops::EmbeddingBagOptions question;
   question.lengths = run.qlen;
@@ -530,9 +528,9 @@ void MemN2NImpl::backward(MemN2N& m, Run& run) {
     dtables.push_back(m.memory_[s].grad);
     if (d.temporal) dtimes.push_back(m.temporal_[s].grad);
   }
-  ops::embedding_bag_backward(dMem.reshape({d.S, B * d.Ms, E}), run.story_bags, dtables, dtimes);
+  ops::embedding_bag_backward(dMem, run.story_bags, dtables, dtimes);
   Tensor dquestion[1] = {question_table(m).grad};
-  ops::embedding_bag_backward(dU[0].reshape({1, B, E}), run.question_bags, dquestion, {});
+  ops::embedding_bag_backward(dU.rows(0, 1), run.question_bags, dquestion, {});
 }
 
 // ---- the public steps ------------------------------------------------------------------------

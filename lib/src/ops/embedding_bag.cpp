@@ -6,6 +6,7 @@
 #include <array>
 #include <cstring>
 #include <initializer_list>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -329,7 +330,7 @@ WeightedSumBackwardFn weighted_sum_backward_kernel(int64_t E, bool dot, bool acc
 }
 
 // "[1, 3]": the multi-index of flat position i in shape.
-std::string position(int64_t i, const Shape& shape) {
+std::string multi_index(int64_t i, const Shape& shape) {
   Shape idx(shape.size());
   for (int d = static_cast<int>(shape.size()) - 1; d >= 0; --d) {
     idx[d] = shape[d] ? i % shape[d] : 0;
@@ -350,7 +351,7 @@ void check_range(const Tensor& ids, int64_t n, const char* what, const char* sym
   if ((bits >> 31) == 0) return;
   const int64_t at = std::find_if(p, p + count, [&](int32_t v) { return v < 0 || v >= n; }) - p;
   throw DataError(std::string("embedding_bag: ") + what + " " + std::to_string(p[at]) + " at position " +
-                  position(at, ids.shape()) + " of " + what + "s " + to_string(ids.shape()) + " is out of range [0, " +
+                  multi_index(at, ids.shape()) + " of " + what + "s " + to_string(ids.shape()) + " is out of range [0, " +
                   symbol + " = " + std::to_string(n) + ")");
 }
 
@@ -434,6 +435,36 @@ ScatterBagsFn scatter_bags_fn(bool position, bool sample, bool start) {
   return table[flags(position, sample, start)];
 }
 
+// The leading dimensions of ids [..., W] (the bags' layout) and the shapes built on them, checked
+// without allocating unless the check fails.
+constexpr int64_t kNone = -2;   // no dimension before or after the leading ones
+struct Lead {
+  const Shape& ids;   // [..., W]
+  int64_t bags = 1;   // N: the product of the leading dimensions
+
+  explicit Lead(const Tensor& t) : ids(t.shape()) {
+    for (size_t d = 0; d + 1 < ids.size(); ++d) bags *= ids[d];
+  }
+  size_t rank() const { return ids.size() - 1; }
+  // [front, ..., back] (front, back: kNone for no dimension).
+  Shape shape(int64_t front = kNone, int64_t back = kNone) const {
+    Shape s;
+    if (front != kNone) s.push_back(front);
+    s.insert(s.end(), ids.begin(), ids.end() - 1);
+    if (back != kNone) s.push_back(back);
+    return s;
+  }
+  void check(const Tensor& t, int64_t front, int64_t back, const char* label, DType dtype = DType::f32) const {
+    const size_t extra = (front != kNone ? 1 : 0) + (back != kNone ? 1 : 0);
+    bool ok = t.dtype() == dtype && static_cast<size_t>(t.rank()) == rank() + extra;
+    const size_t skip = front != kNone ? 1 : 0;
+    if (ok && front != kNone) ok = t.dim(0) == front;
+    for (size_t d = 0; ok && d < rank(); ++d) ok = t.shape()[d + skip] == ids[d];
+    if (ok && back != kNone) ok = t.dim(-1) == back;
+    if (!ok) check_tensor(t, shape(front, back), label, dtype);
+  }
+};
+
 // Multiply-adds of a call: the ids of every present bag (and its start row), over every table.
 int64_t bag_work(int64_t ids, int64_t present, bool start, int64_t T, int64_t E) {
   return (ids + (start ? present : 0)) * T * E;
@@ -455,12 +486,14 @@ int parts_for(int64_t work) {
 Tensor embedding_bag_forward(const Tensor& ids, const std::vector<Tensor>& tables,
                              const std::vector<Tensor>& start_tables, const EmbeddingBagOptions& options,
                              EmbeddingBagCache* cache) {
-  check(ids, {kAny, kAny}, "embedding_bag: ids [N, W]", DType::i32);
-  const int64_t N = ids.dim(0), W = ids.dim(1), T = static_cast<int64_t>(tables.size());
+  if (ids.dtype() != DType::i32 || ids.rank() < 2) check_tensor(ids, {kAny, kAny}, "embedding_bag: ids [..., W]", DType::i32);
+  const Lead lead(ids);
+  const int64_t N = lead.bags, W = ids.dim(-1), T = static_cast<int64_t>(tables.size());
   if (T == 0) throw ShapeError("embedding_bag: no tables (tables holds T >= 1 tables [V, E])");
   check(tables[0], {kAny, kAny}, "embedding_bag: tables[0] [V, E]");
   const int64_t V = tables[0].dim(0), E = tables[0].dim(1);
-  for (size_t t = 1; t < tables.size(); ++t) check(tables[t], {V, E}, [&] { return table_label("embedding_bag", "tables", t, "[V, E]"); });
+  for (size_t t = 1; t < tables.size(); ++t)
+    check(tables[t], {V, E}, [&] { return table_label("embedding_bag", "tables", t, "[V, E]"); });
   const bool start = !start_tables.empty();
   int64_t R = 0;
   if (start) {
@@ -472,8 +505,8 @@ Tensor embedding_bag_forward(const Tensor& ids, const std::vector<Tensor>& table
     for (size_t t = 1; t < start_tables.size(); ++t)
       check(start_tables[t], {R, E}, [&] { return table_label("embedding_bag", "start_tables", t, "[R, E]"); });
     if (!options.start_ids.defined())
-      throw ShapeError("embedding_bag: start tables without start_ids [N] (the row each bag starts from)");
-    check(options.start_ids, {N}, "embedding_bag: start_ids [N]", DType::i32);
+      throw ShapeError("embedding_bag: start tables without start_ids [...] (the row each bag starts from)");
+    lead.check(options.start_ids, kNone, kNone, "embedding_bag: start_ids [...]", DType::i32);
     check_range(options.start_ids, R, "start id", "R");
   } else if (options.start_ids.defined()) {
     throw ShapeError("embedding_bag: start_ids without start tables");
@@ -488,26 +521,26 @@ Tensor embedding_bag_forward(const Tensor& ids, const std::vector<Tensor>& table
                        to_string(options.position_weights.shape()) + ", expected [L + 1, L, " + std::to_string(E) +
                        "] with L >= W = " + std::to_string(W));
   }
-  if (sample) check(options.sample_weights, {N, W}, "embedding_bag: sample_weights [N, W]");
+  if (sample) lead.check(options.sample_weights, kNone, W, "embedding_bag: sample_weights [..., W]");
   check_range(ids, V, "id", "V");
 
-  // Every bag's length J (-1: absent).
-  Tensor lengths;
+  // Every bag's length J (-1: absent): the options', or counted.
+  std::optional<Tensor> counted;
   if (options.lengths.defined()) {
     if (options.padding_id != kNoPadding)
       throw ConfigError("embedding_bag: lengths and a padding id (" + std::to_string(options.padding_id) +
                         ") both say where bags end: give one of them");
-    check(options.lengths, {N}, "embedding_bag: lengths [N]", DType::i32);
+    lead.check(options.lengths, kNone, kNone, "embedding_bag: lengths [...]", DType::i32);
     const int32_t* len = options.lengths.idata();
     for (int64_t n = 0; n < N; ++n)
       if (len[n] < -1 || len[n] > W)
-        throw DataError("embedding_bag: lengths[" + std::to_string(n) + "] = " + std::to_string(len[n]) +
+        throw DataError("embedding_bag: length " + std::to_string(len[n]) + " at position " +
+                        multi_index(n, options.lengths.shape()) + " of lengths " + to_string(options.lengths.shape()) +
                         " is outside [-1, W = " + std::to_string(W) + "] (-1: an absent bag)");
-    lengths = options.lengths;
   } else {
-    lengths = Tensor::uninitialized({N}, DType::i32);
+    counted = Tensor::uninitialized(lead.shape(), DType::i32);
     const int32_t* p = ids.idata();
-    int32_t* len = lengths.idata();
+    int32_t* len = counted->idata();
     for (int64_t n = 0; n < N; ++n) {
       int32_t J = 0;
       while (J < W && p[n * W + J] != options.padding_id) ++J;
@@ -515,19 +548,24 @@ Tensor embedding_bag_forward(const Tensor& ids, const std::vector<Tensor>& table
     }
   }
 
-  // The present bags, in order (branch-free: absent ones are overwritten), and their ids.
+  const Tensor& lengths = counted ? *counted : options.lengths;
+
+  // The present bags, in order (branch-free: an absent one is overwritten by the next), and
+  // their ids.
   const int32_t* len = lengths.idata();
-  Tensor present = Tensor::uninitialized({N}, DType::i32);
-  int32_t* pp = present.idata();
+  std::vector<int32_t> local;
+  std::vector<int32_t>& present = cache ? cache->present : local;
+  present.resize(static_cast<size_t>(N));
+  int32_t* pp = present.data();
   int64_t count = 0, in_bags = 0;
   for (int64_t n = 0; n < N; ++n) {
     pp[count] = static_cast<int32_t>(n);
     count += len[n] >= 0;
     in_bags += std::max(len[n], 0);
   }
-  present = present.rows(0, count);
+  present.resize(static_cast<size_t>(count));
 
-  Tensor y = Tensor::uninitialized({T, N, E});   // every present bag's rows written
+  Tensor y = Tensor::uninitialized(lead.shape(T, E));   // every present bag's rows written
   BagView v;
   v.ids = ids.idata();
   v.len = len;
@@ -549,20 +587,29 @@ Tensor embedding_bag_forward(const Tensor& ids, const std::vector<Tensor>& table
   if (parts <= 1) bags(0, count);
   else over_row_blocks(bag_costs(pp, count, len), parts, bags);
   flops::add(work);
-  if (cache)
-    *cache = {ids,   lengths, present, options.sample_weights, options.position_weights, options.start_ids, tables,
-              R,     in_bags};
+  if (cache) {   // field by field: the tensors' shapes reuse what the cache holds
+    cache->ids = ids;
+    cache->lengths = lengths;
+    cache->sample_weights = options.sample_weights;
+    cache->position_weights = options.position_weights;
+    cache->start_ids = options.start_ids;
+    cache->tables = tables;
+    cache->start_rows = R;
+    cache->ids_in_bags = in_bags;
+  }
   return y;
 }
 
 Tensor embedding_bag_backward(const Tensor& dy, const EmbeddingBagCache& cache, std::span<Tensor> dtables,
                               std::span<Tensor> dstart_tables) {
   const Tensor& ids = cache.ids;
-  check(ids, {kAny, kAny}, "embedding_bag_backward: cached ids [N, W]", DType::i32);
-  const int64_t N = ids.dim(0), W = ids.dim(1), T = static_cast<int64_t>(cache.tables.size());
+  if (ids.dtype() != DType::i32 || ids.rank() < 2)
+    check_tensor(ids, {kAny, kAny}, "embedding_bag_backward: cached ids [..., W]", DType::i32);
+  const Lead lead(ids);
+  const int64_t N = lead.bags, W = ids.dim(-1), T = static_cast<int64_t>(cache.tables.size());
   if (T == 0) throw ShapeError("embedding_bag_backward: the cache holds no tables (pass it to the forward first)");
   const int64_t V = cache.tables[0].dim(0), E = cache.tables[0].dim(1), R = cache.start_rows;
-  check(dy, {T, N, E}, "embedding_bag_backward: dy [T, N, E]");
+  lead.check(dy, T, E, "embedding_bag_backward: dy [T, ..., E]");
   if (static_cast<int64_t>(dtables.size()) != T)
     throw ShapeError("embedding_bag_backward: " + std::to_string(dtables.size()) + " table gradients for " +
                      std::to_string(T) + " tables");
@@ -574,7 +621,8 @@ Tensor embedding_bag_backward(const Tensor& dy, const EmbeddingBagCache& cache, 
       throw ShapeError("embedding_bag_backward: " + std::to_string(dstart_tables.size()) +
                        " start table gradients for " + std::to_string(R == 0 ? 0 : T) + " start tables");
     for (size_t t = 0; t < dstart_tables.size(); ++t)
-      check(dstart_tables[t], {R, E}, [&] { return table_label("embedding_bag_backward", "dstart_tables", t, "[R, E]"); });
+      check(dstart_tables[t], {R, E},
+            [&] { return table_label("embedding_bag_backward", "dstart_tables", t, "[R, E]"); });
   }
   check_range(ids, V, "id", "V");   // ids may have changed in place
   if (start) check_range(cache.start_ids, R, "start id", "R");
@@ -589,8 +637,8 @@ Tensor embedding_bag_backward(const Tensor& dy, const EmbeddingBagCache& cache, 
   v.W = W;
   v.E = E;
   v.L = position ? cache.position_weights.dim(1) : 0;
-  const int32_t* pp = cache.present.idata();
-  const int64_t count = cache.present.numel();
+  const int32_t* pp = cache.present.data();
+  const int64_t count = static_cast<int64_t>(cache.present.size());
   const float* pdy = dy.data();
   const int64_t work = bag_work(cache.ids_in_bags, count, start, T, E);
 
@@ -616,7 +664,7 @@ Tensor embedding_bag_backward(const Tensor& dy, const EmbeddingBagCache& cache, 
   if (!sample) return Tensor();
 
   // dw[n, j] = Σ_t dy[t, n] · (l_j ∘ table_t[ids[n, j]]): bag by bag, the tables in order.
-  Tensor dw({N, W});
+  Tensor dw(ids.shape());
   float* pdw = dw.data();
   auto weights = [&](int64_t k0, int64_t k1) {
     for (int64_t k = k0; k < k1; ++k) {

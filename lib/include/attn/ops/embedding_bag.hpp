@@ -2,24 +2,25 @@
 // nn.EmbeddingBag(mode="sum") with per_sample_weights; the bag-of-words and position-encoded
 // sentence embeddings of memory networks, Sukhbaatar et al. 2015, sec. 4.1), and its backward.
 //
-// Bags. Row n of ids [N, W] (int32) holds bag n: its first J_n ids, where J_n = lengths[n] when
-// lengths are given, else the number of ids before the row's first padding id (rows are bags
-// padded at the end; kNoPadding: all W). Unlike PyTorch's padding_idx, which skips the padding id
-// wherever it stands, a bag here ends at it: that is what gives a bag the length J that position
-// weights depend on. lengths[n] = -1 marks an absent bag, for bags laid out in a padded grid (a
-// story's sentence slots, of which only some hold sentences): its rows of y are not written (they
-// hold no defined value) and its rows of dy are not read.
+// Bags. Every row of ids [..., W] (int32, at least [N, W]; N rows in all, numbered n in memory
+// order) holds a bag: its first J_n ids, where J_n = lengths[n] when lengths [...] are given, else
+// the number of ids before the row's first padding id (rows are bags padded at the end;
+// kNoPadding: all W). Unlike PyTorch's padding_idx, which skips the padding id wherever it
+// stands, a bag here ends at it: that is what gives a bag the length J that position weights
+// depend on. lengths[n] = -1 marks an absent bag, for bags laid out in a padded grid (a story's
+// sentence slots, of which only some hold sentences): its rows of y are not written (they hold no
+// defined value) and its rows of dy are not read.
 //
 // T tables [V, E] may be read with the same bags at once (the memory network embeds every
 // sentence with each of its hops' tables): for t < T,
 //
 //   y[t, n] = start_t[start_ids[n]] + Σ_{j < J_n} w[n, j] · l[J_n, j] ∘ table_t[ids[n, j]]
 //
-// summed in that order (the start row first, then the ids in bag order), where
-//   w  sample_weights [N, W]: a scalar per id (PyTorch's per_sample_weights), default 1;
+// y [T, ..., E], summed in that order (the start row first, then the ids in bag order), where
+//   w  sample_weights [..., W]: a scalar per id (PyTorch's per_sample_weights), default 1;
 //   l  position_weights [L + 1, L, E], L >= W: row (J, j) weighs the j-th id of a J-id bag
 //      elementwise (position encoding, Sukhbaatar et al.'s l_kj); constants, default 1;
-//   start tables, one [R, E] per table, with start_ids [N]: a row every bag starts from (the
+//   start tables, one [R, E] per table, with start_ids [...]: a row every bag starts from (the
 //      memory network's temporal encoding; a token's position or segment embedding), default 0.
 //
 // Every entry of ids, ended bags' and absent bags' included, must be an id in [0, V) (checked,
@@ -52,26 +53,26 @@ inline constexpr int64_t kEmbeddingBagParallelMinWork = int64_t{1} << 22;
 
 struct EmbeddingBagOptions {
   int32_t padding_id = kNoPadding;   // a bag ends at its row's first padding id (not with lengths)
-  Tensor lengths;                    // [N] int32 in [-1, W]: J_n, or -1 for an absent bag
-  Tensor sample_weights;             // [N, W] float32: w
+  Tensor lengths;                    // [...] int32 in [-1, W]: J_n, or -1 for an absent bag
+  Tensor sample_weights;             // [..., W] float32: w
   Tensor position_weights;           // [L + 1, L, E] float32, L >= W: l (constant: no gradient)
-  Tensor start_ids;                  // [N] int32 in [0, R): with start tables
+  Tensor start_ids;                  // [...] int32 in [0, R): with start tables
 };
 
 // What the backward needs: the bags, their weights and the tables (read for the sample weights'
 // gradient only). Every tensor is shared with the caller's, not copied.
 struct EmbeddingBagCache {
-  Tensor ids;                      // [N, W]
-  Tensor lengths;                  // [N] J_n (-1 absent): the options' or counted in the forward
-  Tensor present;                  // int32: the present bags' rows of ids, in order
+  Tensor ids;                      // [..., W]
+  Tensor lengths;                  // [...] J_n (-1 absent): the options' or counted in the forward
+  std::vector<int32_t> present;    // the present bags' rows of ids, in order
   Tensor sample_weights, position_weights, start_ids;
   std::vector<Tensor> tables;      // T [V, E]
   int64_t start_rows = 0;          // R (0: no start tables)
   int64_t ids_in_bags = 0;         // Σ_n J_n over the present bags
 };
 
-// ids: [N, W] int32   tables: T >= 1 tables [V, E]   start_tables: none or T tables [R, E]
-// -> y: [T, N, E] (absent bags' rows unwritten).
+// ids: [..., W] int32   tables: T >= 1 tables [V, E]   start_tables: none or T tables [R, E]
+// -> y: [T, ..., E] (absent bags' rows unwritten).
 // Throws ShapeError for a wrong shape ("embedding_bag: tables[1] [V, E] has shape [7, 3], expected
 // [5, 3]"), DataError for an id or length out of range, ConfigError for lengths and a padding id
 // together.
@@ -79,9 +80,9 @@ Tensor embedding_bag_forward(const Tensor& ids, const std::vector<Tensor>& table
                              const std::vector<Tensor>& start_tables, const EmbeddingBagOptions& options,
                              EmbeddingBagCache* cache);
 
-// dy: [T, N, E]. ADDS into dtables (T of [V, E]) dtable_t[ids[n, j]] += w[n, j] l[J_n, j] ∘ dy[t, n],
+// dy: [T, ..., E]. ADDS into dtables (T of [V, E]) dtable_t[ids[n, j]] += w[n, j] l[J_n, j] ∘ dy[t, n],
 // and into dstart_tables (T of [R, E], or empty: no start-row gradient wanted)
-// dstart_t[start_ids[n]] += dy[t, n]. Returns the sample weights' gradient, a new [N, W] tensor
+// dstart_t[start_ids[n]] += dy[t, n]. Returns the sample weights' gradient, a new [..., W] tensor
 // (dw[n, j] = Σ_t dy[t, n] · (l[J_n, j] ∘ table_t[ids[n, j]]), 0 beyond a bag's end and for absent
 // bags) when the forward had sample weights, else an empty tensor.
 Tensor embedding_bag_backward(const Tensor& dy, const EmbeddingBagCache& cache, std::span<Tensor> dtables,
