@@ -16,6 +16,7 @@
 #include <benchmark/benchmark.h>
 
 #include <iterator>
+#include <utility>
 #include <vector>
 
 #include "attn/core/flops.hpp"
@@ -47,6 +48,14 @@ struct Problem {
   std::vector<Tensor> tables, starts, dtables, dstarts;
   attn::ops::EmbeddingBagOptions options;
   int64_t rows = 0;   // table rows added by one forward (ids over every table, start rows included)
+
+  // The op takes its tables by pointer.
+  template <class T>
+  static auto pointers(T& list) {
+    std::vector<decltype(&list.front())> p;
+    for (auto& t : list) p.push_back(&t);
+    return p;
+  }
 };
 
 Problem make_problem(const Shape& s) {
@@ -107,8 +116,9 @@ void BM_embedding_bag_forward(benchmark::State& state) {
   const Shape& s = kShapes[state.range(0)];
   attn::bench::use_threads(state, /*arg=*/1);
   const Problem p = make_problem(s);
+  const auto tables = Problem::pointers(p.tables), starts = Problem::pointers(p.starts);
   auto run = [&] {
-    Tensor y = attn::ops::embedding_bag_forward(p.ids, p.tables, p.starts, p.options, nullptr);
+    Tensor y = attn::ops::embedding_bag_forward(p.ids, tables, starts, p.options, nullptr);
     benchmark::DoNotOptimize(y.data());
   };
   const int64_t mads = counted(run);
@@ -121,9 +131,11 @@ void BM_embedding_bag_backward(benchmark::State& state) {
   attn::bench::use_threads(state, /*arg=*/1);
   Problem p = make_problem(s);
   attn::ops::EmbeddingBagCache cache;
-  attn::ops::embedding_bag_forward(p.ids, p.tables, p.starts, p.options, &cache);
+  attn::ops::embedding_bag_forward(p.ids, Problem::pointers(std::as_const(p.tables)),
+                                   Problem::pointers(std::as_const(p.starts)), p.options, &cache);
+  const auto dtables = Problem::pointers(p.dtables), dstarts = Problem::pointers(p.dstarts);
   auto run = [&] {
-    Tensor dw = attn::ops::embedding_bag_backward(p.dy, cache, p.dtables, p.dstarts);
+    Tensor dw = attn::ops::embedding_bag_backward(p.dy, cache, dtables, dstarts);
     benchmark::DoNotOptimize(dw.defined() ? dw.data() : nullptr);
     benchmark::DoNotOptimize(p.dtables.front().data());
   };

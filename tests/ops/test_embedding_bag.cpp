@@ -33,6 +33,18 @@ Bags random_bags(int64_t N, int64_t W, int64_t V, Rng& rng, bool absent = true) 
   return b;
 }
 
+// The op takes its tables by pointer: these point at a list's tensors (the list outlives the call).
+std::vector<const Tensor*> in(const std::vector<Tensor>& tables) {
+  std::vector<const Tensor*> out;
+  for (const Tensor& t : tables) out.push_back(&t);
+  return out;
+}
+std::vector<Tensor*> out(std::vector<Tensor>& grads) {
+  std::vector<Tensor*> out;
+  for (Tensor& t : grads) out.push_back(&t);
+  return out;
+}
+
 // Position weights [W + 1, W, E] of random values.
 Tensor random_positions(int64_t W, int64_t E, Rng& rng) { return randn({W + 1, W, E}, rng); }
 
@@ -94,7 +106,7 @@ TEST_CASE("embedding_bag_forward: bags by hand", "[unit][embedding_bag]") {
   const Tensor ids = Tensor::from_ints({3, 3}, {1, 3, 0, 2, 0, 3, 0, 1, 1});
   ops::EmbeddingBagOptions o;
   o.padding_id = 0;
-  const Tensor y = ops::embedding_bag_forward(ids, {table}, {}, o, nullptr);
+  const Tensor y = ops::embedding_bag_forward(ids, in({table}), {}, o, nullptr);
   CHECK(y.shape() == Shape{1, 3, 2});
   CHECK_THAT(y, test::close_to(Tensor::from({1, 3, 2}, {40, 42, 20, 21, 0, 0}), 0));
 
@@ -114,7 +126,7 @@ TEST_CASE("embedding_bag_forward: bags by hand", "[unit][embedding_bag]") {
   Tensor negated = table.clone();
   for (float& v : negated.values()) v = -v;
   const Tensor start = Tensor::from({2, 2}, {100, 200, 5, 6});
-  const Tensor y2 = ops::embedding_bag_forward(ids, {table, negated}, {start, start}, w, nullptr);
+  const Tensor y2 = ops::embedding_bag_forward(ids, in({table, negated}), in({start, start}), w, nullptr);
   // Bag 0, table 0: (5, 6) + 2 (1, 2) ∘ (10, 11) - (3, 4) ∘ (30, 31) = (5 + 20 - 90, 6 + 44 - 124).
   // Bag 1: (100, 200) + (20, 21) (a 1-id bag: weights 1). Bag 2: its start row (5, 6).
   CHECK_THAT(y2[0], test::close_to(Tensor::from({3, 2}, {-65, -74, 120, 221, 5, 6}), 0));
@@ -145,7 +157,7 @@ TEST_CASE("embedding_bag_forward matches the naive loops: every weight, every wi
         o.start_ids = Tensor({N}, DType::i32);
         for (int64_t n = 0; n < N; ++n) o.start_ids.idata()[n] = static_cast<int32_t>(rng.uniform_int(R));
       }
-      const Tensor y = ops::embedding_bag_forward(bags.ids, tables, starts, o, nullptr);
+      const Tensor y = ops::embedding_bag_forward(bags.ids, in(tables), in(starts), o, nullptr);
       REQUIRE(y.shape() == Shape{T, N, E});
       CHECK_THAT(present_rows(y, bags.lengths), test::close_to(naive_bags(bags.ids, tables, starts, o, bags.lengths), 1e-6));
     }
@@ -164,12 +176,12 @@ TEST_CASE("embedding_bag_backward matches finite differences", "[gradcheck][embe
     o.sample_weights = randn({N, W}, rng);
     o.start_ids = Tensor::from_ints({N}, {2, 0, 2, 1, 0, 2});
     const Tensor r = randn({2, N, E}, rng);
-    auto loss = [&] { return present_dot(r, ops::embedding_bag_forward(bags.ids, tables, starts, o, nullptr), bags.lengths); };
+    auto loss = [&] { return present_dot(r, ops::embedding_bag_forward(bags.ids, in(tables), in(starts), o, nullptr), bags.lengths); };
     ops::EmbeddingBagCache cache;
-    ops::embedding_bag_forward(bags.ids, tables, starts, o, &cache);
+    ops::embedding_bag_forward(bags.ids, in(tables), in(starts), o, &cache);
     std::vector<Tensor> dtables{zeros_like(tables[0]), zeros_like(tables[1])};
     std::vector<Tensor> dstarts{zeros_like(starts[0]), zeros_like(starts[1])};
-    const Tensor dw = ops::embedding_bag_backward(r, cache, dtables, dstarts);
+    const Tensor dw = ops::embedding_bag_backward(r, cache, out(dtables), out(dstarts));
     for (size_t t = 0; t < 2; ++t) {
       CHECK_THAT(dtables[t], test::close_to(test::numeric_grad(loss, tables[t]), 1e-2));
       CHECK_THAT(dstarts[t], test::close_to(test::numeric_grad(loss, starts[t]), 1e-2));
@@ -186,10 +198,10 @@ TEST_CASE("embedding_bag_backward: bag-of-words gradients by hand, accumulated",
   ops::EmbeddingBagOptions o;
   o.padding_id = 0;
   ops::EmbeddingBagCache cache;
-  ops::embedding_bag_forward(ids, {table}, {}, o, &cache);
+  ops::embedding_bag_forward(ids, in({table}), {}, o, &cache);
   std::vector<Tensor> dtable{Tensor::full({4, 2}, 1.0f)};
   const Tensor dy = Tensor::from({1, 2, 2}, {1, 2, 10, 20});
-  const Tensor dw = ops::embedding_bag_backward(dy, cache, dtable, {});
+  const Tensor dw = ops::embedding_bag_backward(dy, cache, out(dtable), {});
   CHECK_FALSE(dw.defined());   // no sample weights, no gradient for them
   CHECK_THAT(dtable[0], test::close_to(Tensor::from({4, 2}, {1, 1, 3, 5, 12, 23, 1, 1}), 0));
 }
@@ -205,7 +217,7 @@ TEST_CASE("embedding_bag: empty and absent bags", "[unit][embedding_bag]") {
   o.lengths = Tensor::from_ints({3}, {0, -1, 1});
   o.start_ids = Tensor::from_ints({3}, {1, 0, 0});
   ops::EmbeddingBagCache cache;
-  const Tensor y = ops::embedding_bag_forward(ids, {table}, {start}, o, &cache);
+  const Tensor y = ops::embedding_bag_forward(ids, in({table}), in({start}), o, &cache);
   CHECK_THAT(y[0][0], test::close_to(start[1], 0));
   Tensor want = start[0].clone();
   for (int64_t c = 0; c < E; ++c) want.at(c) += table.at(2 * E + c);
@@ -214,12 +226,12 @@ TEST_CASE("embedding_bag: empty and absent bags", "[unit][embedding_bag]") {
   Tensor dy = Tensor::full({1, 3, E}, 1.0f);
   for (int64_t c = 0; c < E; ++c) dy.at(E + c) = std::numeric_limits<float>::quiet_NaN();
   std::vector<Tensor> dtable{zeros_like(table)}, dstart{zeros_like(start)};
-  ops::embedding_bag_backward(dy, cache, dtable, dstart);
+  ops::embedding_bag_backward(dy, cache, out(dtable), out(dstart));
   CHECK_THAT(dtable[0], test::close_to(Tensor::from({3, E}, {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1}), 0));
   CHECK_THAT(dstart[0], test::close_to(Tensor::full({2, E}, 1.0f), 0));   // bag 2 into row 0, bag 0 into row 1
 
   // Without lengths or a padding id every id of a row is in its bag (kNoPadding).
-  const Tensor all = ops::embedding_bag_forward(Tensor::from_ints({1, 2}, {0, 0}), {table}, {}, {}, nullptr);
+  const Tensor all = ops::embedding_bag_forward(Tensor::from_ints({1, 2}, {0, 0}), in({table}), {}, {}, nullptr);
   Tensor twice = table[0].clone();
   for (float& v : twice.values()) v += v;
   CHECK_THAT(all[0][0], test::close_to(twice, 0));
@@ -237,22 +249,22 @@ TEST_CASE("embedding_bag: ids of any rank [..., W] are rows of bags", "[unit][em
   o.sample_weights = randn({6, W}, rng);
   o.start_ids = Tensor::from_ints({6}, {0, 1, 2, 2, 1, 0});
   ops::EmbeddingBagCache flat_cache, grid_cache;
-  const Tensor y_flat = ops::embedding_bag_forward(flat.ids, tables, starts, o, &flat_cache);
+  const Tensor y_flat = ops::embedding_bag_forward(flat.ids, in(tables), in(starts), o, &flat_cache);
   ops::EmbeddingBagOptions g = o;
   g.lengths = o.lengths.reshape({2, 3});
   g.sample_weights = o.sample_weights.reshape({2, 3, W});
   g.start_ids = o.start_ids.reshape({2, 3});
-  const Tensor y_grid = ops::embedding_bag_forward(flat.ids.reshape({2, 3, W}), tables, starts, g, &grid_cache);
+  const Tensor y_grid = ops::embedding_bag_forward(flat.ids.reshape({2, 3, W}), in(tables), in(starts), g, &grid_cache);
   REQUIRE(y_grid.shape() == Shape{2, 2, 3, E});
   CHECK_THAT(present_rows(y_grid.reshape({2, 6, E}), flat.lengths), test::close_to(present_rows(y_flat, flat.lengths), 0));
   const Tensor dy = randn({2, 6, E}, rng);
   std::vector<Tensor> d_flat{zeros_like(tables[0]), zeros_like(tables[1])}, d_grid{zeros_like(tables[0]), zeros_like(tables[1])};
-  const Tensor dw_flat = ops::embedding_bag_backward(dy, flat_cache, d_flat, {});
-  const Tensor dw_grid = ops::embedding_bag_backward(dy.reshape({2, 2, 3, E}), grid_cache, d_grid, {});
+  const Tensor dw_flat = ops::embedding_bag_backward(dy, flat_cache, out(d_flat), {});
+  const Tensor dw_grid = ops::embedding_bag_backward(dy.reshape({2, 2, 3, E}), grid_cache, out(d_grid), {});
   CHECK(dw_grid.shape() == Shape{2, 3, W});
   CHECK_THAT(dw_grid.reshape({6, W}), test::close_to(dw_flat, 0));
   for (size_t t = 0; t < 2; ++t) CHECK_THAT(d_grid[t], test::close_to(d_flat[t], 0));
-  REQUIRE_THROWS_WITH(ops::embedding_bag_forward(flat.ids.reshape({2, 3, W}), tables, starts, o, nullptr),
+  REQUIRE_THROWS_WITH(ops::embedding_bag_forward(flat.ids.reshape({2, 3, W}), in(tables), in(starts), o, nullptr),
                       Catch::Contains("start_ids [...] has shape [6], expected [2, 3]"));
 }
 
@@ -281,17 +293,18 @@ TEST_CASE("embedding_bag: the same bits on one thread and on two", "[unit][embed
     auto run = [&](int threads) {
       set_num_threads(threads);
       ops::EmbeddingBagCache cache;
-      std::vector<Tensor> out{present_rows(ops::embedding_bag_forward(bags.ids, tables, starts, o, &cache), bags.lengths)};
+      std::vector<Tensor> results{
+          present_rows(ops::embedding_bag_forward(bags.ids, in(tables), in(starts), o, &cache), bags.lengths)};
       std::vector<Tensor> dtables, dstarts;
       for (int64_t t = 0; t < T; ++t) {
         dtables.push_back(Tensor::full({V, E}, 0.5f));
         dstarts.push_back(Tensor::full({50, E}, 0.5f));
       }
-      out.push_back(ops::embedding_bag_backward(dy, cache, dtables, dstarts));
-      out.insert(out.end(), dtables.begin(), dtables.end());
-      out.insert(out.end(), dstarts.begin(), dstarts.end());
+      results.push_back(ops::embedding_bag_backward(dy, cache, out(dtables), out(dstarts)));
+      results.insert(results.end(), dtables.begin(), dtables.end());
+      results.insert(results.end(), dstarts.begin(), dstarts.end());
       set_num_threads(1);
-      return out;
+      return results;
     };
     const std::vector<Tensor> one = run(1), two = run(2);
     for (size_t i = 0; i < one.size(); ++i) CHECK_THAT(two[i], test::close_to(one[i], 0));
@@ -347,47 +360,47 @@ TEST_CASE("weighted_rows_sum_backward matches finite differences", "[gradcheck][
 
 TEST_CASE("embedding_bag: bad inputs name the tensor, expected and found", "[unit][embedding_bag]") {
   const Tensor table({5, 3}), ids = Tensor::from_ints({2, 2}, {1, 2, 3, 4});
-  REQUIRE_THROWS_WITH(ops::embedding_bag_forward(Tensor::from_ints({2, 2}, {1, 2, 7, 4}), {table}, {}, {}, nullptr),
+  REQUIRE_THROWS_WITH(ops::embedding_bag_forward(Tensor::from_ints({2, 2}, {1, 2, 7, 4}), in({table}), {}, {}, nullptr),
                       Catch::Equals("embedding_bag: id 7 at position [1, 0] of ids [2, 2] is out of range [0, V = 5)"));
-  REQUIRE_THROWS_AS(ops::embedding_bag_forward(Tensor::from_ints({2, 2}, {1, 2, -1, 4}), {table}, {}, {}, nullptr),
+  REQUIRE_THROWS_AS(ops::embedding_bag_forward(Tensor::from_ints({2, 2}, {1, 2, -1, 4}), in({table}), {}, {}, nullptr),
                     DataError);
-  REQUIRE_THROWS_WITH(ops::embedding_bag_forward(ids, {table, Tensor({7, 3})}, {}, {}, nullptr),
+  REQUIRE_THROWS_WITH(ops::embedding_bag_forward(ids, in({table, Tensor({7, 3})}), {}, {}, nullptr),
                       Catch::Equals("embedding_bag: tables[1] [V, E] has shape [7, 3], expected [5, 3]"));
   REQUIRE_THROWS_WITH(ops::embedding_bag_forward(ids, {}, {}, {}, nullptr), Catch::Contains("no tables"));
-  REQUIRE_THROWS_WITH(ops::embedding_bag_forward(Tensor({2, 2}), {table}, {}, {}, nullptr),
+  REQUIRE_THROWS_WITH(ops::embedding_bag_forward(Tensor({2, 2}), in({table}), {}, {}, nullptr),
                       Catch::Contains("embedding_bag: ids [..., W] has dtype float32, expected int32"));
   ops::EmbeddingBagOptions o;
   o.lengths = Tensor::from_ints({2}, {1, 3});
-  REQUIRE_THROWS_WITH(ops::embedding_bag_forward(ids, {table}, {}, o, nullptr),
+  REQUIRE_THROWS_WITH(ops::embedding_bag_forward(ids, in({table}), {}, o, nullptr),
                       Catch::Equals("embedding_bag: length 3 at position [1] of lengths [2] is outside [-1, W = 2] "
                                     "(-1: an absent bag)"));
   o.lengths = Tensor::from_ints({2}, {1, 2});
   o.padding_id = 0;
-  REQUIRE_THROWS_AS(ops::embedding_bag_forward(ids, {table}, {}, o, nullptr), ConfigError);
+  REQUIRE_THROWS_AS(ops::embedding_bag_forward(ids, in({table}), {}, o, nullptr), ConfigError);
   ops::EmbeddingBagOptions p;
   p.position_weights = Tensor({2, 1, 3});
-  REQUIRE_THROWS_WITH(ops::embedding_bag_forward(ids, {table}, {}, p, nullptr),
+  REQUIRE_THROWS_WITH(ops::embedding_bag_forward(ids, in({table}), {}, p, nullptr),
                       Catch::Contains("position_weights [L + 1, L, E] has shape [2, 1, 3], expected [L + 1, L, 3] "
                                       "with L >= W = 2"));
   ops::EmbeddingBagOptions s;
   s.sample_weights = Tensor({2, 3});
-  REQUIRE_THROWS_WITH(ops::embedding_bag_forward(ids, {table}, {}, s, nullptr),
+  REQUIRE_THROWS_WITH(ops::embedding_bag_forward(ids, in({table}), {}, s, nullptr),
                       Catch::Equals("embedding_bag: sample_weights [..., W] has shape [2, 3], expected [2, 2]"));
   ops::EmbeddingBagOptions st;
   st.start_ids = Tensor::from_ints({2}, {0, 4});
-  REQUIRE_THROWS_WITH(ops::embedding_bag_forward(ids, {table}, {Tensor({4, 3})}, st, nullptr),
+  REQUIRE_THROWS_WITH(ops::embedding_bag_forward(ids, in({table}), in({Tensor({4, 3})}), st, nullptr),
                       Catch::Equals("embedding_bag: start id 4 at position [1] of start ids [2] is out of range [0, R = 4)"));
-  REQUIRE_THROWS_WITH(ops::embedding_bag_forward(ids, {table}, {Tensor({4, 3})}, {}, nullptr),
+  REQUIRE_THROWS_WITH(ops::embedding_bag_forward(ids, in({table}), in({Tensor({4, 3})}), {}, nullptr),
                       Catch::Contains("start tables without start_ids"));
 
   ops::EmbeddingBagCache cache;
-  ops::embedding_bag_forward(ids, {table}, {}, {}, &cache);
+  ops::embedding_bag_forward(ids, in({table}), {}, {}, &cache);
   std::vector<Tensor> dtable{zeros_like(table)};
-  REQUIRE_THROWS_WITH(ops::embedding_bag_backward(Tensor({1, 2, 4}), cache, dtable, {}),
+  REQUIRE_THROWS_WITH(ops::embedding_bag_backward(Tensor({1, 2, 4}), cache, out(dtable), {}),
                       Catch::Equals("embedding_bag_backward: dy [T, ..., E] has shape [1, 2, 4], expected [1, 2, 3]"));
   std::vector<Tensor> wrong{Tensor({4, 3})};
-  REQUIRE_THROWS_WITH(ops::embedding_bag_backward(Tensor({1, 2, 3}), cache, wrong, {}),
+  REQUIRE_THROWS_WITH(ops::embedding_bag_backward(Tensor({1, 2, 3}), cache, out(wrong), {}),
                       Catch::Equals("embedding_bag_backward: dtables[0] [V, E] has shape [4, 3], expected [5, 3]"));
-  REQUIRE_THROWS_WITH(ops::embedding_bag_backward(Tensor({1, 2, 3}), cache, dtable, wrong),
+  REQUIRE_THROWS_WITH(ops::embedding_bag_backward(Tensor({1, 2, 3}), cache, out(dtable), out(wrong)),
                       Catch::Contains("1 start table gradients for 0 start tables"));
 }

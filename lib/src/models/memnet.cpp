@@ -3,7 +3,9 @@
 //
 // Buffers (allocated once per call; S = memory_tables(), K = Nhop; only the window's slots of
 // Mem and dMem are written and read):
-//   tix, slen [B, Ms]      temporal index and word count J of every slot (-1 outside the window)
+//   story_bags, question_bags  the embedding bags and their options: a window slot's word
+//                          count J (-1 outside the window) and temporal index [B, Ms], the
+//                          question's words [B], the position encoding
 //   Mem    [S, B, Ms, E]   sentence embeddings of every memory table, temporal row added (one
 //                          embedding bag per slot over the S tables, ops/embedding_bag.hpp):
 //                          table in(k) gives hop k's m, table out(k) its c (0-based hop k:
@@ -51,15 +53,16 @@ struct MemN2NImpl {
     Dims d;
     bool linear_start = false;
     std::vector<int32_t> n, w0;   // [B] story_len and the window's first slot
-    Tensor tix;                   // [B, Ms] int32: temporal index of a window slot (else 0)
-    Tensor slen;                  // [B, Ms] int32: words of a window slot's sentence (J), else -1
-    Tensor qlen;                  // [B] int32: words of the question
-    Tensor pe;                    // [Wmax + 1, Wmax, E] position encoding: l of J-word sentences
-                                  // at row J (undefined with bow encoding); Wmax = max(Ws, Wq)
+    // The embedding bags (ops/embedding_bag.hpp), their options written by prepare: the
+    // sentences' lengths [B, Ms] int32 (J of a window slot's sentence, -1 outside the window: an
+    // absent bag) and start ids (the slots' temporal indices, temporal encoding only), the
+    // question's lengths [B]; both with the position encoding [Wmax + 1, Wmax, E] (l of J-word
+    // sentences at row J; Wmax = max(Ws, Wq); none with bow encoding). The forward fills the
+    // rest of each cache.
+    ops::EmbeddingBagCache story_bags, question_bags;
     std::vector<int64_t> cost;    // [B] a row's share of the hops' work, for the row blocks
     int64_t bag_work = 0;         // multiply-adds of the sentence and question embeddings
     Tensor Mem, U, P, logits;
-    ops::EmbeddingBagCache story_bags, question_bags;   // training steps only
   };
 
   static Dims dims(const MemN2N& m, const QaBatch& batch);
@@ -296,10 +299,10 @@ void MemN2NImpl::prepare(const MemN2N& m, const QaBatch& batch, Rng* noise, Run&
   run.linear_start = m.linear_start_;
   run.n.assign(batch.story_len.idata(), batch.story_len.idata() + B);
   run.w0.resize(static_cast<size_t>(B));
-  run.tix = Tensor({B, Ms}, DType::i32);
-  run.slen = Tensor::uninitialized({B, Ms}, DType::i32);
-  std::fill_n(run.slen.idata(), B * Ms, -1);   // an absent bag: no sentence read there
-  run.qlen = Tensor::uninitialized({B}, DType::i32);
+  Tensor tix({B, Ms}, DType::i32);
+  run.story_bags.options.lengths = Tensor::uninitialized({B, Ms}, DType::i32);
+  std::fill_n(run.story_bags.options.lengths.idata(), B * Ms, -1);   // an absent bag: no sentence read there
+  run.question_bags.options.lengths = Tensor::uninitialized({B}, DType::i32);
   run.cost.resize(static_cast<size_t>(B));
   const int32_t* story = batch.story.idata();
   // The windows' temporal indices, example after example. Random noise moves them only: without
@@ -311,9 +314,13 @@ void MemN2NImpl::prepare(const MemN2N& m, const QaBatch& batch, Rng* noise, Run&
   }
   std::vector<int32_t> times(static_cast<size_t>(std::accumulate(count.begin(), count.end(), int64_t{0})));
   memn2n_temporal_indices(count, d.Mm, d.temporal ? noise : nullptr, times);
+  int32_t* slot_time = tix.idata();
   for (int64_t b = 0, at = 0; b < B; at += count[b], ++b)
-    std::copy_n(times.begin() + at, count[b], run.tix.idata() + b * Ms + run.w0[b]);
-  int32_t* slen = run.slen.idata();
+    std::copy_n(times.begin() + at, count[b], slot_time + b * Ms + run.w0[b]);
+  if (d.temporal) run.story_bags.options.start_ids = std::move(tix);
+  int32_t* slen = run.story_bags.options.lengths.idata();
+  int32_t* qlen = run.question_bags.options.lengths.idata();
+  const int32_t* question = batch.question.idata();
   run.bag_work = 0;
   for (int64_t b = 0; b < B; ++b) {
     const int64_t n = run.n[b], w0 = run.w0[b];
@@ -322,21 +329,20 @@ void MemN2NImpl::prepare(const MemN2N& m, const QaBatch& batch, Rng* noise, Run&
       slen[b * Ms + i] = word_count(story + (b * Ms + i) * d.Ws, d.Ws);
       words += slen[b * Ms + i];
     }
-    run.qlen.idata()[b] = word_count(batch.question.idata() + b * d.Wq, d.Wq);
+    qlen[b] = word_count(question + b * d.Wq, d.Wq);
     // Embedding every sentence with every table (and its temporal row), and the question.
-    run.bag_work += ((words + (d.temporal ? n - w0 : 0)) * d.S + run.qlen.idata()[b]) * E;
+    run.bag_work += ((words + (d.temporal ? n - w0 : 0)) * d.S + qlen[b]) * E;
     // The hops over the window.
     run.cost[b] = 2 * d.K * (n - w0) + 1;
   }
   // l_kj, 1-based j and k, for sentences of J = 1 .. Wmax words: the paper's (1 - j/J) - (k/E)(1 -
   // 2j/J), or the code's 1 + 4 (k - (E+1)/2) (j - (Jf+1)/2) / (E Jf) with Jf = sentence_length.
   const int64_t Wmax = std::max(d.Ws, d.Wq);
-  run.pe = Tensor();
   if (d.position) {
     const bool fixed = m.config_.encoding == MemN2NEncoding::position_fixed;
     const double Jf = static_cast<double>(m.config_.sentence_length), dE = static_cast<double>(E);
-    run.pe = Tensor({Wmax + 1, Wmax, E});
-    float* pe = run.pe.data();
+    Tensor encoding({Wmax + 1, Wmax, E});
+    float* pe = encoding.data();
     for (int64_t J = 1; J <= Wmax; ++J)
       for (int64_t j = 1; j <= J; ++j)
         for (int64_t k = 1; k <= E; ++k) {
@@ -345,6 +351,8 @@ void MemN2NImpl::prepare(const MemN2N& m, const QaBatch& batch, Rng* noise, Run&
                                  : (1.0 - jJ) - dk / dE * (1.0 - 2.0 * jJ);
           pe[(J * Wmax + j - 1) * E + k - 1] = static_cast<float>(l);
         }
+    run.question_bags.options.position_weights = encoding;
+    run.story_bags.options.position_weights = std::move(encoding);
   }
 }
 
@@ -386,23 +394,18 @@ void MemN2NImpl::forward(const MemN2N& m, const QaBatch& batch, Run& run, bool t
   const int64_t B = d.B, E = d.E, K = d.K;
   // The window's sentences, embedded with every memory table from their temporal rows: one bag
   // per slot, the other slots absent (ops/embedding_bag.hpp).
-  std::vector<Tensor> tables, times;
+  std::vector<const Tensor*> tables, times;
   tables.reserve(static_cast<size_t>(d.S));
   times.reserve(static_cast<size_t>(d.S));
   for (int64_t s = 0; s < d.S; ++s) {
-    tables.push_back(m.memory_[s].value);
-    if (d.temporal) times.push_back(m.temporal_[s].value);
+    tables.push_back(&m.memory_[s].value);
+    if (d.temporal) times.push_back(&m.temporal_[s].value);
   }
-  ops::EmbeddingBagOptions sentences;
-  sentences.lengths = run.slen;
-  sentences.position_weights = run.pe;
-  if (d.temporal) sentences.start_ids = run.tix;
-  run.Mem = ops::embedding_bag_forward(batch.story, tables, times, sentences, train ? &run.story_bags : nullptr);
+  run.Mem = ops::embedding_bag_forward(batch.story, tables, times, run.story_bags.options,
+                                       train ? &run.story_bags : nullptr);
   // u^1: the question.
-  ops::EmbeddingBagOptions question;
-  question.lengths = run.qlen;
-  question.position_weights = run.pe;
-  const Tensor u1 = ops::embedding_bag_forward(batch.question, {question_table(m).value}, {}, question,
+  const Tensor* question[1] = {&question_table(m).value};
+  const Tensor u1 = ops::embedding_bag_forward(batch.question, question, {}, run.question_bags.options,
                                                train ? &run.question_bags : nullptr);
   run.U = Tensor::uninitialized({K + 1, B, E});
   std::memcpy(run.U.data(), u1.data(), static_cast<size_t>(B * E) * sizeof(float));
@@ -521,15 +524,15 @@ void MemN2NImpl::backward(MemN2N& m, Run& run) {
   // The embedding tables' gradients: the sentences' into every memory table and its temporal
   // table (whole tables per thread), then the question's into its table (adjacent: A1, after
   // the sentences' gradient in it).
-  std::vector<Tensor> dtables, dtimes;
+  std::vector<Tensor*> dtables, dtimes;
   dtables.reserve(static_cast<size_t>(d.S));
   dtimes.reserve(static_cast<size_t>(d.S));
   for (int64_t s = 0; s < d.S; ++s) {
-    dtables.push_back(m.memory_[s].grad);
-    if (d.temporal) dtimes.push_back(m.temporal_[s].grad);
+    dtables.push_back(&m.memory_[s].grad);
+    if (d.temporal) dtimes.push_back(&m.temporal_[s].grad);
   }
   ops::embedding_bag_backward(dMem, run.story_bags, dtables, dtimes);
-  Tensor dquestion[1] = {question_table(m).grad};
+  Tensor* dquestion[1] = {&question_table(m).grad};
   ops::embedding_bag_backward(dU.rows(0, 1), run.question_bags, dquestion, {});
 }
 

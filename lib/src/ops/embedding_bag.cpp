@@ -324,10 +324,6 @@ WeightedSumBackwardFn weighted_sum_backward_kernel(int64_t E) {
   if (E / 4 >= kFixedBlocks) return &weighted_sum_backward<-1, kDot, kAccumulate>;
   return table[static_cast<size_t>(E / 4)];
 }
-WeightedSumBackwardFn weighted_sum_backward_kernel(int64_t E, bool dot, bool accumulate) {
-  if (dot) return accumulate ? weighted_sum_backward_kernel<true, true>(E) : weighted_sum_backward_kernel<true, false>(E);
-  return accumulate ? weighted_sum_backward_kernel<false, true>(E) : weighted_sum_backward_kernel<false, false>(E);
-}
 
 // "[1, 3]": the multi-index of flat position i in shape.
 std::string multi_index(int64_t i, const Shape& shape) {
@@ -483,27 +479,27 @@ int parts_for(int64_t work) {
 
 }  // namespace
 
-Tensor embedding_bag_forward(const Tensor& ids, const std::vector<Tensor>& tables,
-                             const std::vector<Tensor>& start_tables, const EmbeddingBagOptions& options,
+Tensor embedding_bag_forward(const Tensor& ids, std::span<const Tensor* const> tables,
+                             std::span<const Tensor* const> start_tables, const EmbeddingBagOptions& options,
                              EmbeddingBagCache* cache) {
   if (ids.dtype() != DType::i32 || ids.rank() < 2) check_tensor(ids, {kAny, kAny}, "embedding_bag: ids [..., W]", DType::i32);
   const Lead lead(ids);
   const int64_t N = lead.bags, W = ids.dim(-1), T = static_cast<int64_t>(tables.size());
   if (T == 0) throw ShapeError("embedding_bag: no tables (tables holds T >= 1 tables [V, E])");
-  check(tables[0], {kAny, kAny}, "embedding_bag: tables[0] [V, E]");
-  const int64_t V = tables[0].dim(0), E = tables[0].dim(1);
+  check(*tables[0], {kAny, kAny}, "embedding_bag: tables[0] [V, E]");
+  const int64_t V = tables[0]->dim(0), E = tables[0]->dim(1);
   for (size_t t = 1; t < tables.size(); ++t)
-    check(tables[t], {V, E}, [&] { return table_label("embedding_bag", "tables", t, "[V, E]"); });
+    check(*tables[t], {V, E}, [&] { return table_label("embedding_bag", "tables", t, "[V, E]"); });
   const bool start = !start_tables.empty();
   int64_t R = 0;
   if (start) {
     if (static_cast<int64_t>(start_tables.size()) != T)
       throw ShapeError("embedding_bag: " + std::to_string(start_tables.size()) + " start tables for " +
                        std::to_string(T) + " tables (give one per table, or none)");
-    check(start_tables[0], {kAny, E}, "embedding_bag: start_tables[0] [R, E]");
-    R = start_tables[0].dim(0);
+    check(*start_tables[0], {kAny, E}, "embedding_bag: start_tables[0] [R, E]");
+    R = start_tables[0]->dim(0);
     for (size_t t = 1; t < start_tables.size(); ++t)
-      check(start_tables[t], {R, E}, [&] { return table_label("embedding_bag", "start_tables", t, "[R, E]"); });
+      check(*start_tables[t], {R, E}, [&] { return table_label("embedding_bag", "start_tables", t, "[R, E]"); });
     if (!options.start_ids.defined())
       throw ShapeError("embedding_bag: start tables without start_ids [...] (the row each bag starts from)");
     lead.check(options.start_ids, kNone, kNone, "embedding_bag: start_ids [...]", DType::i32);
@@ -525,7 +521,9 @@ Tensor embedding_bag_forward(const Tensor& ids, const std::vector<Tensor>& table
   check_range(ids, V, "id", "V");
 
   // Every bag's length J (-1: absent): the options', or counted.
-  std::optional<Tensor> counted;
+  std::optional<Tensor> counted_here;
+  std::optional<Tensor>& counted = cache ? cache->counted : counted_here;
+  counted.reset();
   if (options.lengths.defined()) {
     if (options.padding_id != kNoPadding)
       throw ConfigError("embedding_bag: lengths and a padding id (" + std::to_string(options.padding_id) +
@@ -579,64 +577,66 @@ Tensor embedding_bag_forward(const Tensor& ids, const std::vector<Tensor>& table
   const SumBagsFn loop = sum_bags_fn(position, sample, start);
   auto bags = [&](int64_t k0, int64_t k1) {
     for (int64_t t = 0; t < T; ++t)
-      loop(v, kernel, tables[static_cast<size_t>(t)].data(),
-           start ? start_tables[static_cast<size_t>(t)].data() : nullptr, pp, k0, k1, y.data() + t * N * E);
+      loop(v, kernel, tables[static_cast<size_t>(t)]->data(),
+           start ? start_tables[static_cast<size_t>(t)]->data() : nullptr, pp, k0, k1, y.data() + t * N * E);
   };
   const int64_t work = bag_work(in_bags, count, start, T, E);
   const int parts = parts_for(work);
   if (parts <= 1) bags(0, count);
   else over_row_blocks(bag_costs(pp, count, len), parts, bags);
   flops::add(work);
-  if (cache) {   // field by field: the tensors' shapes reuse what the cache holds
+  if (cache) {
     cache->ids = ids;
-    cache->lengths = lengths;
-    cache->sample_weights = options.sample_weights;
-    cache->position_weights = options.position_weights;
-    cache->start_ids = options.start_ids;
-    cache->tables = tables;
+    if (&cache->options != &options) cache->options = options;
+    cache->tables.clear();
+    if (sample)
+      for (const Tensor* table : tables) cache->tables.push_back(*table);
+    cache->T = T;
+    cache->V = V;
+    cache->E = E;
     cache->start_rows = R;
     cache->ids_in_bags = in_bags;
   }
   return y;
 }
 
-Tensor embedding_bag_backward(const Tensor& dy, const EmbeddingBagCache& cache, std::span<Tensor> dtables,
-                              std::span<Tensor> dstart_tables) {
+Tensor embedding_bag_backward(const Tensor& dy, const EmbeddingBagCache& cache, std::span<Tensor* const> dtables,
+                              std::span<Tensor* const> dstart_tables) {
   const Tensor& ids = cache.ids;
   if (ids.dtype() != DType::i32 || ids.rank() < 2)
     check_tensor(ids, {kAny, kAny}, "embedding_bag_backward: cached ids [..., W]", DType::i32);
   const Lead lead(ids);
-  const int64_t N = lead.bags, W = ids.dim(-1), T = static_cast<int64_t>(cache.tables.size());
+  const int64_t N = lead.bags, W = ids.dim(-1), T = cache.T, V = cache.V, E = cache.E, R = cache.start_rows;
   if (T == 0) throw ShapeError("embedding_bag_backward: the cache holds no tables (pass it to the forward first)");
-  const int64_t V = cache.tables[0].dim(0), E = cache.tables[0].dim(1), R = cache.start_rows;
   lead.check(dy, T, E, "embedding_bag_backward: dy [T, ..., E]");
   if (static_cast<int64_t>(dtables.size()) != T)
     throw ShapeError("embedding_bag_backward: " + std::to_string(dtables.size()) + " table gradients for " +
                      std::to_string(T) + " tables");
   for (size_t t = 0; t < dtables.size(); ++t)
-    check(dtables[t], {V, E}, [&] { return table_label("embedding_bag_backward", "dtables", t, "[V, E]"); });
+    check(*dtables[t], {V, E}, [&] { return table_label("embedding_bag_backward", "dtables", t, "[V, E]"); });
   const bool start = R > 0 && !dstart_tables.empty();
   if (!dstart_tables.empty()) {
     if (R == 0 || static_cast<int64_t>(dstart_tables.size()) != T)
       throw ShapeError("embedding_bag_backward: " + std::to_string(dstart_tables.size()) +
                        " start table gradients for " + std::to_string(R == 0 ? 0 : T) + " start tables");
     for (size_t t = 0; t < dstart_tables.size(); ++t)
-      check(dstart_tables[t], {R, E},
+      check(*dstart_tables[t], {R, E},
             [&] { return table_label("embedding_bag_backward", "dstart_tables", t, "[R, E]"); });
   }
   check_range(ids, V, "id", "V");   // ids may have changed in place
-  if (start) check_range(cache.start_ids, R, "start id", "R");
+  const EmbeddingBagOptions& o = cache.options;
+  if (start) check_range(o.start_ids, R, "start id", "R");
 
-  const bool position = cache.position_weights.defined(), sample = cache.sample_weights.defined();
+  const bool position = o.position_weights.defined(), sample = o.sample_weights.defined();
   BagView v;
   v.ids = ids.idata();
-  v.len = cache.lengths.idata();
-  v.pw = position ? cache.position_weights.data() : nullptr;
-  v.sw = sample ? cache.sample_weights.data() : nullptr;
-  v.sid = start ? cache.start_ids.idata() : nullptr;
+  v.len = cache.lengths().idata();
+  v.pw = position ? o.position_weights.data() : nullptr;
+  v.sw = sample ? o.sample_weights.data() : nullptr;
+  v.sid = start ? o.start_ids.idata() : nullptr;
   v.W = W;
   v.E = E;
-  v.L = position ? cache.position_weights.dim(1) : 0;
+  v.L = position ? o.position_weights.dim(1) : 0;
   const int32_t* pp = cache.present.data();
   const int64_t count = static_cast<int64_t>(cache.present.size());
   const float* pdy = dy.data();
@@ -653,8 +653,8 @@ Tensor embedding_bag_backward(const Tensor& dy, const EmbeddingBagCache& cache, 
     for (int64_t u = u0; u < u1; ++u) {
       const int64_t t = u / blocks, c0 = blocks == 1 ? 0 : u % blocks * kBlock;
       const int64_t c1 = blocks == 1 ? E : std::min(E, c0 + kBlock);
-      loop(v, kernel, dtables[static_cast<size_t>(t)].data(),
-           start ? dstart_tables[static_cast<size_t>(t)].data() : nullptr, pp, count, pdy + t * N * E, c0, c1);
+      loop(v, kernel, dtables[static_cast<size_t>(t)]->data(),
+           start ? dstart_tables[static_cast<size_t>(t)]->data() : nullptr, pp, count, pdy + t * N * E, c0, c1);
     }
   };
   const int parts = parts_for(work);
@@ -692,7 +692,14 @@ void weighted_rows_sum(const float* rows, int64_t E, const float* w, int64_t n, 
 
 void weighted_rows_sum_backward(const float* rows, int64_t E, const float* w, int64_t n, const float* g,
                                 float* dw, float* drows, bool accumulate) {
-  weighted_sum_backward_kernel(E, /*dot=*/dw != nullptr, accumulate)(rows, E, w, n, g, dw, drows);
+  // One call site per kind (the memory network alternates them hop by hop): each keeps one target.
+  if (dw != nullptr) {
+    if (accumulate) weighted_sum_backward_kernel<true, true>(E)(rows, E, w, n, g, dw, drows);
+    else weighted_sum_backward_kernel<true, false>(E)(rows, E, w, n, g, dw, drows);
+  } else {
+    if (accumulate) weighted_sum_backward_kernel<false, true>(E)(rows, E, w, n, g, dw, drows);
+    else weighted_sum_backward_kernel<false, false>(E)(rows, E, w, n, g, dw, drows);
+  }
 }
 
 }  // namespace attn::ops

@@ -37,6 +37,7 @@
 // multiply-adds a call runs on the calling thread. Results are the same bits at any thread count.
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -59,25 +60,31 @@ struct EmbeddingBagOptions {
   Tensor start_ids;                  // [...] int32 in [0, R): with start tables
 };
 
-// What the backward needs: the bags, their weights and the tables (read for the sample weights'
-// gradient only). Every tensor is shared with the caller's, not copied.
+// What the backward needs: the bags, their options and, with sample weights, the tables (their
+// gradient reads them). Every tensor is shared with the caller's, not copied. A caller may keep
+// its bags' options here from the start and pass cache.options to the forward (the memory
+// network does: one set of tensors a step fewer to make).
 struct EmbeddingBagCache {
+  EmbeddingBagOptions options;     // the forward's
   Tensor ids;                      // [..., W]
-  Tensor lengths;                  // [...] J_n (-1 absent): the options' or counted in the forward
+  std::optional<Tensor> counted;   // [...] J_n counted from the padding id (without lengths)
   std::vector<int32_t> present;    // the present bags' rows of ids, in order
-  Tensor sample_weights, position_weights, start_ids;
-  std::vector<Tensor> tables;      // T [V, E]
+  std::vector<Tensor> tables;      // T [V, E], with sample weights only
+  int64_t T = 0, V = 0, E = 0;
   int64_t start_rows = 0;          // R (0: no start tables)
   int64_t ids_in_bags = 0;         // Σ_n J_n over the present bags
+
+  const Tensor& lengths() const { return counted ? *counted : options.lengths; }
 };
 
 // ids: [..., W] int32   tables: T >= 1 tables [V, E]   start_tables: none or T tables [R, E]
-// -> y: [T, ..., E] (absent bags' rows unwritten).
+// -> y: [T, ..., E] (absent bags' rows unwritten). Tables are passed by pointer, as ParamList
+// does, so that a model hands over its parameters' values without copying their handles.
 // Throws ShapeError for a wrong shape ("embedding_bag: tables[1] [V, E] has shape [7, 3], expected
 // [5, 3]"), DataError for an id or length out of range, ConfigError for lengths and a padding id
 // together.
-Tensor embedding_bag_forward(const Tensor& ids, const std::vector<Tensor>& tables,
-                             const std::vector<Tensor>& start_tables, const EmbeddingBagOptions& options,
+Tensor embedding_bag_forward(const Tensor& ids, std::span<const Tensor* const> tables,
+                             std::span<const Tensor* const> start_tables, const EmbeddingBagOptions& options,
                              EmbeddingBagCache* cache);
 
 // dy: [T, ..., E]. ADDS into dtables (T of [V, E]) dtable_t[ids[n, j]] += w[n, j] l[J_n, j] ∘ dy[t, n],
@@ -85,8 +92,8 @@ Tensor embedding_bag_forward(const Tensor& ids, const std::vector<Tensor>& table
 // dstart_t[start_ids[n]] += dy[t, n]. Returns the sample weights' gradient, a new [..., W] tensor
 // (dw[n, j] = Σ_t dy[t, n] · (l[J_n, j] ∘ table_t[ids[n, j]]), 0 beyond a bag's end and for absent
 // bags) when the forward had sample weights, else an empty tensor.
-Tensor embedding_bag_backward(const Tensor& dy, const EmbeddingBagCache& cache, std::span<Tensor> dtables,
-                              std::span<Tensor> dstart_tables);
+Tensor embedding_bag_backward(const Tensor& dy, const EmbeddingBagCache& cache, std::span<Tensor* const> dtables,
+                              std::span<Tensor* const> dstart_tables);
 
 // ---- One bag of consecutive rows, for a model that runs bags inside its own per-row loops ----
 // The same register-resident kernels on raw rows, without checks or threads: the memory
