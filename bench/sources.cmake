@@ -16,6 +16,7 @@ attn_add_bench(attention SOURCES ${CMAKE_CURRENT_LIST_DIR}/bench_attention.cpp)
 attn_add_bench(rnn SOURCES ${CMAKE_CURRENT_LIST_DIR}/bench_rnn.cpp)
 attn_add_bench(conv SOURCES ${CMAKE_CURRENT_LIST_DIR}/bench_conv.cpp)
 attn_add_bench(rows SOURCES ${CMAKE_CURRENT_LIST_DIR}/bench_rows.cpp)
+attn_add_bench(embedding_bag SOURCES ${CMAKE_CURRENT_LIST_DIR}/bench_embedding_bag.cpp)
 
 # Whole-model speed programs perf_<name> (a plain main printing one key=value line), run by
 # experiments/perf/<name>/run.sh beside the same model in PyTorch; bench/run.sh skips them.

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """The Show-Attend-and-Tell captioner of experiments/perf/caption in PyTorch: the same model as
-attnlab's models::Captioner (lib/include/attn/models/captioner.hpp) with attn-caption train's
+attnlab's caption::Captioner (lib/include/attn/families/caption/model.hpp) with attn-caption train's
 defaults, for the side-by-side speed comparison (run.sh runs this and bench/perf_caption), and
 the check that it IS the same model.
 
@@ -51,7 +51,7 @@ from torch_perf import BOS, measure  # noqa: E402 (experiments/perf/torch_perf.p
 
 
 def parse_encoder(spec):
-    """"conv32x3,pool2,..." -> [("conv", K, k) | ("pool", P)] (models::parse_encoder's list)."""
+    """"conv32x3,pool2,..." -> [("conv", K, k) | ("pool", P)] (caption::parse_encoder's list)."""
     out = []
     for item in spec.split(","):
         if item.startswith("conv"):
@@ -90,7 +90,7 @@ class Captioner(nn.Module):
         self.output = nn.Linear(m, V)
 
     def names(self):
-        """attnlab's names (models/captioner.hpp) -> (this model's parameter, attnlab's shape)."""
+        """attnlab's names (families/caption/model.hpp) -> (this model's parameter, attnlab's shape)."""
         out = {}
         for k, conv in enumerate(self.convs):
             out[f"encoder/conv{k}/W"], out[f"encoder/conv{k}/b"] = conv.weight, conv.bias

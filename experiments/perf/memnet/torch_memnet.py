@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """The end-to-end memory network of experiments/perf/memnet in PyTorch: the same model as
-attnlab's models::MemN2N (lib/include/attn/models/memnet.hpp) with attn-memnet train's
+attnlab's memnet::MemN2N (lib/include/attn/families/memnet/model.hpp) with attn-memnet train's
 defaults, for the side-by-side speed comparison (run.sh runs this and bench/perf_memnet), and
 the check that it IS the same model.
 
@@ -65,7 +65,7 @@ class MemN2N(nn.Module):
         self.register_buffer("pe", position_encoding(wmax, E))
 
     def names(self):
-        """attnlab's names (models/memnet.hpp) -> this model's parameters."""
+        """attnlab's names (families/memnet/model.hpp) -> this model's parameters."""
         K = self.hops
         out = {"A1": self.tables[0].weight, "T_A1": self.temporal[0].weight}
         for k in range(1, K + 1):

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """The neural Turing machine of experiments/perf/ntm in PyTorch: the same model as attnlab's
-models::Ntm (lib/include/attn/models/ntm.hpp) on the copy task, for the side-by-side speed
+ntm::Ntm (lib/include/attn/families/ntm/model.hpp) on the copy task, for the side-by-side speed
 comparison (run.sh runs this and bench/perf_ntm), and the check that it IS the same model.
 
 The model (Graves et al. 2014 with Collier & Beel 2018's parameterisation), shapes and
@@ -104,7 +104,7 @@ class NTM(nn.Module):
         self.out = nn.Linear(H + M, WOUT)
 
     def load(self, params):
-        """params: attnlab's names -> tensors (models/ntm.hpp's layout)."""
+        """params: attnlab's names -> tensors (families/ntm/model.hpp's layout)."""
         with torch.no_grad():
             c = "controller/layer0/"
             self.controller.weight_ih.copy_(params[c + "W_ih"])

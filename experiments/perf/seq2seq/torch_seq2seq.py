@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The issue-4 RNN encoder-decoder in PyTorch, the same model as attnlab's models::Seq2Seq with
+"""The issue-4 RNN encoder-decoder in PyTorch, the same model as attnlab's seq2seq::Seq2Seq with
 attention concat, style bahdanau, for the side-by-side speed comparison of
 experiments/perf/seq2seq (run.sh runs this and bench/perf_seq2seq).
 

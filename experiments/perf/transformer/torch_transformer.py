@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""T-small in PyTorch, the same model as attnlab's models::Transformer, for the side-by-side
+"""T-small in PyTorch, the same model as attnlab's transformer::Transformer, for the side-by-side
 speed comparison of experiments/perf/transformer (run.sh runs this and bench/perf_transformer).
 
 The model mirrors attnlab's defaults exactly (shapes and parameter count, printed):

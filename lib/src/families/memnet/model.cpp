@@ -3,8 +3,11 @@
 //
 // Buffers (allocated once per call; S = memory_tables(), K = Nhop; only the window's slots of
 // Mem and dMem are written and read):
-//   tix, slen [B, Ms]      temporal index and word count J of every slot
-//   Mem    [S, B, Ms, E]   sentence embeddings of every memory table, temporal row added:
+//   story_bags, question_bags  the embedding bags and their options: a window slot's word
+//                          count J (-1 outside the window) and temporal index [B, Ms], the
+//                          question's words [B], the position encoding
+//   Mem    [S, B, Ms, E]   sentence embeddings of every memory table, temporal row added (one
+//                          embedding bag per slot over the S tables, ops/embedding_bag.hpp):
 //                          table in(k) gives hop k's m, table out(k) its c (0-based hop k:
 //                          adjacent in = k, out = k + 1; layerwise in = 0 (A), out = 1 (C))
 //   U      [K + 1, B, E]   u^1 .. u^{K+1}: block k is the state hop k reads (block 0 the question)
@@ -14,12 +17,10 @@
 #include "attn/families/memnet/model.hpp"
 
 #include <algorithm>
-#include <array>
 #include <cmath>
 #include <cstring>
 #include <limits>
 #include <numeric>
-#include <utility>
 
 #include <omp.h>
 
@@ -27,6 +28,7 @@
 #include "attn/core/flops.hpp"
 #include "attn/core/row_blocks.hpp"
 #include "attn/core/threading.hpp"
+#include "attn/ops/embedding_bag.hpp"
 #include "attn/ops/softmax.hpp"
 
 namespace attn::memnet {
@@ -51,34 +53,28 @@ struct MemN2NImpl {
     Dims d;
     bool linear_start = false;
     std::vector<int32_t> n, w0;   // [B] story_len and the window's first slot
-    std::vector<int32_t> tix;     // [B * Ms] temporal index of a window slot
-    std::vector<int32_t> slen;    // [B * Ms] words of a sentence (J)
-    std::vector<int32_t> qlen;    // [B] words of the question
-    std::vector<float> pe;        // position encoding: l of J-word sentences at pe_row(J)
-    int64_t Wmax = 0;             // max(Ws, Wq)
-    std::vector<int64_t> cost;    // [B] a row's share of the work, for the row blocks
+    // The embedding bags (ops/embedding_bag.hpp), their options written by prepare: the
+    // sentences' lengths [B, Ms] int32 (J of a window slot's sentence, -1 outside the window: an
+    // absent bag) and start ids (the slots' temporal indices, temporal encoding only), the
+    // question's lengths [B]; both with the position encoding [Wmax + 1, Wmax, E] (l of J-word
+    // sentences at row J; Wmax = max(Ws, Wq); none with bow encoding). The forward fills the
+    // rest of each cache.
+    ops::EmbeddingBagCache story_bags, question_bags;
+    std::vector<int64_t> cost;    // [B] a row's share of the hops' work, for the row blocks
+    int64_t bag_work = 0;         // multiply-adds of the sentence and question embeddings
     Tensor Mem, U, P, logits;
-
-    // l_j ∘ for the j-th word (rows of E) of a J-word sentence; null with bow encoding.
-    const float* pe_row(int64_t J) const { return d.position ? pe.data() + J * Wmax * d.E : nullptr; }
   };
 
   static Dims dims(const MemN2N& m, const QaBatch& batch);
   static void prepare(const MemN2N& m, const QaBatch& batch, Rng* noise, Run& run);
-  static void forward(const MemN2N& m, const QaBatch& batch, Run& run);
-  static void forward_row(const MemN2N& m, const QaBatch& batch, Run& run, int64_t b);
+  // With `train`, keeps what backward needs.
+  static void forward(const MemN2N& m, const QaBatch& batch, Run& run, bool train);
+  static void forward_row(const MemN2N& m, Run& run, int64_t b);
   // Cross-entropy of the answers: the sums, the predictions (when asked) and, when asked,
   // dlogits of the mean over the batch written over run.logits.
   static MemN2NStats loss(Run& run, const QaBatch& batch, int32_t* predictions, bool backward);
-  static void backward(MemN2N& m, const QaBatch& batch, Run& run);
+  static void backward(MemN2N& m, Run& run);
   static void backward_row(const MemN2N& m, Run& run, Tensor& dU, Tensor& dMem, Tensor& dP, int64_t b);
-  // The embedding tables' gradients from dMem and du^1: the tables of units [u0, u1), a unit
-  // being memory table s < S with its temporal table (and, adjacent, unit 0 the question's
-  // too: B = A1), or unit S the question's table B (layerwise).
-  static void scatter_tables(MemN2N& m, const QaBatch& batch, const Run& run, const Tensor& dU, const Tensor& dMem,
-                             int64_t u0, int64_t u1);
-  static int64_t units(const Dims& d) { return d.adjacent ? d.S : d.S + 1; }
-  static int64_t question_unit(const Dims& d) { return d.adjacent ? 0 : d.S; }
 
   // The tables of the tying (see memnet.hpp).
   static int64_t in_table(const Dims& d, int64_t k) { return d.adjacent ? k : 0; }
@@ -101,179 +97,14 @@ namespace {
 
 using Impl = MemN2NImpl;
 
-// Four floats as one SIMD register (a GCC/Clang vector extension: SSE on x86-64, NEON on
-// ARM). E is small (20, 50), so loops over it written for the auto-vectoriser spend most of
-// their time in the prologue and epilogue that a runtime trip count needs; blocks of four with a
-// scalar tail do not. Loads and stores go through memcpy: rows need not be 16-byte aligned.
+// Four floats as one SIMD register (a GCC/Clang vector extension), for the scores' dot products
+// (the sums of rows are ops/embedding_bag's kernels). Loads go through memcpy: rows need not be
+// 16-byte aligned.
 typedef float f4 __attribute__((vector_size(16)));
 inline f4 load4(const float* p) {
   f4 v;
   std::memcpy(&v, p, sizeof v);
   return v;
-}
-inline void store4(float* p, f4 v) { std::memcpy(p, &v, sizeof v); }
-
-// Kernels that sum rows of E floats. When the number of 4-float blocks NB = E / 4 is known at
-// compile time, the sum of every block (and of the tail of E % 4) stays in registers across the
-// rows; a sum kept in memory is stored and reloaded for every row it adds, a chain of
-// store-to-load latencies that slowed these loops down (experiments/perf/memnet, "What attnlab's
-// model does for this"). Each kernel is instantiated for NB = 0 .. kFixedBlocks - 1 (E < 68)
-// and chosen once per batch row from a table; NB = -1 is the block-by-block version for wider
-// rows. Either way every element is summed in row order.
-constexpr int kFixedBlocks = 17;
-
-// out = init + Σ_{j<J} l_j ∘ X[words_j]: a sentence embedding (init: the temporal row, or null
-// for 0; l: the position encoding's J rows, or null for bow).
-template <int NB, bool kPosition>
-void embed_sum(const float* X, int64_t E, const int32_t* words, int64_t J, const float* l, const float* init,
-               float* out) {
-  if constexpr (NB >= 0) {
-    f4 acc[NB > 0 ? NB : 1];
-    float tail[3] = {0.0f, 0.0f, 0.0f};
-    const int64_t rest = E - 4 * NB;
-#pragma GCC unroll 16
-    for (int q = 0; q < NB; ++q) acc[q] = init ? load4(init + 4 * q) : f4{0.0f, 0.0f, 0.0f, 0.0f};
-    for (int64_t t = 0; t < rest; ++t) tail[t] = init ? init[4 * NB + t] : 0.0f;
-    for (int64_t j = 0; j < J; ++j) {
-      const float* x = X + static_cast<int64_t>(words[j]) * E;
-      const float* lj = kPosition ? l + j * E : nullptr;
-#pragma GCC unroll 16
-      for (int q = 0; q < NB; ++q) {
-        if constexpr (kPosition) acc[q] += load4(lj + 4 * q) * load4(x + 4 * q);
-        else acc[q] += load4(x + 4 * q);
-      }
-      for (int64_t t = 0; t < rest; ++t) {
-        if constexpr (kPosition) tail[t] += lj[4 * NB + t] * x[4 * NB + t];
-        else tail[t] += x[4 * NB + t];
-      }
-    }
-#pragma GCC unroll 16
-    for (int q = 0; q < NB; ++q) store4(out + 4 * q, acc[q]);
-    for (int64_t t = 0; t < rest; ++t) out[4 * NB + t] = tail[t];
-  } else {
-    for (int64_t c = 0; c < E; ++c) out[c] = init ? init[c] : 0.0f;
-    const int64_t E4 = E & ~int64_t{3};
-    for (int64_t c = 0; c < E4; c += 4) {
-      f4 acc = load4(out + c);
-      for (int64_t j = 0; j < J; ++j) {
-        const f4 x = load4(X + static_cast<int64_t>(words[j]) * E + c);
-        if constexpr (kPosition) acc += load4(l + j * E + c) * x;
-        else acc += x;
-      }
-      store4(out + c, acc);
-    }
-    for (int64_t c = E4; c < E; ++c)
-      for (int64_t j = 0; j < J; ++j) {
-        const float x = X[static_cast<int64_t>(words[j]) * E + c];
-        if constexpr (kPosition) out[c] += l[j * E + c] * x;
-        else out[c] += x;
-      }
-  }
-}
-
-// The backward of embed_sum: dX[words_j] += l_j ∘ g, word by word (g held in registers).
-template <int NB, bool kPosition>
-void embed_scatter(float* dX, int64_t E, const int32_t* words, int64_t J, const float* l, const float* g) {
-  if constexpr (NB >= 0) {
-    f4 gq[NB > 0 ? NB : 1];
-#pragma GCC unroll 16
-    for (int q = 0; q < NB; ++q) gq[q] = load4(g + 4 * q);
-    const int64_t rest = E - 4 * NB;
-    for (int64_t j = 0; j < J; ++j) {
-      float* dx = dX + static_cast<int64_t>(words[j]) * E;
-      const float* lj = kPosition ? l + j * E : nullptr;
-#pragma GCC unroll 16
-      for (int q = 0; q < NB; ++q) {
-        if constexpr (kPosition) store4(dx + 4 * q, load4(dx + 4 * q) + load4(lj + 4 * q) * gq[q]);
-        else store4(dx + 4 * q, load4(dx + 4 * q) + gq[q]);
-      }
-      for (int64_t t = 4 * NB; t < 4 * NB + rest; ++t) {
-        if constexpr (kPosition) dx[t] += lj[t] * g[t];
-        else dx[t] += g[t];
-      }
-    }
-  } else {
-    const int64_t E4 = E & ~int64_t{3};
-    for (int64_t j = 0; j < J; ++j) {
-      float* dx = dX + static_cast<int64_t>(words[j]) * E;
-      for (int64_t c = 0; c < E4; c += 4) {
-        if constexpr (kPosition) store4(dx + c, load4(dx + c) + load4(l + j * E + c) * load4(g + c));
-        else store4(dx + c, load4(dx + c) + load4(g + c));
-      }
-      for (int64_t c = E4; c < E; ++c) {
-        if constexpr (kPosition) dx[c] += l[j * E + c] * g[c];
-        else dx[c] += g[c];
-      }
-    }
-  }
-}
-
-// out += Σ_{i<n} w_i R_i over the rows R_i = R + i E: a hop's o = Σ p_i c_i, and its backward.
-template <int NB>
-void weighted_sum(const float* R, int64_t E, const float* w, int64_t n, float* out) {
-  if constexpr (NB >= 0) {
-    f4 acc[NB > 0 ? NB : 1];
-    float tail[3] = {0.0f, 0.0f, 0.0f};
-    const int64_t rest = E - 4 * NB;
-#pragma GCC unroll 16
-    for (int q = 0; q < NB; ++q) acc[q] = load4(out + 4 * q);
-    for (int64_t t = 0; t < rest; ++t) tail[t] = out[4 * NB + t];
-    for (int64_t i = 0; i < n; ++i) {
-      const float* r = R + i * E;
-      const f4 wi = {w[i], w[i], w[i], w[i]};
-#pragma GCC unroll 16
-      for (int q = 0; q < NB; ++q) acc[q] += wi * load4(r + 4 * q);
-      for (int64_t t = 0; t < rest; ++t) tail[t] += w[i] * r[4 * NB + t];
-    }
-#pragma GCC unroll 16
-    for (int q = 0; q < NB; ++q) store4(out + 4 * q, acc[q]);
-    for (int64_t t = 0; t < rest; ++t) out[4 * NB + t] = tail[t];
-  } else {
-    const int64_t E4 = E & ~int64_t{3};
-    for (int64_t c = 0; c < E4; c += 4) {
-      f4 acc = load4(out + c);
-      for (int64_t i = 0; i < n; ++i) acc += f4{w[i], w[i], w[i], w[i]} * load4(R + i * E + c);
-      store4(out + c, acc);
-    }
-    for (int64_t c = E4; c < E; ++c)
-      for (int64_t i = 0; i < n; ++i) out[c] += w[i] * R[i * E + c];
-  }
-}
-
-using EmbedFn = void (*)(const float*, int64_t, const int32_t*, int64_t, const float*, const float*, float*);
-using ScatterFn = void (*)(float*, int64_t, const int32_t*, int64_t, const float*, const float*);
-using WeightedSumFn = void (*)(const float*, int64_t, const float*, int64_t, float*);
-
-template <bool kPosition, int... NB>
-constexpr std::array<EmbedFn, sizeof...(NB)> embed_table(std::integer_sequence<int, NB...>) {
-  return {&embed_sum<NB, kPosition>...};
-}
-template <bool kPosition, int... NB>
-constexpr std::array<ScatterFn, sizeof...(NB)> scatter_table(std::integer_sequence<int, NB...>) {
-  return {&embed_scatter<NB, kPosition>...};
-}
-template <int... NB>
-constexpr std::array<WeightedSumFn, sizeof...(NB)> weighted_sum_table(std::integer_sequence<int, NB...>) {
-  return {&weighted_sum<NB>...};
-}
-
-// The kernels for rows of E floats.
-EmbedFn embed_kernel(int64_t E, bool position) {
-  static constexpr auto bow = embed_table<false>(std::make_integer_sequence<int, kFixedBlocks>{});
-  static constexpr auto pe = embed_table<true>(std::make_integer_sequence<int, kFixedBlocks>{});
-  if (E / 4 >= kFixedBlocks) return position ? &embed_sum<-1, true> : &embed_sum<-1, false>;
-  return (position ? pe : bow)[static_cast<size_t>(E / 4)];
-}
-ScatterFn scatter_kernel(int64_t E, bool position) {
-  static constexpr auto bow = scatter_table<false>(std::make_integer_sequence<int, kFixedBlocks>{});
-  static constexpr auto pe = scatter_table<true>(std::make_integer_sequence<int, kFixedBlocks>{});
-  if (E / 4 >= kFixedBlocks) return position ? &embed_scatter<-1, true> : &embed_scatter<-1, false>;
-  return (position ? pe : bow)[static_cast<size_t>(E / 4)];
-}
-WeightedSumFn weighted_sum_kernel(int64_t E) {
-  static constexpr auto table = weighted_sum_table(std::make_integer_sequence<int, kFixedBlocks>{});
-  if (E / 4 >= kFixedBlocks) return &weighted_sum<-1>;
-  return table[static_cast<size_t>(E / 4)];
 }
 
 // a · b over n floats: four partial sums, then the tail.
@@ -286,19 +117,6 @@ inline float dot(const float* a, const float* b, int64_t n) {
   return sum;
 }
 
-// y = alpha x over n floats.
-inline void scale(float alpha, const float* x, float* y, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) y[i] = alpha * x[i];
-}
-
-// y += alpha x over n floats.
-inline void axpy(float alpha, const float* x, float* y, int64_t n) {
-  const int64_t n4 = n & ~int64_t{3};
-  const f4 a = {alpha, alpha, alpha, alpha};
-  for (int64_t i = 0; i < n4; i += 4) store4(y + i, load4(y + i) + a * load4(x + i));
-  for (int64_t i = n4; i < n; ++i) y[i] += alpha * x[i];
-}
-
 // Words before the first PAD (0) of a row of `width` ids.
 inline int32_t word_count(const int32_t* words, int64_t width) {
   int32_t J = 0;
@@ -306,13 +124,14 @@ inline int32_t word_count(const int32_t* words, int64_t width) {
   return J;
 }
 
-// Work (multiply-adds: Run::cost times E) below which a parallel region stays on the calling
-// thread. A region of the forward, the hops' backward or the tables' gradients is cheap per unit
-// of work, so waking and joining the second thread, and more still its cache misses on rows the
-// first wrote, outweigh the half of a small region it takes over. Measured training on the joint
-// set: from 2^22 two threads gain; below it they lose, so every bAbI batch up to about 300
-// questions runs on one thread (experiments/perf/memnet, "Threads: why 2 were slower than 1, and
-// the fix").
+// Work (multiply-adds: the sentence embeddings' and the hops') below which a parallel region
+// stays on the calling thread; the embedding bags split on their own work at the same threshold
+// (ops::kEmbeddingBagParallelMinWork). A region of the forward, the hops' backward or the tables'
+// gradients is cheap per unit of work, so waking and joining the second thread, and more still
+// its cache misses on rows the first wrote, outweigh the half of a small region it takes over.
+// Measured training on the joint set (when these regions still embedded the sentences): from 2^22
+// two threads gain; below it they lose, so every bAbI batch up to about 300 questions runs on one
+// thread (experiments/perf/memnet, "Threads: why 2 were slower than 1, and the fix").
 constexpr int64_t kParallelMinWork = int64_t{1} << 22;
 
 // The threads a loop over `work` multiply-adds gets: one inside a parallel region or below
@@ -474,9 +293,10 @@ void MemN2NImpl::prepare(const MemN2N& m, const QaBatch& batch, Rng* noise, Run&
   run.linear_start = m.linear_start_;
   run.n.assign(batch.story_len.idata(), batch.story_len.idata() + B);
   run.w0.resize(static_cast<size_t>(B));
-  run.tix.assign(static_cast<size_t>(B * Ms), 0);
-  run.slen.assign(static_cast<size_t>(B * Ms), 0);
-  run.qlen.resize(static_cast<size_t>(B));
+  Tensor tix({B, Ms}, DType::i32);
+  run.story_bags.options.lengths = Tensor::uninitialized({B, Ms}, DType::i32);
+  std::fill_n(run.story_bags.options.lengths.idata(), B * Ms, -1);   // an absent bag: no sentence read there
+  run.question_bags.options.lengths = Tensor::uninitialized({B}, DType::i32);
   run.cost.resize(static_cast<size_t>(B));
   const int32_t* story = batch.story.idata();
   // The windows' temporal indices, example after example. Random noise moves them only: without
@@ -488,59 +308,52 @@ void MemN2NImpl::prepare(const MemN2N& m, const QaBatch& batch, Rng* noise, Run&
   }
   std::vector<int32_t> times(static_cast<size_t>(std::accumulate(count.begin(), count.end(), int64_t{0})));
   memn2n_temporal_indices(count, d.Mm, d.temporal ? noise : nullptr, times);
+  int32_t* slot_time = tix.idata();
   for (int64_t b = 0, at = 0; b < B; at += count[b], ++b)
-    std::copy_n(times.begin() + at, count[b], run.tix.begin() + b * Ms + run.w0[b]);
+    std::copy_n(times.begin() + at, count[b], slot_time + b * Ms + run.w0[b]);
+  if (d.temporal) run.story_bags.options.start_ids = std::move(tix);
+  int32_t* slen = run.story_bags.options.lengths.idata();
+  int32_t* qlen = run.question_bags.options.lengths.idata();
+  const int32_t* question = batch.question.idata();
+  run.bag_work = 0;
   for (int64_t b = 0; b < B; ++b) {
     const int64_t n = run.n[b], w0 = run.w0[b];
     int64_t words = 0;
     for (int64_t i = w0; i < n; ++i) {
-      run.slen[b * Ms + i] = word_count(story + (b * Ms + i) * d.Ws, d.Ws);
-      words += run.slen[b * Ms + i];
+      slen[b * Ms + i] = word_count(story + (b * Ms + i) * d.Ws, d.Ws);
+      words += slen[b * Ms + i];
     }
-    run.qlen[b] = word_count(batch.question.idata() + b * d.Wq, d.Wq);
-    // Embedding every sentence with every table, and the hops over the window.
-    run.cost[b] = (words + n - w0) * d.S + run.qlen[b] + 2 * d.K * (n - w0) + 1;
+    qlen[b] = word_count(question + b * d.Wq, d.Wq);
+    // Embedding every sentence with every table (and its temporal row), and the question.
+    run.bag_work += ((words + (d.temporal ? n - w0 : 0)) * d.S + qlen[b]) * E;
+    // The hops over the window.
+    run.cost[b] = 2 * d.K * (n - w0) + 1;
   }
   // l_kj, 1-based j and k, for sentences of J = 1 .. Wmax words: the paper's (1 - j/J) - (k/E)(1 -
   // 2j/J), or the code's 1 + 4 (k - (E+1)/2) (j - (Jf+1)/2) / (E Jf) with Jf = sentence_length.
-  run.Wmax = std::max(d.Ws, d.Wq);
+  const int64_t Wmax = std::max(d.Ws, d.Wq);
   if (d.position) {
     const bool fixed = m.config_.encoding == MemN2NEncoding::position_fixed;
     const double Jf = static_cast<double>(m.config_.sentence_length), dE = static_cast<double>(E);
-    run.pe.assign(static_cast<size_t>((run.Wmax + 1) * run.Wmax * E), 0.0f);
-    for (int64_t J = 1; J <= run.Wmax; ++J)
+    Tensor encoding({Wmax + 1, Wmax, E});
+    float* pe = encoding.data();
+    for (int64_t J = 1; J <= Wmax; ++J)
       for (int64_t j = 1; j <= J; ++j)
         for (int64_t k = 1; k <= E; ++k) {
           const double jJ = static_cast<double>(j) / static_cast<double>(J), dk = static_cast<double>(k);
           const double l = fixed ? 1.0 + 4.0 * (dk - (dE + 1) / 2) * (static_cast<double>(j) - (Jf + 1) / 2) / (dE * Jf)
                                  : (1.0 - jJ) - dk / dE * (1.0 - 2.0 * jJ);
-          run.pe[static_cast<size_t>((J * run.Wmax + j - 1) * E + k - 1)] = static_cast<float>(l);
+          pe[(J * Wmax + j - 1) * E + k - 1] = static_cast<float>(l);
         }
+    run.question_bags.options.position_weights = encoding;
+    run.story_bags.options.position_weights = std::move(encoding);
   }
 }
 
-void MemN2NImpl::forward_row(const MemN2N& m, const QaBatch& batch, Run& run, int64_t b) {
+void MemN2NImpl::forward_row(const MemN2N& m, Run& run, int64_t b) {
   const Dims& d = run.d;
   const int64_t B = d.B, Ms = d.Ms, E = d.E, K = d.K, n = run.n[b], w0 = run.w0[b];
-  const int32_t* story = batch.story.idata() + b * Ms * d.Ws;
-  const EmbedFn embed = embed_kernel(E, d.position);
-  const WeightedSumFn weighted = weighted_sum_kernel(E);
-  // The sentences, embedded with every memory table (from their temporal rows).
-  for (int64_t s = 0; s < d.S; ++s) {
-    const float* X = m.memory_[s].value.data();
-    const float* T = d.temporal ? m.temporal_[s].value.data() : nullptr;
-    float* mem = run.Mem.data() + (s * B + b) * Ms * E;
-    for (int64_t i = w0; i < n; ++i) {
-      const int64_t J = run.slen[b * Ms + i];
-      embed(X, E, story + i * d.Ws, J, run.pe_row(J), T ? T + static_cast<int64_t>(run.tix[b * Ms + i]) * E : nullptr,
-            mem + i * E);
-    }
-  }
-  // u^1: the question.
-  const int64_t Jq = run.qlen[b];
-  embed(question_table(m).value.data(), E, batch.question.idata() + b * d.Wq, Jq, run.pe_row(Jq), nullptr,
-        run.U.data() + b * E);
-  // The hops.
+  // The hops (the sentences and the question are embedded: forward).
   const float* H = d.adjacent ? nullptr : m.H_.value.data();
   for (int64_t k = 0; k < K; ++k) {
     const float* u = run.U.data() + (k * B + b) * E;
@@ -566,23 +379,39 @@ void MemN2NImpl::forward_row(const MemN2N& m, const QaBatch& batch, Run& run, in
     } else {
       for (int64_t e = 0; e < E; ++e) next[e] = dot(H + e * E, u, E);
     }
-    weighted(out + w0 * E, E, p + w0, n - w0, next);
+    ops::weighted_rows_sum(out + w0 * E, E, p + w0, n - w0, next);
   }
 }
 
-void MemN2NImpl::forward(const MemN2N& m, const QaBatch& batch, Run& run) {
+void MemN2NImpl::forward(const MemN2N& m, const QaBatch& batch, Run& run, bool train) {
   const Dims& d = run.d;
   const int64_t B = d.B, E = d.E, K = d.K;
-  run.Mem = Tensor::uninitialized({d.S, B, d.Ms, E});
+  // The window's sentences, embedded with every memory table from their temporal rows: one bag
+  // per slot, the other slots absent (ops/embedding_bag.hpp).
+  std::vector<const Tensor*> tables, times;
+  tables.reserve(static_cast<size_t>(d.S));
+  times.reserve(static_cast<size_t>(d.S));
+  for (int64_t s = 0; s < d.S; ++s) {
+    tables.push_back(&m.memory_[s].value);
+    if (d.temporal) times.push_back(&m.temporal_[s].value);
+  }
+  run.Mem = ops::embedding_bag_forward(batch.story, tables, times, run.story_bags.options,
+                                       train ? &run.story_bags : nullptr);
+  // u^1: the question.
+  const Tensor* question[1] = {&question_table(m).value};
+  const Tensor u1 = ops::embedding_bag_forward(batch.question, question, {}, run.question_bags.options,
+                                               train ? &run.question_bags : nullptr);
   run.U = Tensor::uninitialized({K + 1, B, E});
+  std::memcpy(run.U.data(), u1.data(), static_cast<size_t>(B * E) * sizeof(float));
+  // The hops.
   run.P = Tensor::uninitialized({B, K, d.Ms});
   int64_t work = 0;
   for (int64_t c : run.cost) work += c;
   work *= E;
   flops::add(work + (d.adjacent ? 0 : B * K * E * E));
   flops::add_sequential_steps(K);   // the hops are a chain (core/flops.hpp)
-  over_row_blocks(run.cost, threads_for(work), [&](int64_t b0, int64_t b1) {
-    for (int64_t b = b0; b < b1; ++b) forward_row(m, batch, run, b);
+  over_row_blocks(run.cost, threads_for(run.bag_work + work), [&](int64_t b0, int64_t b1) {
+    for (int64_t b = b0; b < b1; ++b) forward_row(m, run, b);
   });
   // The answer logits a = W u^{K+1}: one GEMM over the batch.
   run.logits = Tensor::uninitialized({B, d.V});
@@ -625,7 +454,6 @@ void MemN2NImpl::backward_row(const MemN2N& m, Run& run, Tensor& dU_, Tensor& dM
   float* dMem = dMem_.data();
   float* dp = dP_.data() + b * Ms;
   const float* H = d.adjacent ? nullptr : m.H_.value.data();
-  const WeightedSumFn weighted = weighted_sum_kernel(E);
   for (int64_t k = K - 1; k >= 0; --k) {
     const float* g = dU + ((k + 1) * B + b) * E;   // dloss / du^{k+1}
     float* du = dU + (k * B + b) * E;
@@ -639,11 +467,8 @@ void MemN2NImpl::backward_row(const MemN2N& m, Run& run, Tensor& dU_, Tensor& dM
     // table out(k) first at the last hop; table in(k) at hop k (adjacent) or the last (layerwise).
     const bool first_out = k == K - 1, first_in = d.adjacent || k == K - 1;
     // o = Σ p_i c_i: dp_i = g · c_i, dc_i += p_i g.
-    for (int64_t i = w0; i < n; ++i) {
-      dp[i] = dot(g, out + i * E, E);
-      if (first_out) scale(p[i], g, dout + i * E, E);
-      else axpy(p[i], g, dout + i * E, E);
-    }
+    ops::weighted_rows_sum_backward(out + w0 * E, E, p + w0, n - w0, g, dp + w0, dout + w0 * E,
+                                    /*accumulate=*/!first_out);
     // p = softmax(scores): ds_i = p_i (dp_i - Σ_j p_j dp_j) (in place); linear start: ds = dp.
     // Empty slots (empty_slots) read nothing, so their dp is 0 and the sum is the window's.
     if (!run.linear_start) {
@@ -656,44 +481,16 @@ void MemN2NImpl::backward_row(const MemN2N& m, Run& run, Tensor& dU_, Tensor& dM
       std::memcpy(du, g, static_cast<size_t>(E) * sizeof(float));
     } else {   // du = Σ_e g_e H[e]
       std::fill(du, du + E, 0.0f);
-      weighted(H, E, g, E, du);
+      ops::weighted_rows_sum(H, E, g, E, du);
     }
-    weighted(mem + w0 * E, E, dp + w0, n - w0, du);
-    for (int64_t i = w0; i < n; ++i) {
-      if (first_in) scale(dp[i], u, dmem + i * E, E);
-      else axpy(dp[i], u, dmem + i * E, E);
-    }
+    // du += Σ_i ds_i m_i, dm_i += ds_i u^k.
+    ops::weighted_rows_sum(mem + w0 * E, E, dp + w0, n - w0, du);
+    ops::weighted_rows_sum_backward(/*rows=*/nullptr, E, dp + w0, n - w0, u, /*dw=*/nullptr, dmem + w0 * E,
+                                    /*accumulate=*/!first_in);
   }
 }
 
-void MemN2NImpl::scatter_tables(MemN2N& m, const QaBatch& batch, const Run& run, const Tensor& dU, const Tensor& dMem,
-                                int64_t u0, int64_t u1) {
-  const Dims& d = run.d;
-  const int64_t B = d.B, Ms = d.Ms, E = d.E;
-  const int32_t* story = batch.story.idata();
-  const ScatterFn embed_backward = scatter_kernel(E, d.position);
-  for (int64_t s = u0; s < std::min(u1, d.S); ++s) {
-    float* dX = m.memory_[s].grad.data();
-    float* dT = d.temporal ? m.temporal_[s].grad.data() : nullptr;
-    for (int64_t b = 0; b < B; ++b)
-      for (int64_t i = run.w0[b]; i < run.n[b]; ++i) {
-        const float* g = dMem.data() + ((s * B + b) * Ms + i) * E;
-        const int64_t J = run.slen[b * Ms + i];
-        embed_backward(dX, E, story + (b * Ms + i) * d.Ws, J, run.pe_row(J), g);
-        if (dT != nullptr) axpy(1.0f, g, dT + static_cast<int64_t>(run.tix[b * Ms + i]) * E, E);
-      }
-  }
-  // The question's table: A1 (unit 0) or B (unit S).
-  if (u0 <= question_unit(d) && question_unit(d) < u1) {
-    float* dQ = question_table(m).grad.data();
-    for (int64_t b = 0; b < B; ++b) {
-      const int64_t J = run.qlen[b];
-      embed_backward(dQ, E, batch.question.idata() + b * d.Wq, J, run.pe_row(J), dU.data() + b * E);
-    }
-  }
-}
-
-void MemN2NImpl::backward(MemN2N& m, const QaBatch& batch, Run& run) {
+void MemN2NImpl::backward(MemN2N& m, Run& run) {
   const Dims& d = run.d;
   const int64_t B = d.B, E = d.E, K = d.K, V = d.V;
   const float* dlogits = run.logits.data();
@@ -711,23 +508,26 @@ void MemN2NImpl::backward(MemN2N& m, const QaBatch& batch, Run& run) {
   work *= E;
   flops::add(work + (d.adjacent ? 0 : 2 * B * K * E * E));
   flops::add_sequential_steps(K);
-  over_row_blocks(run.cost, threads_for(work), [&](int64_t b0, int64_t b1) {
+  over_row_blocks(run.cost, threads_for(run.bag_work + work), [&](int64_t b0, int64_t b1) {
     for (int64_t b = b0; b < b1; ++b) backward_row(m, run, dU, dMem, dP, b);
   });
   // Layerwise: dH += Σ_k du^{k+1} (u^k)^T, one GEMM over every hop's rows.
   if (!d.adjacent)
     blas::gemm(Trans::T, Trans::N, E, E, K * B, 1.0f, dU.data() + B * E, E, run.U.data(), E, 1.0f, m.H_.grad.data(),
                E);
-  // The embedding tables' gradients, whole tables per thread (tables of about equal work): a
-  // table row is written by one thread only, and every element in example order.
-  std::vector<int64_t> unit_cost(static_cast<size_t>(units(d)), 0);
-  for (int64_t b = 0; b < B; ++b) {
-    for (int64_t i = run.w0[b]; i < run.n[b]; ++i)
-      for (int64_t s = 0; s < d.S; ++s) unit_cost[s] += run.slen[b * d.Ms + i] + 1;
-    unit_cost[question_unit(d)] += run.qlen[b];
+  // The embedding tables' gradients: the sentences' into every memory table and its temporal
+  // table (whole tables per thread), then the question's into its table (adjacent: A1, after
+  // the sentences' gradient in it).
+  std::vector<Tensor*> dtables, dtimes;
+  dtables.reserve(static_cast<size_t>(d.S));
+  dtimes.reserve(static_cast<size_t>(d.S));
+  for (int64_t s = 0; s < d.S; ++s) {
+    dtables.push_back(&m.memory_[s].grad);
+    if (d.temporal) dtimes.push_back(&m.temporal_[s].grad);
   }
-  over_row_blocks(unit_cost, threads_for(work),
-                  [&](int64_t u0, int64_t u1) { scatter_tables(m, batch, run, dU, dMem, u0, u1); });
+  ops::embedding_bag_backward(dMem, run.story_bags, dtables, dtimes);
+  Tensor* dquestion[1] = {&question_table(m).grad};
+  ops::embedding_bag_backward(dU.rows(0, 1), run.question_bags, dquestion, {});
 }
 
 // ---- the public steps ------------------------------------------------------------------------
@@ -735,9 +535,9 @@ void MemN2NImpl::backward(MemN2N& m, const QaBatch& batch, Run& run) {
 MemN2NStats MemN2N::train_step(const QaBatch& batch, Rng* noise) {
   Impl::Run run;
   Impl::prepare(*this, batch, noise, run);
-  Impl::forward(*this, batch, run);
+  Impl::forward(*this, batch, run, /*train=*/true);
   const MemN2NStats stats = Impl::loss(run, batch, nullptr, /*backward=*/true);
-  Impl::backward(*this, batch, run);
+  Impl::backward(*this, run);
   return stats;
 }
 
@@ -750,7 +550,7 @@ MemN2NResult MemN2N::evaluate(const QaBatch& batch) const {
 MemN2NResult MemN2N::answer(const QaBatch& batch) const {
   Impl::Run run;
   Impl::prepare(*this, batch, nullptr, run);
-  Impl::forward(*this, batch, run);
+  Impl::forward(*this, batch, run, /*train=*/false);
   MemN2NResult r;
   r.predictions = Tensor({run.d.B}, DType::i32);
   r.stats = Impl::loss(run, batch, r.predictions.idata(), /*backward=*/false);

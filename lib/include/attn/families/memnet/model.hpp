@@ -63,13 +63,15 @@
 // gradient through the sentence embeddings (the authors' code zeroes its nil word instead); the
 // answer layer (W, or C<Nhop> under adjacent tying) has a logit for every id, PAD's included.
 //
-// Cost: a sentence embedding is a sum of table rows picked by word id (no one-hot products),
-// in kernels that keep the sum in registers (for E < 68); the hops are per-example loops over
-// the window; the answer layer and its two gradients are one GEMM each over the batch, as is H's
-// gradient over all hops. Threads: the forward and the hops' backward each run in one parallel
-// region over contiguous blocks of examples (blocks of about equal work); the embedding tables'
-// gradients, which examples share, in a third, whole tables to a thread (each walks every
-// example in order). A region of less than 2^22 multiply-adds (kParallelMinWork in model.cpp,
+// Cost: a sentence embedding is a sum of table rows picked by word id (no one-hot products): an
+// embedding bag (ops/embedding_bag.hpp) over every memory table at once, in kernels that keep
+// the sum in registers (for E < 68); the hops are per-example loops over the window, their sums
+// of rows the same kernels; the answer layer and its two gradients are one GEMM each over the
+// batch, as is H's gradient over all hops. Threads: the embeddings run over blocks of sentences,
+// the hops and their backward each in one parallel region over contiguous blocks of examples
+// (blocks of about equal work); the embedding tables' gradients, which examples share, whole
+// tables to a thread (each walks every sentence in order). A region of less than 2^22
+// multiply-adds (kParallelMinWork in model.cpp,
 // measured: the model's rows are so cheap that waking the second thread and its cache misses on
 // rows the first wrote outweigh half of a smaller region's work) stays on the calling thread:
 // on bAbI, batches up to about 300 questions run on one thread, and larger batches of the joint
@@ -203,7 +205,7 @@ class MemN2N {
   MemN2NResult answer(const QaBatch& batch) const;
 
  private:
-  friend struct MemN2NImpl;   // the forward and backward code (memnet.cpp)
+  friend struct MemN2NImpl;   // the forward and backward code (model.cpp)
 
   MemN2NConfig config_;
   bool linear_start_ = false;
