@@ -60,6 +60,7 @@ int cmd_score(int argc, char** argv) {
                     "printed as 'BLEU = 35.12, p1/p2/p3/p4 (BP=..., ratio=..., hyp_len=..., ref_len=...)'.\n"
                     "Prediction layout and reference sources: apps/bleu/main.cpp, datasets/README.md.");
   opts.split("test");
+  // clang-format off
   opts.add()
       ("hyp", po::value<std::string>()->value_name("FILE"), "predictions, HDF5 (/predictions + /vocab/tgt)")
       ("hyp-text", po::value<std::string>()->value_name("FILE"), "predictions, tokenised text, one a line")
@@ -75,6 +76,7 @@ int cmd_score(int argc, char** argv) {
        "for longer sources (needs --ref DATA.h5)")
       ("out", po::value<std::string>()->value_name("FILE"),
        "also write the scores to HDF5 (/metrics; /by_length/{lower,upper,sentences,bleu} with buckets)");
+  // clang-format on
   if (!opts.parse(argc, argv)) return 0;
   const auto one_of = [&](const char* a, const char* b) {
     if (opts.has(a) == opts.has(b))

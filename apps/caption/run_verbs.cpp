@@ -18,6 +18,7 @@ void add_common(cli::Options& opts) {
       .data("image-captioning data set, HDF5 (attn-data mnist-strips, attn-data shapes)")
       .split("test");
   opts.batch_size(64);
+  // clang-format off
   opts.add()
       ("beam", cli::int_value(1)->notifier(cli::in_range<int64_t>("beam", 1, 1000)), "beam width (1: greedy search)")
       ("length-penalty", po::value<double>()->value_name("A")->default_value(0.0, "0")
@@ -25,6 +26,7 @@ void add_common(cli::Options& opts) {
        "beam search ranks captions by log p / |y|^A (0: raw log p)")
       ("max-len", cli::int_value(30)->notifier(cli::in_range<int64_t>("max-len", 1, 10000)),
        "the most words a caption may have");
+  // clang-format on
   opts.threads();
 }
 

@@ -17,6 +17,7 @@ namespace po = boost::program_options;
 using cli::int_value;
 
 void add_options(cli::Options& opts) {
+  // clang-format off
   opts.add_model()
       ("encoder", po::value<std::string>()->value_name("LIST")->default_value("conv32x3,pool2,conv64x3,pool2"),
        "the convolutional encoder, trained from scratch: convKxS is an S x S convolution to K channels (zero "
@@ -49,6 +50,7 @@ void add_options(cli::Options& opts) {
       ("dropout", po::value<double>()->value_name("P")->default_value(0.0, "0")
                       ->notifier(cli::in_range<double>("dropout", 0.0, 0.99)),
        "dropout on the deep output's hidden layer");
+  // clang-format on
 }
 
 caption::CaptionerConfig config_from_options(const cli::Options& opts, const data::Vocab& vocab,
@@ -107,6 +109,7 @@ std::unique_ptr<cli::TrainRun> prepare(const cli::Options& opts, cli::TrainInput
 }  // namespace
 
 int cmd_train(int argc, char** argv) {
+  // clang-format off
   return cli::run_train_verb(kTool, argc, argv, {
       .about = "Trains a soft-attention captioner (Xu et al. 2015, Show, Attend and Tell) on a data set of attn-data\n"
                "mnist-strips or shapes: a convolutional encoder trained from scratch, an LSTM decoder that\n"
@@ -122,6 +125,7 @@ int cmd_train(int argc, char** argv) {
       .prepare = prepare,
       .test_scores = caption::caption_test_scores,
   });
+  // clang-format on
 }
 
 }  // namespace attn::caption_tool

@@ -30,6 +30,7 @@ void add_eval_options(Options& opts) {
 void add_translate_options(Options& opts, double default_length_penalty, const std::string& length_penalty_help) {
   opts.model("trained model, HDF5").data("token data set, HDF5").split("test");
   opts.out("predictions, HDF5");
+  // clang-format off
   opts.add()
       ("beam", int_value(1)->notifier(positive<int64_t>("beam")), "beam size (1: greedy)")
       ("length-penalty", po::value<double>()->value_name("ALPHA")
@@ -39,6 +40,7 @@ void add_translate_options(Options& opts, double default_length_penalty, const s
       ("max-len", int_value(0)->notifier(at_least<int64_t>("max-len", 0)),
        "most tokens generated per sentence (0: the batch's longest source + 50)")
       ("max-tokens", int_value(4096)->notifier(positive<int64_t>("max-tokens")), "source tokens per batch");
+  // clang-format on
   opts.distributed();
 }
 

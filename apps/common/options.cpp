@@ -159,12 +159,14 @@ Options::Options(std::string tool, std::string synopsis, std::string about)
       own_("Options", kHelpWidth, kHelpDescription), model_("Model options", kHelpWidth, kHelpDescription),
       optimizer_("Optimizer options", kHelpWidth, kHelpDescription),
       general_("General options", kHelpWidth, kHelpDescription) {
+  // clang-format off
   general_.add_options()
       ("config", po::value<std::string>()->value_name("FILE"),
        "read options from an INI file of `name = value` lines (the command line wins)")
       ("quiet", po::bool_switch(), "print nothing on stderr but errors")
       ("help,h", "show this help and exit")
       ("version", "print the version and exit");
+  // clang-format on
 }
 
 po::options_description_easy_init Options::add() { return own_.add_options(); }
@@ -203,13 +205,16 @@ Options& Options::split(const std::string& default_split) {
 }
 
 Options& Options::seed(int64_t default_seed) {
+  // clang-format off
   own_.add_options()("seed", po::value<int64_t>()->value_name("N")->default_value(default_seed)
                                  ->notifier(at_least<int64_t>("seed", 0)),
                      "random seed; the same seed gives the same bits");
+  // clang-format on
   return *this;
 }
 
 Options& Options::threads() {
+  // clang-format off
   own_.add_options()("threads", po::value<int64_t>()->value_name("N")->default_value(0)
                                     ->notifier(in_range<int64_t>("threads", 0, 1024)),
                      "threads for OpenMP loops and BLAS (0: OMP_NUM_THREADS, else all cores); fewer while "
@@ -217,35 +222,44 @@ Options& Options::threads() {
   own_.add_options()("fixed-threads", po::bool_switch(),
                      "keep the thread count even when other processes keep the cores busy (by default it "
                      "drops to the cores left free, checked every second; the results are the same bits)");
+  // clang-format on
   return *this;
 }
 
 Options& Options::batch_size(int64_t default_size) {
+  // clang-format off
   own_.add_options()("batch-size", po::value<int64_t>()->value_name("N")->default_value(default_size)
                                        ->notifier(positive<int64_t>("batch-size")),
                      "examples per batch");
+  // clang-format on
   return *this;
 }
 
 Options& Options::epochs(int64_t default_epochs) {
+  // clang-format off
   own_.add_options()("epochs", po::value<int64_t>()->value_name("N")->default_value(default_epochs)
                                    ->notifier(positive<int64_t>("epochs")),
                      "passes over the training set");
+  // clang-format on
   return *this;
 }
 
 Options& Options::steps(int64_t default_steps) {
+  // clang-format off
   own_.add_options()("steps", po::value<int64_t>()->value_name("N")->default_value(default_steps)
                                   ->notifier(positive<int64_t>("steps")),
                      "optimizer steps");
+  // clang-format on
   return *this;
 }
 
 Options& Options::lr(double default_lr) {
+  // clang-format off
   own_.add_options()("lr", po::value<double>()->value_name("X")
                                ->default_value(default_lr, format_number(default_lr))
                                ->notifier(positive<double>("lr")),
                      "learning rate");
+  // clang-format on
   return *this;
 }
 

@@ -57,6 +57,7 @@ void add_optimizer_options(Options& opts, const train::OptimizerSpec& d) {
     return h + ")";
   };
   const char* kind = optim::optimizer_kind_name(d.kind);
+  // clang-format off
   opts.add_optimizer()
       ("optimizer", choice("optimizer", kind, {"sgd", "rmsprop", "adam", "adamw"}),
        "sgd (momentum, Nesterov), rmsprop (Graves 2013's centred form), adam, adamw")
@@ -87,6 +88,7 @@ void add_optimizer_options(Options& opts, const train::OptimizerSpec& d) {
       ("weight-decay", po::value<double>()->value_name("X")->notifier(at_least<double>("weight-decay", 0.0)),
        per_kind("L2 weight decay (adamw: decoupled)", d.adam.weight_decay, d.rmsprop.weight_decay,
                 d.sgd.weight_decay).c_str());
+  // clang-format on
 }
 
 // The optimizer and schedule the options describe, from the tool's defaults. A flag of another
@@ -141,6 +143,7 @@ void add_training_options(Options& opts, const TrainVerb& verb) {
                "length-bucketed batches of about this many tokens (B x longest length, padding included) "
                "instead of --batch-size (0: off)");
   opts.epochs(verb.epochs);
+  // clang-format off
   opts.add()
       ("steps", int_value(0)->notifier(at_least<int64_t>("steps", 0)),
        "stop after this many optimizer steps (0: no limit); alone, it replaces --epochs")
@@ -177,6 +180,7 @@ void add_training_options(Options& opts, const TrainVerb& verb) {
       ("rank-timeout", po::value<double>()->value_name("S")->default_value(600.0, "600")
                            ->notifier(greater_than<double>("rank-timeout", 0.0)),
        "under mpirun: seconds a rank waits for the others before it stops the job (a rank died or hung)");
+  // clang-format on
   opts.seed(1).threads();
 }
 

@@ -83,6 +83,7 @@ int cmd_measure(int argc, char** argv) {
                     "n 64, path n 16..64, r 4, 4 heads, 1 repeat).");
   opts.out("output HDF5 file (kind complexity)").seed().threads();
   auto size = [] { return po::value<int64_t>()->value_name("N"); };
+  // clang-format off
   opts.add()
       ("quick", po::bool_switch(), "a small sweep that runs in about a second (tests, smoke runs)")
       ("layers", po::value<std::string>()->value_name("LIST"),
@@ -100,6 +101,7 @@ int cmd_measure(int argc, char** argv) {
       ("r", size()->notifier(cli::positive<int64_t>("r")), "restricted attention window radius")
       ("heads", size()->notifier(cli::positive<int64_t>("heads")), "multi-head attention heads")
       ("repeats", size()->notifier(cli::in_range<int64_t>("repeats", 1, 1000)), "timed runs per point (median)");
+  // clang-format on
   if (!opts.parse(argc, argv)) return 0;
   const StudyConfig config = config_from(opts);
 

@@ -37,6 +37,7 @@ int cmd_babi(int argc, char** argv) {
                     "qa<N>_<name>_{train,test}.txt files; /valid is held out of the training file, /test is\n"
                     "the test file. Layout: datasets/README.md.");
   opts.out("output HDF5 file").seed();
+  // clang-format off
   opts.add()
       ("task", po::value<std::string>()->value_name("N|all")->required()->notifier([](const std::string& t) {
          task_number(t);
@@ -51,6 +52,7 @@ int cmd_babi(int argc, char** argv) {
        "a question's memory: at most this many of its story's latest statements")
       ("valid-fraction", po::value<double>()->value_name("X")->default_value(0.1, "0.1")->notifier(check_fraction),
        "of each task's training questions, held out as /valid (chosen by --seed)");
+  // clang-format on
   if (!opts.parse(argc, argv)) return 0;
 
   const std::string set = opts.get<std::string>("set");

@@ -55,6 +55,7 @@ std::vector<std::string> take_tail(std::vector<std::string>& lines, int64_t n, c
 
 // Tokenisation and vocabulary options of text and pairs (min-freq default differs).
 void add_tokens_options(cli::Options& opts, int64_t min_freq) {
+  // clang-format off
   opts.add()
       ("min-freq", int_value(min_freq)->notifier(cli::positive<int64_t>("min-freq")),
        "keep tokens seen at least this often in the training lines")
@@ -63,6 +64,7 @@ void add_tokens_options(cli::Options& opts, int64_t min_freq) {
       ("max-len", int_value(0)->notifier(cli::at_least<int64_t>("max-len", 0)),
        "drop training lines (pairs: with a side) longer than this many tokens; 0: keep all")
       ("lowercase", po::bool_switch(), "lower-case the text before tokenising");
+  // clang-format on
   add_vocab_from(opts);
 }
 
@@ -89,6 +91,7 @@ int cmd_babi_cls(int argc, char** argv) {
                     "babi with the same options; tasks 8 and 19 (answers of several words) are left out.\n"
                     "Layout: datasets/README.md.");
   opts.out("output HDF5 file").seed();
+  // clang-format off
   opts.add()
       ("task", po::value<std::string>()->value_name("N|all")->required()->notifier([](const std::string& t) {
          babi_task(t);
@@ -104,6 +107,7 @@ int cmd_babi_cls(int argc, char** argv) {
            throw ConfigError("--valid-fraction must be in [0, 1), got " + cli::format_number(f));
        }),
        "of each task's training questions, held out as /valid (chosen by --seed)");
+  // clang-format on
   add_vocab_from(opts);
   if (!opts.parse(argc, argv)) return 0;
 
@@ -140,10 +144,12 @@ int cmd_text(int argc, char** argv) {
                     "tokens, one vocabulary from the training lines; the last --valid-n / --test-n lines are held out.\n"
                     "Layout: datasets/README.md.");
   opts.out("output HDF5 file");
+  // clang-format off
   opts.add()
       ("in", po::value<std::string>()->required()->value_name("FILE"), "the text, one sentence (or story) a line")
       ("valid-n", int_value(0)->notifier(cli::at_least<int64_t>("valid-n", 0)), "hold out this many lines as /valid")
       ("test-n", int_value(0)->notifier(cli::at_least<int64_t>("test-n", 0)), "hold out this many lines as /test");
+  // clang-format on
   add_tokens_options(opts, 1);
   if (!opts.parse(argc, argv)) return 0;
 
@@ -177,6 +183,7 @@ int cmd_pairs(int argc, char** argv) {
                     "Layout: datasets/README.md.");
   opts.out("output HDF5 file").seed();
   const auto file = [] { return po::value<std::string>()->value_name("FILE"); };
+  // clang-format off
   opts.add()
       ("src-file", file(), "sentences A, one a line (plain or gzip)")
       ("tgt-file", file(), "their translations B, aligned with --src-file")
@@ -185,6 +192,7 @@ int cmd_pairs(int argc, char** argv) {
       ("tgt", cli::choice("tgt", "en", {"de", "en", "fr", "cs"}), "with --multi30k: the language of B")
       ("valid-n", int_value(0)->notifier(cli::at_least<int64_t>("valid-n", 0)), "with --src-file: lines held out as /valid")
       ("test-n", int_value(0)->notifier(cli::at_least<int64_t>("test-n", 0)), "with --src-file: lines held out as /test");
+  // clang-format on
   add_tokens_options(opts, 2);
   if (!opts.parse(argc, argv)) return 0;
 

@@ -7,12 +7,14 @@ namespace attn::data_tool {
 
 void add_generator_options(cli::Options& opts, int64_t default_n, int64_t default_eval_n) {
   opts.out("output HDF5 file").seed();
+  // clang-format off
   opts.add()
       ("n", cli::int_value(default_n)->notifier(cli::positive<int64_t>("n")), "training examples (/train)")
       ("valid-n", cli::int_value(default_eval_n)->notifier(cli::positive<int64_t>("valid-n")),
        "validation examples (/valid)")
       ("test-n", cli::int_value(default_eval_n)->notifier(cli::positive<int64_t>("test-n")),
        "test examples (/test)");
+  // clang-format on
 }
 
 datasets::SplitSizes split_sizes(const cli::Options& opts) {

@@ -18,6 +18,7 @@ int cmd_mnist_strips(int argc, char** argv) {
                     "t10k-labels-idx1-ubyte.gz; image i goes to the train pool when i mod 10 < 8, to valid\n"
                     "when it is 8, to test when it is 9. Layout: datasets/README.md.");
   add_generator_options(opts, 10000, 1000);
+  // clang-format off
   opts.add()
       ("data-dir", po::value<std::string>()->required()->value_name("DIR"),
        "folder of the MNIST test-set IDX files (e.g. ../shared/data/mnist)")
@@ -50,6 +51,7 @@ int cmd_mnist_strips(int argc, char** argv) {
       ("warp-elastic-sigma", po::value<double>()->value_name("S")->default_value(4, "4")
                                  ->notifier(cli::in_range<double>("warp-elastic-sigma", 1, 14)),
        "the elastic field's smoothness in pixels: larger is smoother and, for one ALPHA, weaker");
+  // clang-format on
   if (!opts.parse(argc, argv)) return 0;
   cli::require_at_least(opts, "max-digits", "min-digits");
 
@@ -82,6 +84,7 @@ int cmd_shapes(int argc, char** argv) {
                     "colour and shape words carry their object's box. Layout and the relation rule:\n"
                     "datasets/README.md.");
   add_generator_options(opts, 10000, 1000);
+  // clang-format off
   opts.add()
       ("height", int_value(48)->notifier(cli::positive<int64_t>("height")), "image height in pixels")
       ("width", int_value(48)->notifier(cli::positive<int64_t>("width")), "image width in pixels")
@@ -89,6 +92,7 @@ int cmd_shapes(int argc, char** argv) {
        "smallest object: side of its square, in pixels")
       ("max-size", int_value(18)->notifier(cli::positive<int64_t>("max-size")),
        "largest object; two must fit side by side and one above the other");
+  // clang-format on
   if (!opts.parse(argc, argv)) return 0;
   cli::require_at_least(opts, "max-size", "min-size");
 

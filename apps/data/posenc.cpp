@@ -14,9 +14,11 @@ int cmd_posenc(int argc, char** argv) {
   cli::Options opts(kTool, "--d-model D --positions P [--out FILE]",
                     "Prints the sinusoidal positional encoding PE[pos, :] for pos = 0 .. P-1,\n"
                     "one row per line (5 decimals, truncated), and with --out stores it as /posenc.");
+  // clang-format off
   opts.add()
       ("d-model", cli::int_value(4)->notifier(cli::positive<int64_t>("d-model")), "model width d")
       ("positions", cli::int_value(2)->notifier(cli::positive<int64_t>("positions")), "number of positions P");
+  // clang-format on
   opts.add()("out", cli::po::value<std::string>()->value_name("FILE"), "also write the table to this HDF5 file; - writes it to standard output");
   opts.no_config_echo();
   if (!opts.parse(argc, argv)) return 0;

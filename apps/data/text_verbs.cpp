@@ -12,6 +12,7 @@ using cli::int_value;
 
 // The options both verbs share: tokenisation and vocabulary.
 void add_text_options(cli::Options& opts) {
+  // clang-format off
   opts.add()
       ("min-freq", int_value(2)->notifier(cli::positive<int64_t>("min-freq")),
        "keep tokens seen at least this often in the training split (both vocabularies)")
@@ -20,6 +21,7 @@ void add_text_options(cli::Options& opts) {
       ("max-len", int_value(0)->notifier(cli::at_least<int64_t>("max-len", 0)),
        "drop training pairs with a side longer than this many tokens; 0: keep all")
       ("lowercase", po::bool_switch(), "lower-case the text before tokenising");
+  // clang-format on
 }
 
 datasets::ParallelConfig text_config(const cli::Options& opts) {
@@ -69,11 +71,13 @@ int cmd_multi30k(int argc, char** argv) {
                     "become the splits train, valid and test; Moses-style tokens, vocabularies from\n"
                     "train. Layout: datasets/README.md.");
   opts.out("output HDF5 file");
+  // clang-format off
   opts.add()
       ("src", cli::choice("src", "de", {"de", "en", "fr", "cs"}), "source language")
       ("tgt", cli::choice("tgt", "en", {"de", "en", "fr", "cs"}), "target language")
       ("data-dir", po::value<std::string>()->required()->value_name("DIR"),
        "folder of the Multi30k .gz files (e.g. ../shared/data/multi30k)");
+  // clang-format on
   add_text_options(opts);
   if (!opts.parse(argc, argv)) return 0;
   const auto text = datasets::read_multi30k(opts.get<std::string>("data-dir"), opts.get<std::string>("src"),
@@ -89,6 +93,7 @@ int cmd_parallel(int argc, char** argv) {
                     "--valid-n / --test-n training lines (test last). Layout: datasets/README.md.");
   opts.out("output HDF5 file");
   const auto file = [] { return po::value<std::string>()->value_name("FILE"); };
+  // clang-format off
   opts.add()
       ("src-file", file()->required(), "training source text, one sentence a line")
       ("tgt-file", file()->required(), "training target text, aligned with --src-file")
@@ -100,6 +105,7 @@ int cmd_parallel(int argc, char** argv) {
        "without validation files: hold out this many training lines")
       ("test-n", int_value(0)->notifier(cli::at_least<int64_t>("test-n", 0)),
        "without test files: hold out this many training lines");
+  // clang-format on
   add_text_options(opts);
   if (!opts.parse(argc, argv)) return 0;
 

@@ -11,11 +11,13 @@ using cli::int_value;
 int run_toy(datasets::ToyTask task, const char* about, int argc, char** argv) {
   cli::Options opts(kTool, "--out FILE [options]", about);
   add_generator_options(opts, 10000, 1000);
+  // clang-format off
   opts.add()
       ("vocab", int_value(14)->notifier(cli::at_least<int64_t>("vocab", 5)),
        "vocabulary size, the reserved ids 0-3 (<pad> <s> </s> <unk>) included")
       ("min-len", int_value(3)->notifier(cli::positive<int64_t>("min-len")), "shortest source, in tokens")
       ("max-len", int_value(10)->notifier(cli::positive<int64_t>("max-len")), "longest source, in tokens");
+  // clang-format on
   if (!opts.parse(argc, argv)) return 0;
   cli::require_at_least(opts, "max-len", "min-len");
 

@@ -18,6 +18,7 @@ namespace po = boost::program_options;
 using cli::int_value;
 
 void add_options(cli::Options& opts) {
+  // clang-format off
   opts.add_model()
       ("hops", int_value(3)->notifier(cli::positive<int64_t>("hops")), "memory hops (the paper's K)")
       ("embedding-size", int_value(20)->notifier(cli::positive<int64_t>("embedding-size")),
@@ -46,6 +47,7 @@ void add_options(cli::Options& opts) {
       ("random-noise", po::bool_switch(),
        "random noise (RN): insert 10% empty memories at random places in time while training (temporal "
        "encoding only)");
+  // clang-format on
 }
 
 memnet::MemN2NConfig config_from_options(const cli::Options& opts, const data::Vocab& vocab,
@@ -102,6 +104,7 @@ std::unique_ptr<cli::TrainRun> prepare(const cli::Options& opts, cli::TrainInput
 }  // namespace
 
 int cmd_train(int argc, char** argv) {
+  // clang-format off
   return cli::run_train_verb(kTool, argc, argv, {
       .about = "Trains an end-to-end memory network (Sukhbaatar et al. 2015) on a bAbI data set of attn-data babi\n"
                "(one task, or all 20 for a joint model), validating on /valid after every epoch. By default with\n"
@@ -121,6 +124,7 @@ int cmd_train(int argc, char** argv) {
       .repeats_metric = "error",
       .test_scores = memnet::memnet_test_scores,
   });
+  // clang-format on
 }
 
 }  // namespace attn::memnet_tool

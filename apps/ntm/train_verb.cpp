@@ -16,6 +16,7 @@ namespace po = boost::program_options;
 using cli::int_value;
 
 void add_options(cli::Options& opts) {
+  // clang-format off
   opts.add_model()
       ("controller", cli::choice("controller", "lstm", {"lstm", "ff"}),
        "controller network: an LSTM, or feed-forward tanh layers")
@@ -46,6 +47,7 @@ void add_options(cli::Options& opts) {
       ("curriculum-threshold", po::value<double>()->value_name("X")->default_value(0.01, "0.01")
                                    ->notifier(cli::in_range<double>("curriculum-threshold", 0.0, 1.0)),
        "bit error rate at which the curriculum moves on");
+  // clang-format on
 }
 
 ntm::NtmConfig config_from_options(const cli::Options& opts, const data::SequenceSplit& train) {
@@ -107,6 +109,7 @@ std::unique_ptr<cli::TrainRun> prepare(const cli::Options& opts, cli::TrainInput
 }  // namespace
 
 int cmd_train(int argc, char** argv) {
+  // clang-format off
   return cli::run_train_verb(kTool, argc, argv, {
       .about = "Trains a neural Turing machine (Graves et al. 2014; Collier & Beel 2018's parameterisation) on\n"
                "a task of attn-data: by default with RMSProp in Graves' centred form (rho 0.95, momentum 0.9,\n"
@@ -120,6 +123,7 @@ int cmd_train(int argc, char** argv) {
       .add_options = add_options,
       .prepare = prepare,
   });
+  // clang-format on
 }
 
 }  // namespace attn::ntm_tool

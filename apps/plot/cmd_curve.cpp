@@ -68,6 +68,7 @@ int cmd_curve(int argc, char** argv) {
                     "Example: attn-plot curve run.h5 --series /metrics/train_loss --series\n"
                     "         /metrics/valid_step:/metrics/valid_loss --log-y --y-title loss --out loss.svg");
   add_picture_options(opts);
+  // clang-format off
   opts.add()
       ("series", po::value<std::vector<std::string>>()->value_name("PATH")->composing()->required(),
        "a series: Y, or X:Y, each optionally FILE::...; repeat for several")
@@ -82,6 +83,7 @@ int cmd_curve(int argc, char** argv) {
        "picture width in pixels")
       ("height", po::value<double>()->value_name("X")->default_value(400.0, "400")->notifier(cli::in_range<double>("height", 100, 20000)),
        "picture height in pixels");
+  // clang-format on
   if (!opts.parse(input.argc(), input.argv())) return 0;
   picture_format(opts);
   const auto specs = opts.get<std::vector<std::string>>("series");

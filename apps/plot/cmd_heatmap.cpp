@@ -22,6 +22,7 @@ int cmd_heatmap(int argc, char** argv) {
   opts.add()("dataset", po::value<std::string>()->value_name("PATH")->required(),
              "float dataset holding the matrix, e.g. /attention/cross/layer5 [N, heads, T, S]");
   add_selection_options(opts, /*with_heads=*/true);
+  // clang-format off
   opts.add()
       ("all-heads", po::bool_switch(), "keep the head axis (-3) and draw every head, one panel each")
       ("x-ids", po::value<std::string>()->value_name("PATH"), "token ids of the columns, e.g. /test/src [N, S]")
@@ -43,6 +44,7 @@ int cmd_heatmap(int argc, char** argv) {
       ("columns", cli::int_value(0)->notifier(cli::at_least<int64_t>("columns", 0)),
        "panels per row with --all-heads; 0: about square")
       ("no-colorbar", po::bool_switch(), "leave out the colour bar");
+  // clang-format on
   add_colormap_option(opts, "viridis");
   if (!opts.parse(input.argc(), input.argv())) return 0;
   picture_format(opts);

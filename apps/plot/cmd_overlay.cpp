@@ -49,6 +49,7 @@ int cmd_overlay(int argc, char** argv) {
                     "         --word-ids /predictions --word-vocab /vocab/tgt --out looked.png");
   add_picture_options(opts);
   add_selection_options(opts, /*with_heads=*/false);
+  // clang-format off
   opts.add()
       ("image", po::value<std::string>()->value_name("PATH")->required(), "images [N, C, H, W] (float)")
       ("attention", po::value<std::string>()->value_name("PATH")->required(),
@@ -65,6 +66,7 @@ int cmd_overlay(int argc, char** argv) {
       ("panel", po::value<double>()->value_name("X")->default_value(0.0, "0")->notifier(cli::at_least<double>("panel", 0)),
        "longer side of a panel in pixels; 0: the image size, kept within 120-224")
       ("columns", cli::int_value(0)->notifier(cli::at_least<int64_t>("columns", 0)), "panels per row; 0: up to 6");
+  // clang-format on
   add_colormap_option(opts, "gray");
   if (!opts.parse(input.argc(), input.argv())) return 0;
   picture_format(opts);

@@ -22,6 +22,7 @@ int cmd_table(int argc, char** argv) {
   add_picture_options(opts);
   opts.add()("dataset", po::value<std::string>()->value_name("PATH")->required(), "float dataset holding the matrix");
   add_selection_options(opts, /*with_heads=*/true);
+  // clang-format off
   opts.add()
       ("transpose", po::bool_switch(), "swap rows and columns")
       ("row-ids", po::value<std::string>()->value_name("PATH"), "token ids of the rows, e.g. /test/story [N, S, W]")
@@ -34,6 +35,7 @@ int cmd_table(int argc, char** argv) {
       ("precision", cli::int_value(2)->notifier(cli::in_range<int64_t>("precision", 0, 12)), "decimals printed")
       ("vmin", po::value<double>()->value_name("X"), "value of the lightest shade (default: min(0, minimum))")
       ("vmax", po::value<double>()->value_name("X"), "value of the darkest shade (default: the maximum)");
+  // clang-format on
   add_colormap_option(opts, "blues");
   if (!opts.parse(input.argc(), input.argv())) return 0;
   picture_format(opts);

@@ -41,6 +41,7 @@ int cmd_weights(int argc, char** argv) {
                     "         --write /ntm/write_weights --read /ntm/read_weights --out copy.png");
   add_picture_options(opts);
   add_selection_options(opts, /*with_heads=*/false);
+  // clang-format off
   opts.add()
       ("inputs", po::value<std::string>()->value_name("PATH"), "input sequence [T, bits], drawn first")
       ("outputs", po::value<std::string>()->value_name("PATH"), "output sequence [T, bits], drawn second")
@@ -55,6 +56,7 @@ int cmd_weights(int argc, char** argv) {
       ("max-panel-height", po::value<double>()->value_name("X")->default_value(200.0, "200")
                                ->notifier(cli::positive<double>("max-panel-height")),
        "tallest panel in pixels: rows of large memories shrink to fit");
+  // clang-format on
   add_colormap_option(opts, "gray");
   if (!opts.parse(input.argc(), input.argv())) return 0;
   picture_format(opts);

@@ -33,6 +33,7 @@ std::string Input::path(const cli::Options& opts) const {
 
 void add_picture_options(cli::Options& opts) {
   opts.data("input HDF5 file, when not given as the first argument", /*required=*/false);
+  // clang-format off
   opts.add()
       ("out", po::value<std::string>()->value_name("PICTURE")->required(),
        "picture to write, .png, .svg or .pdf (written atomically); - writes to stdout (give --format)")
@@ -41,6 +42,7 @@ void add_picture_options(cli::Options& opts) {
       ("scale", po::value<double>()->value_name("X")->default_value(1.0, "1")->notifier(cli::in_range<double>("scale", 0.1, 16)),
        "PNG pixels per unit (2 for a high-resolution PNG of the same layout)")
       ("title", po::value<std::string>()->value_name("TEXT")->default_value(""), "title above the figure");
+  // clang-format on
 }
 
 plot::Format picture_format(const cli::Options& opts) {
@@ -70,11 +72,13 @@ void write_picture(const cli::Options& opts, const plot::Picture& pic) {
 void add_selection_options(cli::Options& opts, bool with_heads) {
   opts.add()("index", po::value<std::string>()->value_name("I[,J..]"),
              "indices of the leading axes, in order (usually the example number)");
+  // clang-format off
   if (with_heads)
     opts.add()
         ("layer", po::value<int64_t>()->value_name("N"),
          "layer: axis -4 of [..., layers, heads, R, C], or the dataset's member layer<N> when it is a group")
         ("head", po::value<int64_t>()->value_name("N"), "head: axis -3 of [..., heads, R, C]");
+  // clang-format on
 }
 
 plot::Selection selection(const cli::Options& opts) {

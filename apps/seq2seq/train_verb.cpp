@@ -17,6 +17,7 @@ using cli::int_value;
 using nn::ScoreKind;
 
 void add_model_options(cli::Options& opts) {
+  // clang-format off
   opts.add_model()
       ("cell", cli::choice("cell", "gru", {"gru", "lstm"}),
        "recurrent cell of the encoder and the decoder")
@@ -55,6 +56,7 @@ void add_model_options(cli::Options& opts) {
       ("label-smoothing", po::value<double>()->value_name("EPS")->default_value(0.0, "0")
                               ->notifier(cli::in_range<double>("label-smoothing", 0.0, 0.99)),
        "label smoothing of the loss");
+  // clang-format on
   cli::add_valid_bleu_option(opts);
 }
 
@@ -108,6 +110,7 @@ std::unique_ptr<cli::TrainRun> prepare(const cli::Options& opts, cli::TrainInput
 }  // namespace
 
 int cmd_train(int argc, char** argv) {
+  // clang-format off
   return cli::run_train_verb(kTool, argc, argv, {
       .about = "Trains an RNN encoder-decoder with attention with Adam at a constant rate and gradient clipping,\n"
                "in batches of about --max-tokens tokens of similar lengths, teacher-forced with probability\n"
@@ -119,6 +122,7 @@ int cmd_train(int argc, char** argv) {
       .add_options = add_model_options,
       .prepare = prepare,
   });
+  // clang-format on
 }
 
 }  // namespace attn::seq2seq_tool

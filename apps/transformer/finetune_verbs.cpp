@@ -24,6 +24,7 @@ std::string fixed(double v) {
 }
 
 void add_finetune_options(cli::Options& opts) {
+  // clang-format off
   opts.add()
       ("init", po::value<std::string>()->value_name("FILE"),
        "the pre-trained model, HDF5 (attn-transformer train --arch lm or mlm on a set with the same vocabulary); "
@@ -34,6 +35,7 @@ void add_finetune_options(cli::Options& opts) {
        "GPT's auxiliary objective L = L_cls + LAMBDA L_lm (Radford et al. 2018 use 0.5; --arch lm bodies only)")
       ("from-scratch", po::bool_switch(),
        "the baseline without pre-training: --init's architecture, every weight drawn afresh from --seed");
+  // clang-format on
 }
 
 struct FineTuneRun : cli::TrainRun {
@@ -81,6 +83,7 @@ std::vector<std::pair<std::string, double>> test_scores(const std::string& model
 }  // namespace
 
 int cmd_finetune(int argc, char** argv) {
+  // clang-format off
   return cli::run_train_verb(kTool, argc, argv, {
       .synopsis = "--init PRETRAINED.h5 --data LABELLED.h5 --model OUT.h5 [options]",
       .about = "Fine-tunes a pre-trained Transformer as a classifier (Radford et al. 2018; Devlin et al. 2019): a\n"
@@ -96,6 +99,7 @@ int cmd_finetune(int argc, char** argv) {
       .repeats_metric = "error",
       .test_scores = test_scores,
   });
+  // clang-format on
 }
 
 namespace {

@@ -74,6 +74,7 @@ int cmd_generate(int argc, char** argv) {
                     "Samples continuations of a prompt from a language model (--arch lm), one line each\n"
                     "on stdout: softmax(logits / temperature), among the --top-k most likely tokens.");
   opts.model("trained language model, HDF5 (--arch lm)");
+  // clang-format off
   opts.add()
       ("prompt", po::value<std::string>()->value_name("TOKENS")->default_value(""),
        "the prompt, tokens separated by spaces (unknown ones become <unk>)")
@@ -83,6 +84,7 @@ int cmd_generate(int argc, char** argv) {
                           ->notifier(cli::at_least<double>("temperature", 0.0)),
        "softmax temperature (0: always the most likely token)")
       ("top-k", int_value(0)->notifier(cli::at_least<int64_t>("top-k", 0)), "sample among the k most likely (0: all)");
+  // clang-format on
   opts.seed(1).threads();
   if (!opts.parse(argc, argv)) return 0;
   const transformer::TransformerFile m = transformer::load_transformer(opts.get<std::string>("model"));

@@ -16,6 +16,7 @@ using cli::int_value;
 using transformer::TransformerArch;
 
 void add_model_options(cli::Options& opts) {
+  // clang-format off
   opts.add_model()
       ("arch", cli::choice("arch", "encdec", {"encdec", "lm", "mlm"}),
        "encdec (translation), lm (decoder-only on the targets), mlm (masked LM on the sources)")
@@ -43,12 +44,15 @@ void add_model_options(cli::Options& opts) {
       ("label-smoothing", po::value<double>()->value_name("EPS")->default_value(0.1, "0.1")
                               ->notifier(cli::in_range<double>("label-smoothing", 0.0, 0.99)),
        "label smoothing of the loss (paper sec. 5.4)");
+  // clang-format on
   cli::add_valid_bleu_option(opts);
+  // clang-format off
   opts.add()
       ("mask-prob", po::value<double>()->value_name("P")->notifier(cli::in_range<double>("mask-prob", 0.01, 1.0)),
        "mlm: the probability that a token is masked (default: BERT's 0.15)")
       ("mask-words", po::value<std::string>()->value_name("FILE"),
        "mlm: mask only these words (a text file, white-space separated; selective masking)");
+  // clang-format on
 }
 
 // BERT's masking, with --mask-prob's selection probability and --mask-words' words; both refused
@@ -121,6 +125,7 @@ std::unique_ptr<cli::TrainRun> prepare(const cli::Options& opts, cli::TrainInput
 }  // namespace
 
 int cmd_train(int argc, char** argv) {
+  // clang-format off
   return cli::run_train_verb(kTool, argc, argv, {
       .about = "Trains a Transformer with Adam (beta 0.9, 0.98, eps 1e-9), the warm-up and inverse-square-root\n"
                "schedule and label smoothing of Vaswani et al. 2017, in batches of about --max-tokens tokens of\n"
@@ -133,6 +138,7 @@ int cmd_train(int argc, char** argv) {
       .add_options = add_model_options,
       .prepare = prepare,
   });
+  // clang-format on
 }
 
 }  // namespace attn::transformer_tool

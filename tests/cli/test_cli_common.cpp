@@ -50,10 +50,12 @@ class Capture {
 cli::Options demo_options() {
   cli::Options opts("attn-demo", "--data FILE [options]", "A demo verb.");
   opts.data("input").seed(7).epochs(3).lr(0.001).split("valid");
+  // clang-format off
   opts.add()("width", cli::int_value(8)->notifier(cli::positive<int64_t>("width")), "width")
             ("name", po::value<std::string>()->default_value("x"), "a name")
             ("dropout", po::value<float>()->default_value(0.1f, "0.1")
                             ->notifier(cli::in_range<float>("dropout", 0.0f, 1.0f)), "dropout");
+  // clang-format on
   return opts;
 }
 

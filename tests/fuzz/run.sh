@@ -4,6 +4,9 @@
 # error paths of damaged files suppressed: tests/support/lsan.supp), and reports each harness's
 # executions and findings. Exit 1 when any harness found something (its input is kept).
 # Usage: tests/fuzz/run.sh FUZZ_BUILD BUILD [SECONDS [RUNS]]   (defaults: 60 s each, no run limit)
+# FUZZ_SEED=N fixes libFuzzer's random seed (default: a new one each run), so that with a RUNS
+# limit a run repeats the same executions (CI's smoke: .ci/run); FUZZ_TIMEOUT (default 10) is the
+# seconds one input may take before it counts as a hang.
 # Results: results/fuzz/<harness>/ (the corpus, kept between runs), <harness>.log, and any
 # crash-/leak-/timeout- inputs as results/fuzz/<harness>-*.
 set -euo pipefail
@@ -12,6 +15,8 @@ FUZZ_BUILD=$(cd "$1" && pwd)
 BUILD=$2
 SECONDS_EACH=${3:-60}
 RUNS=${4:--1}
+seed_flag=()
+[ -n "${FUZZ_SEED:-}" ] && seed_flag=(-seed="$FUZZ_SEED")
 OUT=$ROOT/results/fuzz
 SEEDS=$OUT/seeds
 mkdir -p "$OUT"
@@ -24,7 +29,7 @@ for harness in hdf5_image data_sets model_files outputs text_importers config se
   seeds=$SEEDS/$harness
   [ -d "$seeds" ] || seeds=   # semantic: its originals come from ATTN_FUZZ_SEEDS
   ATTN_FUZZ_SEEDS=$SEEDS LSAN_OPTIONS=suppressions=$ROOT/tests/support/lsan.supp "$FUZZ_BUILD/tests/fuzz/fuzz_$harness" \
-    "$OUT/$harness" $seeds -max_total_time="$SECONDS_EACH" -runs="$RUNS" -timeout=10 \
+    "$OUT/$harness" $seeds -max_total_time="$SECONDS_EACH" -runs="$RUNS" "${seed_flag[@]}" -timeout="${FUZZ_TIMEOUT:-10}" \
     -rss_limit_mb=2048 -max_len=65536 -len_control=0 -print_final_stats=1 -artifact_prefix="$OUT/$harness-" \
     >"$OUT/$harness.log" 2>&1 || rc=$?
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$OUT/$harness.log")
@@ -33,7 +38,11 @@ for harness in hdf5_image data_sets model_files outputs text_importers config se
     echo "fuzz_$harness: ${execs:-?} executions (${rate:-?}/s), nothing found"
   else
     found=1
-    echo "fuzz_$harness: FOUND something after ${execs:-?} executions (exit $rc): $(grep -m1 -E 'ERROR|SUMMARY' "$OUT/$harness.log"); input: $(ls "$OUT/$harness-"* 2>/dev/null | head -n 1)"
+    input=$(ls "$OUT/$harness-"* 2>/dev/null | head -n 1)
+    echo "fuzz_$harness: FOUND something after ${execs:-?} executions (exit $rc): $(grep -m1 -E 'ERROR|SUMMARY' "$OUT/$harness.log"); input: ${input:-none kept}"
+    echo "  reproduce: ATTN_FUZZ_SEEDS=$SEEDS LSAN_OPTIONS=suppressions=$ROOT/tests/support/lsan.supp $FUZZ_BUILD/tests/fuzz/fuzz_$harness ${input:-INPUT}"
+    echo "  the end of $OUT/$harness.log:"
+    tail -n 40 "$OUT/$harness.log" | sed 's/^/  | /'
   fi
 done
 exit $found

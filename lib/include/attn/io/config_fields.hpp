@@ -33,6 +33,9 @@ template <class T>
 struct AbsentMeans {
   T value;
 };
+// AbsentMeans{0.0f}: clang before 17 does not deduce an aggregate's template arguments.
+template <class T>
+AbsentMeans(T) -> AbsentMeans<T>;
 
 struct FieldWriter {
   std::map<std::string, AttrValue> attrs;
