@@ -33,7 +33,7 @@ using attn::Tensor;
 struct Shape {
   const char* name;
   int64_t B, Ms, Ws, min_slots, min_words, V, E, T;   // Ms 1: one bag per example (bow)
-  bool memnet;                                          // temporal start rows, position weights
+  bool memnet;                                        // temporal start rows, position weights
 };
 
 constexpr Shape kShapes[] = {
@@ -152,7 +152,15 @@ void shapes(benchmark::internal::Benchmark* b) {
 
 }  // namespace
 
-BENCHMARK(BM_embedding_bag_forward)->Name("embedding_bag_forward")->Apply(shapes)->UseRealTime()->Unit(benchmark::kMicrosecond);
-BENCHMARK(BM_embedding_bag_backward)->Name("embedding_bag_backward")->Apply(shapes)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_embedding_bag_forward)
+    ->Name("embedding_bag_forward")
+    ->Apply(shapes)
+    ->UseRealTime()
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_embedding_bag_backward)
+    ->Name("embedding_bag_backward")
+    ->Apply(shapes)
+    ->UseRealTime()
+    ->Unit(benchmark::kMicrosecond);
 
 BENCHMARK_MAIN();

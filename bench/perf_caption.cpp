@@ -434,8 +434,8 @@ int run(int argc, char** argv) {
   Rng data_rng(seed);
   int64_t vocab = kVocab;
   const caption::CaptionSplit pool = args.str("data").empty()
-                                      ? make_pool(P, args.integer("height"), args.integer("width"), data_rng)
-                                      : read_pool(args.str("data"), P, vocab);
+                                         ? make_pool(P, args.integer("height"), args.integer("width"), data_rng)
+                                         : read_pool(args.str("data"), P, vocab);
   const std::vector<caption::CaptionBatch> batches = make_batches(pool, B);
 
   caption::CaptionerConfig c;   // the defaults are attn-caption train's

@@ -77,8 +77,8 @@ void train(ntm::Ntm& model, const ParamList& params, const data::SequenceBatch& 
   rmsprop.step(params, t);
 }
 
-void write_export(const std::string& path, const data::SequenceSplit& pool, ntm::Ntm& model, int64_t B,
-                  int64_t steps, uint64_t seed) {
+void write_export(const std::string& path, const data::SequenceSplit& pool, ntm::Ntm& model, int64_t B, int64_t steps,
+                  uint64_t seed) {
   io::File file = io::File::create(path);
   data::write_sequence_split(file, "train", pool);
   const ParamList params = model.params();

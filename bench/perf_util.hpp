@@ -58,8 +58,8 @@ inline data::TokenBatch make_batch(int64_t B, int64_t L, int64_t V) {
   for (int64_t b = 0; b < B; ++b) {
     for (int64_t t = 0; t < L; ++t) {
       batch.src.idata()[b * L + t] = static_cast<int32_t>(4 + (b * 31 + t * 17) % (V - 4));
-      batch.tgt.idata()[b * L + t] =
-          static_cast<int32_t>(t == L - 1 ? data::kEos : 4 + (b * 13 + t * 29 + 7) % (V - 4));
+      batch.tgt.idata()[b * L + t] = static_cast<int32_t>(t == L - 1 ? data::kEos
+                                                                     : 4 + (b * 13 + t * 29 + 7) % (V - 4));
     }
     batch.src_len.idata()[b] = static_cast<int32_t>(L);
     batch.tgt_len.idata()[b] = static_cast<int32_t>(L);

@@ -72,8 +72,8 @@ int cmd_eval(int argc, char** argv) {
                 kTool, split.c_str(), static_cast<long long>(s.size()), scores.stats.loss(),
                 caption::caption_perplexity(scores.stats), caption::caption_token_accuracy(scores.stats),
                 caption::caption_sequence_accuracy(scores.stats), scores.attention_correctness(),
-                static_cast<long long>(scores.named_words), opts.get<int64_t>("beam") > 1 ? "beam:" : "greedy:",
-                describe(captions).c_str());
+                static_cast<long long>(scores.named_words),
+                opts.get<int64_t>("beam") > 1 ? "beam:" : "greedy:", describe(captions).c_str());
   cli::print_summary(opts, line);
   return 0;
 }

@@ -54,7 +54,7 @@ void add_options(cli::Options& opts) {
 }
 
 caption::CaptionerConfig config_from_options(const cli::Options& opts, const data::Vocab& vocab,
-                                            const caption::CaptionSplit& train) {
+                                             const caption::CaptionSplit& train) {
   caption::CaptionerConfig c;
   c.vocab = vocab.size();
   c.channels = train.images.dim(1);
@@ -69,8 +69,9 @@ caption::CaptionerConfig config_from_options(const cli::Options& opts, const dat
   c.attention = caption::parse_caption_attention(opts.get<std::string>("attention"));
   c.gate = c.attention == caption::CaptionAttention::soft && !opts.get<bool>("no-gate");
   c.alpha_c = c.attention == caption::CaptionAttention::soft ? static_cast<float>(opts.get<double>("alpha-c")) : 0.0f;
-  c.alpha_entropy =
-      c.attention == caption::CaptionAttention::soft ? static_cast<float>(opts.get<double>("alpha-entropy")) : 0.0f;
+  c.alpha_entropy = c.attention == caption::CaptionAttention::soft
+                        ? static_cast<float>(opts.get<double>("alpha-entropy"))
+                        : 0.0f;
   c.dropout = static_cast<float>(opts.get<double>("dropout"));
   c.validate();
   return c;
@@ -90,9 +91,9 @@ std::unique_ptr<cli::TrainRun> prepare(const cli::Options& opts, cli::TrainInput
   run->train = caption::open_caption_split(in.data, "train", run->vocab.size(), in.keep_data);
   run->has_valid = in.data.is_group("/valid");
   if (run->has_valid) run->valid = caption::open_caption_split(in.data, "valid", run->vocab.size(), in.keep_data);
-  const caption::CaptionerConfig config =
-      in.resume.empty() ? config_from_options(opts, run->vocab, run->train)
-                        : caption::CaptionerConfig::from_attrs(in.resumed_config("captioner"), in.resume);
+  const caption::CaptionerConfig config = in.resume.empty() ? config_from_options(opts, run->vocab, run->train)
+                                                            : caption::CaptionerConfig::from_attrs(
+                                                                  in.resumed_config("captioner"), in.resume);
   caption::check_caption_data(config, run->vocab, run->train, in.data.display_name());
   if (run->has_valid) caption::check_caption_data(config, run->vocab, run->valid, in.data.display_name());
   run->model.emplace(config, in.init_rng);
@@ -101,7 +102,7 @@ std::unique_ptr<cli::TrainRun> prepare(const cli::Options& opts, cli::TrainInput
   if (training.alpha_entropy_epochs > 0 && config.alpha_entropy == 0)
     throw ConfigError("--alpha-entropy-epochs applies with --alpha-entropy > 0 and soft attention");
   run->task = caption::caption_task(*run->model, run->train, run->has_valid ? &run->valid : nullptr, run->vocab,
-                                  training);
+                                    training);
   run->model_width = config.hidden;
   return run;
 }

@@ -64,7 +64,8 @@ train::TranslateOptions translate_options(const Options& opts) {
 }
 
 void run_translate(const Options& opts, const ModelReads& reads, const data::Vocab& src_vocab,
-                   const data::Vocab& tgt_vocab, const std::function<train::Translation(const data::TokenSplit&)>& translate) {
+                   const data::Vocab& tgt_vocab,
+                   const std::function<train::Translation(const data::TokenSplit&)>& translate) {
   const io::File data = io::File::open_read(opts.get<std::string>("data"));   // the split may read from it
   const data::TokenSplit s = read_split(opts, data, reads);
   const train::Translation tr = translate(s);

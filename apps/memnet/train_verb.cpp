@@ -85,9 +85,9 @@ std::unique_ptr<cli::TrainRun> prepare(const cli::Options& opts, cli::TrainInput
   run->train = memnet::open_qa_split(in.data, "train", run->vocab.size(), in.keep_data);
   run->has_valid = in.data.is_group("/valid");
   if (run->has_valid) run->valid = memnet::open_qa_split(in.data, "valid", run->vocab.size(), in.keep_data);
-  const memnet::MemN2NConfig config =
-      in.resume.empty() ? config_from_options(opts, run->vocab, run->train)
-                        : memnet::MemN2NConfig::from_attrs(in.resumed_config("memnet"), in.resume);
+  const memnet::MemN2NConfig config = in.resume.empty()
+                                          ? config_from_options(opts, run->vocab, run->train)
+                                          : memnet::MemN2NConfig::from_attrs(in.resumed_config("memnet"), in.resume);
   memnet::check_vocab(config, run->vocab, in.data.display_name());
   run->model.emplace(config, in.init_rng);
   memnet::MemnetTraining options;

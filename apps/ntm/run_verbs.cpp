@@ -20,8 +20,8 @@ std::string describe(const train::BatchStats& s) {
   std::snprintf(line, sizeof line,
                 "%lld sequences: cost %.4f bits per sequence, %.4f bit errors per sequence, bit error rate "
                 "%.5f, sequence accuracy %.4f",
-                static_cast<long long>(s.count), s.loss(), ntm::bit_errors_per_sequence(s),
-                ntm::bit_error_rate(s), ntm::sequence_accuracy(s));
+                static_cast<long long>(s.count), s.loss(), ntm::bit_errors_per_sequence(s), ntm::bit_error_rate(s),
+                ntm::sequence_accuracy(s));
   return line;
 }
 

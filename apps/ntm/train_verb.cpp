@@ -90,9 +90,8 @@ std::unique_ptr<cli::TrainRun> prepare(const cli::Options& opts, cli::TrainInput
   run->train = data::open_sequence_split(in.data, "train", in.keep_data);
   run->has_valid = in.data.is_group("/valid");
   if (run->has_valid) run->valid = data::open_sequence_split(in.data, "valid", in.keep_data);
-  const ntm::NtmConfig config = in.resume.empty()
-                                       ? config_from_options(opts, run->train)
-                                       : ntm::NtmConfig::from_attrs(in.resumed_config("ntm"), in.resume);
+  const ntm::NtmConfig config = in.resume.empty() ? config_from_options(opts, run->train)
+                                                  : ntm::NtmConfig::from_attrs(in.resumed_config("ntm"), in.resume);
   ntm::check_widths(config, run->train, in.data.display_name(), "train");
   if (run->has_valid) ntm::check_widths(config, run->valid, in.data.display_name(), "valid");
   run->model.emplace(config, in.init_rng);

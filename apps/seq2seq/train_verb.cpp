@@ -101,7 +101,7 @@ std::unique_ptr<cli::TrainRun> prepare(const cli::Options& opts, cli::TrainInput
   }
   run->model.emplace(config, in.init_rng);
   run->task = seq2seq::seq2seq_task(*run->model, run->splits.train, run->splits.valid_or_null(), run->vocabs.src,
-                                  run->vocabs.tgt);
+                                    run->vocabs.tgt);
   cli::add_valid_bleu(opts, run->task, run->splits.valid_or_null(),
                       [m = &*run->model](const data::TokenSplit& s) { return seq2seq::translate(*m, s, {}); });
   return run;

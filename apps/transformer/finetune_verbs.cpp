@@ -66,7 +66,7 @@ std::unique_ptr<cli::TrainRun> prepare(const cli::Options& opts, cli::TrainInput
     run->model.emplace(c, in.init_rng);
   }
   run->task = transformer::classifier_task(*run->model, run->data.train, run->data.valid_or_null(), run->data.vocab,
-                                     run->data.labels, opts.get<bool>("freeze-encoder"));
+                                           run->data.labels, opts.get<bool>("freeze-encoder"));
   run->model_width = run->model->config().body.d_model;
   return run;
 }
@@ -141,8 +141,8 @@ int cmd_classify(int argc, char** argv) {
   const io::File data = io::File::open_read(opts.get<std::string>("data"));
   const transformer::LabelledSplit s = transformer::read_classifier_split(data, opts.get<std::string>("split"), m,
                                                                           path);
-  const transformer::Classification c =
-      transformer::classify(m.model, s, opts.get<int64_t>("batch-size"), opts.get<bool>("dump-attention"));
+  const transformer::Classification c = transformer::classify(m.model, s, opts.get<int64_t>("batch-size"),
+                                                              opts.get<bool>("dump-attention"));
   cli::write_output(opts, "attnlab/output", "classification",
                     [&](io::File& f) { transformer::write_classification(f, c, s, m.vocab, m.labels); });
   cli::print_summary(opts, opts.tool() + " classify: " + std::to_string(s.size()) + " examples of " + s.name +

@@ -89,8 +89,8 @@ int cmd_generate(int argc, char** argv) {
   if (!opts.parse(argc, argv)) return 0;
   const transformer::TransformerFile m = transformer::load_transformer(opts.get<std::string>("model"));
   if (m.model.config().arch != transformer::TransformerArch::lm)
-    throw ConfigError("generate needs a language model (train --arch lm); " + opts.get<std::string>("model") +
-                      " is '" + transformer::arch_name(m.model.config().arch) + "' (use translate)");
+    throw ConfigError("generate needs a language model (train --arch lm); " + opts.get<std::string>("model") + " is '" +
+                      transformer::arch_name(m.model.config().arch) + "' (use translate)");
   const std::vector<int32_t> prompt = m.tgt_vocab.encode(data::split_whitespace(opts.get<std::string>("prompt")));
   const auto n = opts.get<int64_t>("n");
   const data::PaddedBatch p = data::pad_sequences(std::vector<std::vector<int32_t>>(static_cast<size_t>(n), prompt));

@@ -72,16 +72,18 @@ TEST_CASE("families: each trains from its recipe, resumes to the same bits, and 
     // optimizer, dropout and data order must continue bit for bit.
     const std::string steps = "--steps 4 --checkpoint-every 2 --seed 5 --threads 1 --quiet";
     require_ok(test::run_shell(dir, test::recipe_train_command(recipe, "d.h5", "m.h5", steps)));
-    require_ok(test::run_shell(dir, test::recipe_train_command(recipe, "d.h5", "r.h5",
-                                                               steps + " --resume m.step000000002.h5")));
+    require_ok(test::run_shell(
+        dir, test::recipe_train_command(recipe, "d.h5", "r.h5", steps + " --resume m.step000000002.h5")));
     CHECK(test::same_params(dir.file("m.h5"), dir.file("r.h5")));
 
-    const families::Family& family = *families::of_model_kind(io::File::open_read(dir.file("m.h5")).attr_text("/", "kind"));
+    const families::Family& family = *families::of_model_kind(
+        io::File::open_read(dir.file("m.h5")).attr_text("/", "kind"));
     CHECK(family.name == recipe.family);
     CHECK_NOTHROW(family.load_model(dir.file("m.h5")));
     const test::ShellResult info = test::run_tools(dir, "{data} info --data m.h5", {{"{data}", "attn-data"}});
     require_ok(info);
-    CHECK_THAT(info.out, Catch::Contains("family         " + recipe.family + " (attn-" + recipe.family + "): reads it"));
+    CHECK_THAT(info.out,
+               Catch::Contains("family         " + recipe.family + " (attn-" + recipe.family + "): reads it"));
     for (const families::Family& other : families::all()) {
       if (other.name == family.name) continue;
       INFO("read by the loader of " << other.name);

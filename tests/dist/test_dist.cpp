@@ -423,9 +423,8 @@ TEST_CASE("DataParallel: the Transformer's and seq2seq's announcements are right
       };
       // BERT's masking: transformer_task's default, which a function pointer does not carry.
       const auto task = [](transformer::Transformer& m, const data::TokenSplit& train, const data::TokenSplit* valid,
-                           const data::Vocab& src, const data::Vocab& tgt) {
-        return transformer::transformer_task(m, train, valid, src, tgt);
-      };
+                           const data::Vocab& src,
+                           const data::Vocab& tgt) { return transformer::transformer_task(m, train, valid, src, tgt); };
       const OverlapRun on = step_on_two_ranks(make, task, true);
       const OverlapRun off = step_on_two_ranks(make, task, false);
       INFO(transformer::arch_name(arch) << ", tie " << transformer::tie_embeddings_name(tie) << ": " << on.overlapped

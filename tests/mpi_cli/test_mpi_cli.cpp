@@ -67,9 +67,9 @@ Result run(const test::TempDir& dir, std::string command) {
   for (const auto& [key, n] : {std::pair{"{np2}", "2"}, std::pair{"{np1}", "1"}})
     for (size_t at = command.find(key); at != std::string::npos; at = command.find(key))
       command.replace(at, 5, std::string(kMpirun) + " -np " + n);
-  std::vector<std::pair<std::string, std::string>> tools = {
-      {"{data}", "attn-data"}, {"{tf}", "attn-transformer"}, {"{s2s}", "attn-seq2seq"},
-      {"{ntm}", "attn-ntm"},   {"{cap}", "attn-caption"},    {"{mem}", "attn-memnet"}};
+  std::vector<std::pair<std::string, std::string>> tools = {{"{data}", "attn-data"},   {"{tf}", "attn-transformer"},
+                                                            {"{s2s}", "attn-seq2seq"}, {"{ntm}", "attn-ntm"},
+                                                            {"{cap}", "attn-caption"}, {"{mem}", "attn-memnet"}};
   for (const families::Family& f : families::all()) tools.emplace_back("{" + f.name + "}", f.tool());
   return test::run_tools(dir, command, tools);
 }
@@ -242,7 +242,8 @@ TEST_CASE("mpirun -np 2 --keep-data file: each rank reads its shard's rows from 
     for (const test::FamilyRecipe& recipe : test::family_recipes()) {
       INFO("family " << recipe.family);
       if (!test::make_recipe_data(dir, recipe, recipe.family + ".h5")) continue;
-      same_either_way("{" + recipe.family + "}", "--data " + recipe.family + ".h5 " + recipe.train + " --steps 4" + kSgd);
+      same_either_way("{" + recipe.family + "}",
+                      "--data " + recipe.family + ".h5 " + recipe.train + " --steps 4" + kSgd);
     }
   }
 }

@@ -51,8 +51,7 @@ struct Grads {
 Grads run_backward(const Scores& f, const Tensor& de, const Tensor& v, const Tensor& duk0, const Tensor& dv0) {
   const int64_t B = f.hidden.dim(0), S = f.hidden.dim(1), A = f.hidden.dim(2);
   Grads g{duk0.clone(), Tensor::full({B, A}, 7.0f), dv0.clone()};   // dwq is written over
-  ops::additive_scores_backward(f.hidden.data(), de.data(), v.data(), B, S, A, g.duk.data(), g.dwq.data(),
-                                g.dv.data());
+  ops::additive_scores_backward(f.hidden.data(), de.data(), v.data(), B, S, A, g.duk.data(), g.dwq.data(), g.dv.data());
   return g;
 }
 

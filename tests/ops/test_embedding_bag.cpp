@@ -159,7 +159,8 @@ TEST_CASE("embedding_bag_forward matches the naive loops: every weight, every wi
       }
       const Tensor y = ops::embedding_bag_forward(bags.ids, in(tables), in(starts), o, nullptr);
       REQUIRE(y.shape() == Shape{T, N, E});
-      CHECK_THAT(present_rows(y, bags.lengths), test::close_to(naive_bags(bags.ids, tables, starts, o, bags.lengths), 1e-6));
+      CHECK_THAT(present_rows(y, bags.lengths),
+                 test::close_to(naive_bags(bags.ids, tables, starts, o, bags.lengths), 1e-6));
     }
 }
 
@@ -176,7 +177,9 @@ TEST_CASE("embedding_bag_backward matches finite differences", "[gradcheck][embe
     o.sample_weights = randn({N, W}, rng);
     o.start_ids = Tensor::from_ints({N}, {2, 0, 2, 1, 0, 2});
     const Tensor r = randn({2, N, E}, rng);
-    auto loss = [&] { return present_dot(r, ops::embedding_bag_forward(bags.ids, in(tables), in(starts), o, nullptr), bags.lengths); };
+    auto loss = [&] {
+      return present_dot(r, ops::embedding_bag_forward(bags.ids, in(tables), in(starts), o, nullptr), bags.lengths);
+    };
     ops::EmbeddingBagCache cache;
     ops::embedding_bag_forward(bags.ids, in(tables), in(starts), o, &cache);
     std::vector<Tensor> dtables{zeros_like(tables[0]), zeros_like(tables[1])};
@@ -243,7 +246,8 @@ TEST_CASE("embedding_bag: ids of any rank [..., W] are rows of bags", "[unit][em
   Rng rng(12);
   const int64_t W = 4, V = 9, E = 6;
   const Bags flat = random_bags(6, W, V, rng);
-  const std::vector<Tensor> tables{randn({V, E}, rng), randn({V, E}, rng)}, starts{randn({3, E}, rng), randn({3, E}, rng)};
+  const std::vector<Tensor> tables{randn({V, E}, rng), randn({V, E}, rng)},
+      starts{randn({3, E}, rng), randn({3, E}, rng)};
   ops::EmbeddingBagOptions o;
   o.lengths = flat.lengths;
   o.sample_weights = randn({6, W}, rng);
@@ -256,9 +260,11 @@ TEST_CASE("embedding_bag: ids of any rank [..., W] are rows of bags", "[unit][em
   g.start_ids = o.start_ids.reshape({2, 3});
   const Tensor y_grid = ops::embedding_bag_forward(flat.ids.reshape({2, 3, W}), in(tables), in(starts), g, &grid_cache);
   REQUIRE(y_grid.shape() == Shape{2, 2, 3, E});
-  CHECK_THAT(present_rows(y_grid.reshape({2, 6, E}), flat.lengths), test::close_to(present_rows(y_flat, flat.lengths), 0));
+  CHECK_THAT(present_rows(y_grid.reshape({2, 6, E}), flat.lengths),
+             test::close_to(present_rows(y_flat, flat.lengths), 0));
   const Tensor dy = randn({2, 6, E}, rng);
-  std::vector<Tensor> d_flat{zeros_like(tables[0]), zeros_like(tables[1])}, d_grid{zeros_like(tables[0]), zeros_like(tables[1])};
+  std::vector<Tensor> d_flat{zeros_like(tables[0]), zeros_like(tables[1])},
+      d_grid{zeros_like(tables[0]), zeros_like(tables[1])};
   const Tensor dw_flat = ops::embedding_bag_backward(dy, flat_cache, out(d_flat), {});
   const Tensor dw_grid = ops::embedding_bag_backward(dy.reshape({2, 2, 3, E}), grid_cache, out(d_grid), {});
   CHECK(dw_grid.shape() == Shape{2, 3, W});
@@ -388,8 +394,9 @@ TEST_CASE("embedding_bag: bad inputs name the tensor, expected and found", "[uni
                       Catch::Equals("embedding_bag: sample_weights [..., W] has shape [2, 3], expected [2, 2]"));
   ops::EmbeddingBagOptions st;
   st.start_ids = Tensor::from_ints({2}, {0, 4});
-  REQUIRE_THROWS_WITH(ops::embedding_bag_forward(ids, in({table}), in({Tensor({4, 3})}), st, nullptr),
-                      Catch::Equals("embedding_bag: start id 4 at position [1] of start ids [2] is out of range [0, R = 4)"));
+  REQUIRE_THROWS_WITH(
+      ops::embedding_bag_forward(ids, in({table}), in({Tensor({4, 3})}), st, nullptr),
+      Catch::Equals("embedding_bag: start id 4 at position [1] of start ids [2] is out of range [0, R = 4)"));
   REQUIRE_THROWS_WITH(ops::embedding_bag_forward(ids, in({table}), in({Tensor({4, 3})}), {}, nullptr),
                       Catch::Contains("start tables without start_ids"));
 

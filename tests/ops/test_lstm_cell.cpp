@@ -315,9 +315,9 @@ TEST_CASE("lstm_rows backward matches finite differences", "[gradcheck][lstm]") 
 
 TEST_CASE("lstm_rows: a W_hh of the wrong shape is named", "[unit][lstm]") {
   Tensor gates({2, 8}), c({2, 2}), out({2, 2}), dgates({2, 8});
-  REQUIRE_THROWS_WITH(ops::lstm_rows_forward(2, 2, nullptr, Tensor({8, 3}), gates.data(), c.data(), out.data(),
-                                             out.data()),
-                      Catch::Equals("lstm_rows_forward: W_hh [4H, H] has shape [8, 3], expected [8, 2]"));
+  REQUIRE_THROWS_WITH(
+      ops::lstm_rows_forward(2, 2, nullptr, Tensor({8, 3}), gates.data(), c.data(), out.data(), out.data()),
+      Catch::Equals("lstm_rows_forward: W_hh [4H, H] has shape [8, 3], expected [8, 2]"));
   REQUIRE_THROWS_WITH(ops::lstm_rows_backward(2, 2, gates.data(), c.data(), c.data(), c.data(), c.data(), out.data(),
                                               dgates.data(), Tensor({4, 2}), nullptr),
                       Catch::Equals("lstm_rows_backward: W_hh [4H, H] has shape [4, 2], expected [8, 2]"));

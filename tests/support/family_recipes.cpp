@@ -11,8 +11,7 @@ namespace {
 FamilyRecipe read_recipe(const std::string& family) {
   const std::filesystem::path path = std::filesystem::path(ATTN_TESTS_DIR) / "families" / family / "recipe.txt";
   std::ifstream in(path);
-  INFO("the family '" << family << "' needs a conformance recipe, " << path.string()
-                      << " (tests/families/README.md)");
+  INFO("the family '" << family << "' needs a conformance recipe, " << path.string() << " (tests/families/README.md)");
   REQUIRE(in.good());
   FamilyRecipe r;
   r.family = family;
@@ -22,10 +21,14 @@ FamilyRecipe read_recipe(const std::string& family) {
     REQUIRE(colon != std::string::npos);
     const std::string key = line.substr(0, colon);
     const std::string value = line.substr(line.find_first_not_of(' ', colon + 1));
-    if (key == "needs") r.needs = value;
-    else if (key == "data") r.data = value;
-    else if (key == "train") r.train = value;
-    else FAIL(path.string() << ": unknown key '" << key << "'");
+    if (key == "needs")
+      r.needs = value;
+    else if (key == "data")
+      r.data = value;
+    else if (key == "train")
+      r.train = value;
+    else
+      FAIL(path.string() << ": unknown key '" << key << "'");
   }
   REQUIRE(!r.data.empty());
   REQUIRE(!r.train.empty());

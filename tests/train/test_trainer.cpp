@@ -446,7 +446,8 @@ TEST_CASE("clipping by value clamps each gradient element before the step", "[un
 }
 
 TEST_CASE("start phases: on for a set number of epochs or until the loss stops improving, the schedule held "
-          "while on, then restarted, and a resumed run continues them", "[integration][trainer]") {
+          "while on, then restarted, and a resumed run continues them",
+          "[integration][trainer]") {
   test::TempDir dir;
   // 9 batches an epoch; a step schedule whose rate drops at every step: the rate a step used says
   // which step of the schedule it took.
@@ -459,7 +460,7 @@ TEST_CASE("start phases: on for a set number of epochs or until the loss stops i
     return c;
   };
   struct Run {
-    std::vector<float> lr;                  // per step
+    std::vector<float> lr;                            // per step
     std::vector<std::pair<int64_t, bool>> switched;   // (step, on) per call of a phase's switch
   };
   auto train = [&](const std::string& path, int64_t epochs, bool hold, const std::string& resume = "",
@@ -468,8 +469,9 @@ TEST_CASE("start phases: on for a set number of epochs or until the loss stops i
     Run run;
     int64_t step = 0;
     train::TrainTask task = model.task();
-    task.start_phases.push_back({.name = "warm", .epochs = epochs, .holds_schedule = hold,
-                                 .set = [&](bool on) { run.switched.emplace_back(step, on); }});
+    task.start_phases.push_back({.name = "warm", .epochs = epochs, .holds_schedule = hold, .set = [&](bool on) {
+                                   run.switched.emplace_back(step, on);
+                                 }});
     train::TrainConfig c = config(path);
     c.resume_from = resume;
     c.max_steps = max_steps;
@@ -488,8 +490,8 @@ TEST_CASE("start phases: on for a set number of epochs or until the loss stops i
     REQUIRE(r.lr.size() == 54);
     CHECK(r.switched == std::vector<std::pair<int64_t, bool>>{{0, true}, {18, false}});
     for (size_t t = 0; t < 18; ++t) CHECK(r.lr[t] == 1.0f);   // held at the schedule's first step
-    CHECK(r.lr[18] == 1.0f);   // step 19 is the schedule's step 1 again...
-    CHECK(r.lr[19] == 0.5f);   // ...and it runs on from there
+    CHECK(r.lr[18] == 1.0f);                                  // step 19 is the schedule's step 1 again...
+    CHECK(r.lr[19] == 0.5f);                                  // ...and it runs on from there
     const io::File f = io::File::open_read(dir.file("a.h5"));
     CHECK(f.attr_int("/state", "warm") == 0);
     CHECK(f.attr_int("/state", "warm_end") == 18);
@@ -518,7 +520,8 @@ TEST_CASE("start phases: on for a set number of epochs or until the loss stops i
       train(dir.file("part.h5"), 3, true, "", from);
       const Run r = train(dir.file("part.h5"), 3, true, train::checkpoint_path(dir.file("part.h5"), from));
       // Before the first step the phase is as the checkpoint left it.
-      const auto before = std::find_if(r.switched.rbegin(), r.switched.rend(), [](const auto& s) { return s.first == 0; });
+      const auto before = std::find_if(r.switched.rbegin(), r.switched.rend(),
+                                       [](const auto& s) { return s.first == 0; });
       REQUIRE(before != r.switched.rend());
       CHECK(before->second == (from < 27));
       require_same_files(dir.file("full.h5"), dir.file("part.h5"));

@@ -20,7 +20,7 @@ using detail::with_detail;
 
 namespace {
 
-constexpr int kDeflateLevel = 1;   // after shuffle, ~the ratio of level 4 and faster (bench/README.md)
+constexpr int kDeflateLevel = 1;                    // after shuffle, ~the ratio of level 4 and faster (bench/README.md)
 constexpr int64_t kChunkBytes = 16 << 10;           // target uncompressed chunk size (see checked_layout)
 // Datasets up to this size are stored in their object header (HDF5's limit is 64 KiB, shared
 // with the attributes).

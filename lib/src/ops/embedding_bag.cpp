@@ -100,17 +100,25 @@ void bag_sum(const float* X, int64_t E, const int32_t* ids, int64_t J, const flo
       const f4 wj = splat4(kSample ? w[j] : 1.0f);
 #pragma GCC unroll 16
       for (int q = 0; q < NB; ++q) {
-        if constexpr (kPosition && kSample) acc[q] += wj * (load4(lj + 4 * q) * load4(x + 4 * q));
-        else if constexpr (kPosition) acc[q] += load4(lj + 4 * q) * load4(x + 4 * q);
-        else if constexpr (kSample) acc[q] += wj * load4(x + 4 * q);
-        else acc[q] += load4(x + 4 * q);
+        if constexpr (kPosition && kSample)
+          acc[q] += wj * (load4(lj + 4 * q) * load4(x + 4 * q));
+        else if constexpr (kPosition)
+          acc[q] += load4(lj + 4 * q) * load4(x + 4 * q);
+        else if constexpr (kSample)
+          acc[q] += wj * load4(x + 4 * q);
+        else
+          acc[q] += load4(x + 4 * q);
       }
       for (int64_t t = 0; t < rest; ++t) {
         const int64_t c = 4 * NB + t;
-        if constexpr (kPosition && kSample) tail[t] += w[j] * (lj[c] * x[c]);
-        else if constexpr (kPosition) tail[t] += lj[c] * x[c];
-        else if constexpr (kSample) tail[t] += w[j] * x[c];
-        else tail[t] += x[c];
+        if constexpr (kPosition && kSample)
+          tail[t] += w[j] * (lj[c] * x[c]);
+        else if constexpr (kPosition)
+          tail[t] += lj[c] * x[c];
+        else if constexpr (kSample)
+          tail[t] += w[j] * x[c];
+        else
+          tail[t] += x[c];
       }
     }
 #pragma GCC unroll 16
@@ -123,20 +131,28 @@ void bag_sum(const float* X, int64_t E, const int32_t* ids, int64_t J, const flo
       f4 acc = load4(out + c);
       for (int64_t j = 0; j < J; ++j) {
         const f4 x = load4(X + static_cast<int64_t>(ids[j]) * E + c);
-        if constexpr (kPosition && kSample) acc += splat4(w[j]) * (load4(l + j * E + c) * x);
-        else if constexpr (kPosition) acc += load4(l + j * E + c) * x;
-        else if constexpr (kSample) acc += splat4(w[j]) * x;
-        else acc += x;
+        if constexpr (kPosition && kSample)
+          acc += splat4(w[j]) * (load4(l + j * E + c) * x);
+        else if constexpr (kPosition)
+          acc += load4(l + j * E + c) * x;
+        else if constexpr (kSample)
+          acc += splat4(w[j]) * x;
+        else
+          acc += x;
       }
       store4(out + c, acc);
     }
     for (int64_t c = E4; c < E; ++c)
       for (int64_t j = 0; j < J; ++j) {
         const float x = X[static_cast<int64_t>(ids[j]) * E + c];
-        if constexpr (kPosition && kSample) out[c] += w[j] * (l[j * E + c] * x);
-        else if constexpr (kPosition) out[c] += l[j * E + c] * x;
-        else if constexpr (kSample) out[c] += w[j] * x;
-        else out[c] += x;
+        if constexpr (kPosition && kSample)
+          out[c] += w[j] * (l[j * E + c] * x);
+        else if constexpr (kPosition)
+          out[c] += l[j * E + c] * x;
+        else if constexpr (kSample)
+          out[c] += w[j] * x;
+        else
+          out[c] += x;
       }
   }
 }
@@ -157,16 +173,24 @@ void bag_scatter(float* dX, int64_t E, const int32_t* ids, int64_t J, const floa
       const f4 wj = splat4(kSample ? w[j] : 1.0f);
 #pragma GCC unroll 16
       for (int q = 0; q < NB; ++q) {
-        if constexpr (kPosition && kSample) store4(dx + 4 * q, load4(dx + 4 * q) + wj * (load4(lj + 4 * q) * gq[q]));
-        else if constexpr (kPosition) store4(dx + 4 * q, load4(dx + 4 * q) + load4(lj + 4 * q) * gq[q]);
-        else if constexpr (kSample) store4(dx + 4 * q, load4(dx + 4 * q) + wj * gq[q]);
-        else store4(dx + 4 * q, load4(dx + 4 * q) + gq[q]);
+        if constexpr (kPosition && kSample)
+          store4(dx + 4 * q, load4(dx + 4 * q) + wj * (load4(lj + 4 * q) * gq[q]));
+        else if constexpr (kPosition)
+          store4(dx + 4 * q, load4(dx + 4 * q) + load4(lj + 4 * q) * gq[q]);
+        else if constexpr (kSample)
+          store4(dx + 4 * q, load4(dx + 4 * q) + wj * gq[q]);
+        else
+          store4(dx + 4 * q, load4(dx + 4 * q) + gq[q]);
       }
       for (int64_t t = 4 * NB; t < 4 * NB + rest; ++t) {
-        if constexpr (kPosition && kSample) dx[t] += w[j] * (lj[t] * g[t]);
-        else if constexpr (kPosition) dx[t] += lj[t] * g[t];
-        else if constexpr (kSample) dx[t] += w[j] * g[t];
-        else dx[t] += g[t];
+        if constexpr (kPosition && kSample)
+          dx[t] += w[j] * (lj[t] * g[t]);
+        else if constexpr (kPosition)
+          dx[t] += lj[t] * g[t];
+        else if constexpr (kSample)
+          dx[t] += w[j] * g[t];
+        else
+          dx[t] += g[t];
       }
     }
   } else {
@@ -177,15 +201,22 @@ void bag_scatter(float* dX, int64_t E, const int32_t* ids, int64_t J, const floa
       for (int64_t c = c0; c < c4; c += 4) {
         if constexpr (kPosition && kSample)
           store4(dx + c, load4(dx + c) + splat4(w[j]) * (load4(lj + c) * load4(g + c)));
-        else if constexpr (kPosition) store4(dx + c, load4(dx + c) + load4(lj + c) * load4(g + c));
-        else if constexpr (kSample) store4(dx + c, load4(dx + c) + splat4(w[j]) * load4(g + c));
-        else store4(dx + c, load4(dx + c) + load4(g + c));
+        else if constexpr (kPosition)
+          store4(dx + c, load4(dx + c) + load4(lj + c) * load4(g + c));
+        else if constexpr (kSample)
+          store4(dx + c, load4(dx + c) + splat4(w[j]) * load4(g + c));
+        else
+          store4(dx + c, load4(dx + c) + load4(g + c));
       }
       for (int64_t c = c4; c < c1; ++c) {
-        if constexpr (kPosition && kSample) dx[c] += w[j] * (lj[c] * g[c]);
-        else if constexpr (kPosition) dx[c] += lj[c] * g[c];
-        else if constexpr (kSample) dx[c] += w[j] * g[c];
-        else dx[c] += g[c];
+        if constexpr (kPosition && kSample)
+          dx[c] += w[j] * (lj[c] * g[c]);
+        else if constexpr (kPosition)
+          dx[c] += lj[c] * g[c];
+        else if constexpr (kSample)
+          dx[c] += w[j] * g[c];
+        else
+          dx[c] += g[c];
       }
     }
   }
@@ -246,19 +277,25 @@ void weighted_sum_backward(const float* R, int64_t E, const float* w, int64_t n,
       const f4 wi = splat4(w[i]);
 #pragma GCC unroll 16
       for (int q = 0; q < NB; ++q) {
-        if constexpr (kAccumulate) store4(d + 4 * q, load4(d + 4 * q) + wi * gq[q]);
-        else store4(d + 4 * q, wi * gq[q]);
+        if constexpr (kAccumulate)
+          store4(d + 4 * q, load4(d + 4 * q) + wi * gq[q]);
+        else
+          store4(d + 4 * q, wi * gq[q]);
       }
       for (int64_t t = 4 * NB; t < 4 * NB + rest; ++t) {
-        if constexpr (kAccumulate) d[t] += w[i] * g[t];
-        else d[t] = w[i] * g[t];
+        if constexpr (kAccumulate)
+          d[t] += w[i] * g[t];
+        else
+          d[t] = w[i] * g[t];
       }
     }
   } else {
     for (int64_t i = 0; i < n; ++i) {
       if constexpr (kDot) dw[i] = dot(g, R + i * E, E);
-      if constexpr (kAccumulate) axpy(w[i], g, dR + i * E, E);
-      else scale(w[i], g, dR + i * E, E);
+      if constexpr (kAccumulate)
+        axpy(w[i], g, dR + i * E, E);
+      else
+        scale(w[i], g, dR + i * E, E);
     }
   }
 }
@@ -319,8 +356,8 @@ WeightedSumFn weighted_sum_kernel(int64_t E) {
 
 template <bool kDot, bool kAccumulate>
 WeightedSumBackwardFn weighted_sum_backward_kernel(int64_t E) {
-  static constexpr auto table =
-      weighted_sum_backward_table<kDot, kAccumulate>(std::make_integer_sequence<int, kFixedBlocks>{});
+  static constexpr auto table = weighted_sum_backward_table<kDot, kAccumulate>(
+      std::make_integer_sequence<int, kFixedBlocks>{});
   if (E / 4 >= kFixedBlocks) return &weighted_sum_backward<-1, kDot, kAccumulate>;
   return table[static_cast<size_t>(E / 4)];
 }
@@ -347,8 +384,8 @@ void check_range(const Tensor& ids, int64_t n, const char* what, const char* sym
   if ((bits >> 31) == 0) return;
   const int64_t at = std::find_if(p, p + count, [&](int32_t v) { return v < 0 || v >= n; }) - p;
   throw DataError(std::string("embedding_bag: ") + what + " " + std::to_string(p[at]) + " at position " +
-                  multi_index(at, ids.shape()) + " of " + what + "s " + to_string(ids.shape()) + " is out of range [0, " +
-                  symbol + " = " + std::to_string(n) + ")");
+                  multi_index(at, ids.shape()) + " of " + what + "s " + to_string(ids.shape()) +
+                  " is out of range [0, " + symbol + " = " + std::to_string(n) + ")");
 }
 
 // check_tensor, with its label (a string, or a callable making one) and the wanted shape built
@@ -362,8 +399,10 @@ void check(const Tensor& t, std::initializer_list<int64_t> want, const Label& la
     ok = w == kAny || w == t.dim(static_cast<int>(d));
   }
   if (ok) return;
-  if constexpr (std::is_invocable_v<const Label&>) check_tensor(t, Shape(want), label(), dtype);
-  else check_tensor(t, Shape(want), label, dtype);
+  if constexpr (std::is_invocable_v<const Label&>)
+    check_tensor(t, Shape(want), label(), dtype);
+  else
+    check_tensor(t, Shape(want), label, dtype);
 }
 
 // "embedding_bag: tables[1] [V, E]": the label of one table of a list.
@@ -473,16 +512,15 @@ std::vector<int64_t> bag_costs(const int32_t* present, int64_t count, const int3
   return cost;
 }
 
-int parts_for(int64_t work) {
-  return work >= kEmbeddingBagParallelMinWork && !in_parallel_region() ? num_parts() : 1;
-}
+int parts_for(int64_t work) { return work >= kEmbeddingBagParallelMinWork && !in_parallel_region() ? num_parts() : 1; }
 
 }  // namespace
 
 Tensor embedding_bag_forward(const Tensor& ids, std::span<const Tensor* const> tables,
                              std::span<const Tensor* const> start_tables, const EmbeddingBagOptions& options,
                              EmbeddingBagCache* cache) {
-  if (ids.dtype() != DType::i32 || ids.rank() < 2) check_tensor(ids, {kAny, kAny}, "embedding_bag: ids [..., W]", DType::i32);
+  if (ids.dtype() != DType::i32 || ids.rank() < 2)
+    check_tensor(ids, {kAny, kAny}, "embedding_bag: ids [..., W]", DType::i32);
   const Lead lead(ids);
   const int64_t N = lead.bags, W = ids.dim(-1), T = static_cast<int64_t>(tables.size());
   if (T == 0) throw ShapeError("embedding_bag: no tables (tables holds T >= 1 tables [V, E])");
@@ -582,8 +620,10 @@ Tensor embedding_bag_forward(const Tensor& ids, std::span<const Tensor* const> t
   };
   const int64_t work = bag_work(in_bags, count, start, T, E);
   const int parts = parts_for(work);
-  if (parts <= 1) bags(0, count);
-  else over_row_blocks(bag_costs(pp, count, len), parts, bags);
+  if (parts <= 1)
+    bags(0, count);
+  else
+    over_row_blocks(bag_costs(pp, count, len), parts, bags);
   flops::add(work);
   if (cache) {
     cache->ids = ids;
@@ -658,8 +698,10 @@ Tensor embedding_bag_backward(const Tensor& dy, const EmbeddingBagCache& cache, 
     }
   };
   const int parts = parts_for(work);
-  if (parts <= 1) units(0, T * blocks);
-  else over_row_blocks(std::vector<int64_t>(static_cast<size_t>(T * blocks), 1), parts, units);
+  if (parts <= 1)
+    units(0, T * blocks);
+  else
+    over_row_blocks(std::vector<int64_t>(static_cast<size_t>(T * blocks), 1), parts, units);
   flops::add(work);
   if (!sample) return Tensor();
 
@@ -680,8 +722,10 @@ Tensor embedding_bag_backward(const Tensor& dy, const EmbeddingBagCache& cache, 
       }
     }
   };
-  if (parts <= 1) weights(0, count);
-  else over_row_blocks(bag_costs(pp, count, v.len), parts, weights);
+  if (parts <= 1)
+    weights(0, count);
+  else
+    over_row_blocks(bag_costs(pp, count, v.len), parts, weights);
   flops::add(work);
   return dw;
 }
@@ -690,15 +734,19 @@ void weighted_rows_sum(const float* rows, int64_t E, const float* w, int64_t n, 
   weighted_sum_kernel(E)(rows, E, w, n, out);
 }
 
-void weighted_rows_sum_backward(const float* rows, int64_t E, const float* w, int64_t n, const float* g,
-                                float* dw, float* drows, bool accumulate) {
+void weighted_rows_sum_backward(const float* rows, int64_t E, const float* w, int64_t n, const float* g, float* dw,
+                                float* drows, bool accumulate) {
   // One call site per kind (the memory network alternates them hop by hop): each keeps one target.
   if (dw != nullptr) {
-    if (accumulate) weighted_sum_backward_kernel<true, true>(E)(rows, E, w, n, g, dw, drows);
-    else weighted_sum_backward_kernel<true, false>(E)(rows, E, w, n, g, dw, drows);
+    if (accumulate)
+      weighted_sum_backward_kernel<true, true>(E)(rows, E, w, n, g, dw, drows);
+    else
+      weighted_sum_backward_kernel<true, false>(E)(rows, E, w, n, g, dw, drows);
   } else {
-    if (accumulate) weighted_sum_backward_kernel<false, true>(E)(rows, E, w, n, g, dw, drows);
-    else weighted_sum_backward_kernel<false, false>(E)(rows, E, w, n, g, dw, drows);
+    if (accumulate)
+      weighted_sum_backward_kernel<false, true>(E)(rows, E, w, n, g, dw, drows);
+    else
+      weighted_sum_backward_kernel<false, false>(E)(rows, E, w, n, g, dw, drows);
   }
 }
 

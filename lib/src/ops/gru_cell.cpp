@@ -15,12 +15,12 @@ namespace attn::ops {
 namespace {
 
 using blas::Trans;
-using detail::sigmoid_fast;
-using detail::tanh_fast;
 using detail::add_column_sums;
 using detail::data_or_null;
 using detail::product_then_rows;
 using detail::rows_then_products;
+using detail::sigmoid_fast;
+using detail::tanh_fast;
 
 // One batch row of step_forward's pass below, cloned for AVX2 (vector_clones.hpp).
 ATTN_VECTOR_CLONES

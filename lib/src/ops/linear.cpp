@@ -98,14 +98,14 @@ Tensor linear_backward(const Tensor& dy, const Tensor& W, const LinearCache& cac
              dx.data(), in);                                          // dx = dy W
   blas::gemm(Trans::T, Trans::N, out, in, rows, 1.0f, dy.data(), out, x.data(), in, 1.0f,
              dW.data(), in);                                          // dW += dy^T x
-  if (!db.empty()) add_column_sums(dy.data(), rows, out, out, db.data());  // db += 1^T dy
+  if (!db.empty()) add_column_sums(dy.data(), rows, out, out, db.data());   // db += 1^T dy
   return dx;
 }
 
 // ---- on raw rows ------------------------------------------------------------------------------
 
-void linear_rows_forward(const float* x, int64_t ldx, int64_t rows, const Tensor& W, int64_t col,
-                         int64_t width, const float* b, float beta, float* y, int64_t ldy) {
+void linear_rows_forward(const float* x, int64_t ldx, int64_t rows, const Tensor& W, int64_t col, int64_t width,
+                         const float* b, float beta, float* y, int64_t ldy) {
   check_block(W, col, width, "linear_rows_forward", "W");
   const int64_t out = W.dim(0), in = W.dim(1);
   const float* Wc = W.data() + col;
@@ -125,8 +125,8 @@ void linear_rows_forward(const float* x, int64_t ldx, int64_t rows, const Tensor
     for (int64_t j = 0; j < out; ++j) y[r * ldy + j] += b[j];
 }
 
-void linear_rows_backward_input(const float* dy, int64_t lddy, int64_t rows, const Tensor& W,
-                                int64_t col, int64_t width, float beta, float* dx, int64_t lddx) {
+void linear_rows_backward_input(const float* dy, int64_t lddy, int64_t rows, const Tensor& W, int64_t col,
+                                int64_t width, float beta, float* dx, int64_t lddx) {
   check_block(W, col, width, "linear_rows_backward_input", "W");
   const int64_t out = W.dim(0), in = W.dim(1);
   if (rows == 0 || width == 0) return;
@@ -142,8 +142,8 @@ void linear_rows_backward_input(const float* dy, int64_t lddy, int64_t rows, con
   }
 }
 
-void linear_rows_backward_params(const float* dy, int64_t lddy, int64_t rows, const float* x,
-                                 int64_t ldx, int64_t col, int64_t width, Tensor& dW, float* db) {
+void linear_rows_backward_params(const float* dy, int64_t lddy, int64_t rows, const float* x, int64_t ldx, int64_t col,
+                                 int64_t width, Tensor& dW, float* db) {
   check_block(dW, col, width, "linear_rows_backward_params", "dW");
   const int64_t out = dW.dim(0), in = dW.dim(1);
   if (rows > 0 && width > 0 && out > 0)

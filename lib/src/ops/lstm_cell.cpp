@@ -17,12 +17,12 @@ namespace attn::ops {
 namespace {
 
 using blas::Trans;
-using detail::sigmoid_fast;
-using detail::tanh_fast;
 using detail::add_column_sums;
 using detail::data_or_null;
 using detail::product_then_rows;
 using detail::rows_then_products;
+using detail::sigmoid_fast;
+using detail::tanh_fast;
 
 // One batch row of the forward pass (step_forward's below, lstm_rows_forward's): a's row added
 // to the gates unless a is null, then the gates activated and the state advanced. Each row kernel

@@ -31,7 +31,7 @@ class StartPhases {
   struct State {
     bool on = true;
     double best = std::numeric_limits<double>::infinity();   // the least loss of its epochs
-    int64_t end = 0;                                          // the step it ended at
+    int64_t end = 0;                                         // the step it ended at
   };
   const std::vector<StartPhase>& phases_;
   std::vector<State> states_;

@@ -173,13 +173,15 @@ Translation translate_split(const data::TokenSplit& split, int64_t max_tokens, c
   const int64_t n = split.size();
   if (n == 0) return {};
   const std::string attention = "attention/";
-  const SplitOutput all = run_split(n, split_batches(ints(split.src_len), max_tokens), [&](std::span<const int64_t> index) {
-    decode::Decoded r = decode(data::gather_batch(split.src, split.src_len, index));
-    BatchOutput out;
-    add_token_lists(out, r.tokens, r.scores);
-    for (auto& [name, t] : r.attention) out.tensors.emplace_back(attention + name, std::move(t));
-    return out;
-  });
+  const SplitOutput all = run_split(n, split_batches(ints(split.src_len), max_tokens),
+                                    [&](std::span<const int64_t> index) {
+                                      decode::Decoded r = decode(data::gather_batch(split.src, split.src_len, index));
+                                      BatchOutput out;
+                                      add_token_lists(out, r.tokens, r.scores);
+                                      for (auto& [name, t] : r.attention)
+                                        out.tensors.emplace_back(attention + name, std::move(t));
+                                      return out;
+                                    });
   Translation out;
   read_token_lists(all, n, out.tokens, out.scores);
   for (const auto& [name, t] : all.tensors)

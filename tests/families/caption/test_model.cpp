@@ -18,7 +18,7 @@ using caption::CaptionAttention;
 namespace {
 
 caption::CaptionerConfig tiny_config(CaptionAttention attention, bool gate, float alpha_c, bool batch_norm = false,
-                                    bool coords = false) {
+                                     bool coords = false) {
   caption::CaptionerConfig c;
   c.batch_norm = batch_norm;
   c.coords = coords;
@@ -49,8 +49,7 @@ caption::CaptionBatch tiny_batch(const caption::CaptionerConfig& c) {
 std::string describe(const caption::CaptionerConfig& c) {
   return std::string(caption::caption_attention_name(c.attention)) + (c.gate ? "/gate" : "/no-gate") +
          "/alpha_c=" + std::to_string(c.alpha_c) + "/alpha_entropy=" + std::to_string(c.alpha_entropy) +
-         (c.batch_norm ? "/batch-norm" : "") +
-         (c.coords ? "/coords" : "");
+         (c.batch_norm ? "/batch-norm" : "") + (c.coords ? "/coords" : "");
 }
 
 // Central differences of the mean loss on up to 6 entries of every parameter, against
@@ -87,7 +86,8 @@ void check_model_gradients(const caption::CaptionerConfig& config, uint64_t seed
 TEST_CASE("captioner config: encoder list, validation and attributes", "[unit][captioner]") {
   using caption::ConvEncoderLayer;
   CHECK(caption::parse_encoder("conv32x3,pool2,conv64x5") ==
-        std::vector<ConvEncoderLayer>{{ConvEncoderLayer::conv, 32, 3}, {ConvEncoderLayer::pool, 0, 2}, {ConvEncoderLayer::conv, 64, 5}});
+        std::vector<ConvEncoderLayer>{
+            {ConvEncoderLayer::conv, 32, 3}, {ConvEncoderLayer::pool, 0, 2}, {ConvEncoderLayer::conv, 64, 5}});
   for (const char* bad : {"", "conv32", "convx3", "pool", "pool0", "conv32x3,,pool2", "relu", "conv32x3 "})
     REQUIRE_THROWS_WITH(caption::parse_encoder(bad), Catch::Contains("is not convKxS"));
 

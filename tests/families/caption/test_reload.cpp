@@ -48,9 +48,12 @@ void caption_case(const test::TempDir& dir, const std::string& name, const std::
   line += kCaptionData;
   line += "; } && {cap} train --data caption.data.h5 --model " + model_file(name) + " " + options +
           " --embed-dim 6 --hidden 8 --attention-dim 5 --batch-size 32 --lr 0.03 --seed 2 --threads 1 --quiet"
-          " --checkpoint-every 1 --keep-checkpoints 2 --steps " + std::to_string(steps);
-  line += " && {cap} caption --model " + model_file(name) + " --data caption.data.h5 --split test --batch-size 4 "
-          "--max-len " + std::to_string(kCaptionMaxLen) + " --threads 1 --quiet --out " + name + ".caps.h5";
+          " --checkpoint-every 1 --keep-checkpoints 2 --steps " +
+          std::to_string(steps);
+  line += " && {cap} caption --model " + model_file(name) +
+          " --data caption.data.h5 --split test --batch-size 4 "
+          "--max-len " +
+          std::to_string(kCaptionMaxLen) + " --threads 1 --quiet --out " + name + ".caps.h5";
   const test::ShellResult r = test::run_tools(dir, line, {{"{data}", "attn-data"}, {"{cap}", "attn-caption"}});
   INFO(line << "\n" << r.err);
   REQUIRE(r.code == 0);
@@ -74,7 +77,10 @@ void caption_case(const test::TempDir& dir, const std::string& name, const std::
   }
   const io::File caps = io::File::open_read(dir.file(name + ".caps.h5"));
   io::File f = io::File::create(dir.file(batch_file(name)));
-  f.write_all("/", {{"images", batch.images}, {"tgt", batch.tgt}, {"tgt_len", batch.tgt_len}, {"logits", logits},
+  f.write_all("/", {{"images", batch.images},
+                    {"tgt", batch.tgt},
+                    {"tgt_len", batch.tgt_len},
+                    {"logits", logits},
                     {"attention", attention}});
   for (const char* d : {"predictions", "predictions_len", "scores", "attention"})
     f.write(std::string("/captions/") + d, caps.read(std::string("/") + d));

@@ -594,9 +594,8 @@ TEST_CASE("memnet: random noise's temporal indices", "[unit][memnet]") {
 TEST_CASE("memnet: random noise is drawn from the caller's stream, and only in training", "[unit][memnet]") {
   // Example 0 has 6 sentences (up to 1 blank), example 1 four: the model draws each example's
   // indices in one call, which memn2n_temporal_indices replays.
-  const memnet::QaBatch batch =
-      make_batch({{{4, 5}, {6}, {7, 8}, {5, 4}, {6, 6}, {8}}, {{8, 1}, {4, 4}, {5}, {6, 7}}}, {{4, 6}, {5}}, {6, 4},
-                 6, 2, 2);
+  const memnet::QaBatch batch = make_batch({{{4, 5}, {6}, {7, 8}, {5, 4}, {6, 6}, {8}}, {{8, 1}, {4, 4}, {5}, {6, 7}}},
+                                           {{4, 6}, {5}}, {6, 4}, 6, 2, 2);
   memnet::MemN2NConfig c = tiny_config(MemN2NEncoding::position, MemN2NTying::adjacent, true);
   c.memory_size = 8;
   Rng init(11);

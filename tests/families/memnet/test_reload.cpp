@@ -66,7 +66,8 @@ void memnet_case(const test::TempDir& dir, const std::string& name, const std::s
   line += model_file(name);
   line += ' ';
   line += options;
-  line += " --embedding-size 6 --hops 2 --memory-size 5 --batch-size 16 --steps 3 --lr 0.5 --seed 2 --threads 1 --quiet";
+  line +=
+      " --embedding-size 6 --hops 2 --memory-size 5 --batch-size 16 --steps 3 --lr 0.5 --seed 2 --threads 1 --quiet";
   const test::ShellResult r = test::run_tools(dir, line, {{"{memnet}", "attn-memnet"}});
   INFO(line << "\n" << r.err);
   REQUIRE(r.code == 0);
@@ -79,8 +80,11 @@ void memnet_case(const test::TempDir& dir, const std::string& name, const std::s
   REQUIRE(batch.story.dim(1) > 5);   // some memories are longer than the window
   const memnet::MemN2NResult a = m.model.answer(batch);
   io::File f = io::File::create(dir.file(batch_file(name)));
-  f.write_all("/", {{"story", batch.story}, {"story_len", batch.story_len}, {"question", batch.question},
-                    {"attention", a.attention}, {"predictions", a.predictions}});
+  f.write_all("/", {{"story", batch.story},
+                    {"story_len", batch.story_len},
+                    {"question", batch.question},
+                    {"attention", a.attention},
+                    {"predictions", a.predictions}});
   f.commit();
 }
 

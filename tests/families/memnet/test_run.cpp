@@ -95,8 +95,8 @@ TEST_CASE("memnet linear start is the trainer's start phase linear_start, holdin
   Rng init(1);
   memnet::MemN2N model(c, init);
   for (const int64_t epochs : {0, 3}) {
-    const train::TrainTask task =
-        memnet::memnet_task(model, split, &split, vocab, {.linear_start = true, .linear_start_epochs = epochs});
+    const train::TrainTask task = memnet::memnet_task(model, split, &split, vocab,
+                                                      {.linear_start = true, .linear_start_epochs = epochs});
     REQUIRE(task.start_phases.size() == 1);
     const train::StartPhase& ls = task.start_phases[0];
     CHECK(ls.name == "linear_start");

@@ -25,7 +25,7 @@ using ntm::NtmMemoryInit;
 namespace {
 
 ntm::NtmConfig tiny_config(NtmController controller, int64_t read_heads, int64_t write_heads, NtmMemoryInit init,
-                              int64_t layers = 1) {
+                           int64_t layers = 1) {
   ntm::NtmConfig c;
   c.input_size = 3;
   c.output_size = 2;
@@ -50,7 +50,7 @@ Tensor bits(const Shape& shape, Rng& rng) {
 
 // B = 2 examples with the given input and target lengths; inputs and targets are random bits.
 ntm::SequenceBatch make_batch(int64_t Win, int64_t Wout, std::vector<int32_t> in_len, std::vector<int32_t> tgt_len,
-                                 uint64_t seed) {
+                              uint64_t seed) {
   Rng rng(seed);
   const int64_t B = static_cast<int64_t>(in_len.size());
   const int64_t Tin = std::max<int64_t>(1, *std::max_element(in_len.begin(), in_len.end()));
@@ -74,8 +74,8 @@ ntm::SequenceBatch three_step_batch(const ntm::NtmConfig& c) {
 }
 
 std::string describe(const ntm::NtmConfig& c) {
-  return std::string(ntm::ntm_controller_name(c.controller)) + " x" + std::to_string(c.controller_layers) +
-         ", " + std::to_string(c.read_heads) + " read / " + std::to_string(c.write_heads) + " write, memory " +
+  return std::string(ntm::ntm_controller_name(c.controller)) + " x" + std::to_string(c.controller_layers) + ", " +
+         std::to_string(c.read_heads) + " read / " + std::to_string(c.write_heads) + " write, memory " +
          ntm::ntm_memory_init_name(c.memory_init);
 }
 
@@ -569,7 +569,7 @@ TEST_CASE("ntm: learns copy (lengths 1-5, 8 bits) to 0 bit errors on held-out se
   const auto data = datasets::make_copy(task, {steps * B, 0, 200}, /*seed=*/1);
   auto rows = [](const datasets::SequenceSplit& s, int64_t from, int64_t n) {
     return ntm::SequenceBatch{s.inputs.all().rows(from, from + n), s.input_len.rows(from, from + n),
-                                 s.targets.all().rows(from, from + n), s.target_len.rows(from, from + n)};
+                              s.targets.all().rows(from, from + n), s.target_len.rows(from, from + n)};
   };
   ntm::NtmConfig c;
   c.input_size = 9;

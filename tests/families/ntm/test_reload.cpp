@@ -56,15 +56,19 @@ TEST_CASE("formats: numpy reloads NTMs (LSTM and feed-forward controllers, sever
           "reproduces attn-ntm run",
           "[integration][formats]") {
   test::TempDir dir;
-  ntm_case(dir, "ntm_lstm", "--controller lstm --controller-layers 2 --controller-size 5 --memory 6,4 --read-heads 2 "
-                            "--write-heads 2 --memory-init constant");
-  ntm_case(dir, "ntm_ff", "--controller ff --controller-layers 2 --controller-size 5 --memory 7,3 --read-heads 1 "
-                          "--write-heads 2 --shift-range 2 --memory-init learned");
+  ntm_case(dir, "ntm_lstm",
+           "--controller lstm --controller-layers 2 --controller-size 5 --memory 6,4 --read-heads 2 "
+           "--write-heads 2 --memory-init constant");
+  ntm_case(dir, "ntm_ff",
+           "--controller ff --controller-layers 2 --controller-size 5 --memory 7,3 --read-heads 1 "
+           "--write-heads 2 --shift-range 2 --memory-init learned");
   // random: the 6 test sequences run in batches of 4 and 2, each batch from the stream's start, so
   // that a sequence's M_0 depends on its place in its batch (FORMATS.md); 160 values a batch, of
   // which some lie outside [-1, 1] and are drawn again.
-  ntm_case(dir, "ntm_random", "--controller lstm --controller-size 4 --memory 8,5 --read-heads 2 --write-heads 1 "
-                              "--memory-init random", 4);
+  ntm_case(dir, "ntm_random",
+           "--controller lstm --controller-size 4 --memory 8,5 --read-heads 2 --write-heads 1 "
+           "--memory-init random",
+           4);
   ntm_case(dir, "ntm_baseline", "--baseline lstm --baseline-layers 2 --controller-size 4 --memory 6,4");
   const std::string report = check_reload(dir, {"ntm_lstm", "ntm_ff", "ntm_random", "ntm_baseline"});
   if (report.empty()) return;
@@ -82,14 +86,15 @@ TEST_CASE("formats: an NTM's SGD step is the documented objective's gradient, cl
   ntm_tool(dir, "train --data ntm.data.h5 --model ntm_sgd.model.h5 " + model +
                     " --optimizer sgd --lr 1 --clip-value 0 --steps 2 --checkpoint-every 1" + kNtmSteps);
   ntm_tool(dir, "train --data ntm.data.h5 --model ntm_clip.model.h5 --resume ntm_sgd.model.h5 --optimizer sgd --lr 1 "
-                "--clip-value 0.01 --clip 0.02 --steps 3" + std::string(kNtmSteps));
+                "--clip-value 0.01 --clip 0.02 --steps 3" +
+                    std::string(kNtmSteps));
   const std::pair<std::string, std::string> plain{step_file("ntm_sgd", 1), "ntm_sgd.model.h5"};
   const std::pair<std::string, std::string> clipped{"ntm_sgd.model.h5", "ntm_clip.model.h5"};
   const std::string report = check_reload(dir, {plain, clipped});
   if (report.empty()) return;
   CHECK(report.find("no clipping") != std::string::npos);      // the first step
-  CHECK(report.find("scaled to 0.02") != std::string::npos);    // the clipped step: both rules acted
+  CHECK(report.find("scaled to 0.02") != std::string::npos);   // the clipped step: both rules acted
   CHECK(report.find(" 0 entries clamped") == std::string::npos);
-  check_broken(dir, plain, "ntm-loss-bits");      // the objective in bits, not nats
-  check_broken(dir, clipped, "clip-norm-first");  // the norm clipped before the values
+  check_broken(dir, plain, "ntm-loss-bits");       // the objective in bits, not nats
+  check_broken(dir, clipped, "clip-norm-first");   // the norm clipped before the values
 }

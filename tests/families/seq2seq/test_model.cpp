@@ -14,15 +14,15 @@
 #include "test_support.hpp"
 
 using namespace attn;
-using seq2seq::AttentionStyle;
-using seq2seq::LocalAttention;
 using nn::RnnCell;
 using nn::ScoreKind;
+using seq2seq::AttentionStyle;
+using seq2seq::LocalAttention;
 
 namespace {
 
 seq2seq::Seq2SeqConfig tiny_config(nn::ScoreKind score, LocalAttention local, AttentionStyle style, RnnCell cell,
-                                  bool bidirectional, bool self_attention) {
+                                   bool bidirectional, bool self_attention) {
   seq2seq::Seq2SeqConfig c;
   c.src_vocab = 7;
   c.tgt_vocab = 6;
@@ -96,7 +96,7 @@ void check_all_forms(nn::ScoreKind score, LocalAttention local, uint64_t seed) {
 
 TEST_CASE("seq2seq config: validation and attributes", "[unit][seq2seq]") {
   seq2seq::Seq2SeqConfig c = tiny_config(nn::ScoreKind::concat, LocalAttention::local_p, AttentionStyle::luong,
-                                        RnnCell::lstm, true, true);
+                                         RnnCell::lstm, true, true);
   c.dropout = 0.25f;
   c.teacher_forcing = 0.5f;
   const seq2seq::Seq2SeqConfig back = seq2seq::Seq2SeqConfig::from_attrs(c.to_attrs());
@@ -143,9 +143,9 @@ TEST_CASE("seq2seq config: validation and attributes", "[unit][seq2seq]") {
 
 TEST_CASE("seq2seq: parameters are named by module path", "[unit][seq2seq]") {
   Rng rng(1);
-  seq2seq::Seq2Seq model(tiny_config(nn::ScoreKind::concat, LocalAttention::local_p, AttentionStyle::luong,
-                                    RnnCell::gru, true, true),
-                        rng);
+  seq2seq::Seq2Seq model(
+      tiny_config(nn::ScoreKind::concat, LocalAttention::local_p, AttentionStyle::luong, RnnCell::gru, true, true),
+      rng);
   std::vector<std::string> names;
   for (Param* p : model.params()) names.push_back(p->name);
   for (const char* want : {"encoder/embedding/table", "encoder/layer0/fwd/W_ih", "encoder/layer1/bwd/b_hh",
@@ -157,9 +157,9 @@ TEST_CASE("seq2seq: parameters are named by module path", "[unit][seq2seq]") {
 
 TEST_CASE("seq2seq: bad inputs are rejected with the reason", "[unit][seq2seq]") {
   Rng rng(1);
-  seq2seq::Seq2Seq model(tiny_config(nn::ScoreKind::general, LocalAttention::global, AttentionStyle::bahdanau,
-                                    RnnCell::gru, true, false),
-                        rng);
+  seq2seq::Seq2Seq model(
+      tiny_config(nn::ScoreKind::general, LocalAttention::global, AttentionStyle::bahdanau, RnnCell::gru, true, false),
+      rng);
   data::TokenBatch b = tiny_batch();
   b.src_len = Tensor::from_ints({2}, {5, 0});
   REQUIRE_THROWS_WITH(model.evaluate(b), Catch::Contains("src_len[1] = 0 is outside [1, S = 5]"));
@@ -171,7 +171,7 @@ TEST_CASE("seq2seq: bad inputs are rejected with the reason", "[unit][seq2seq]")
   REQUIRE_THROWS_WITH(model.evaluate(b), Catch::Contains("seq2seq: tgt [B, T] has shape [1, 4], expected [2, *]"));
   Rng rng2(2);
   seq2seq::Seq2SeqConfig c = tiny_config(nn::ScoreKind::location, LocalAttention::global, AttentionStyle::luong,
-                                        RnnCell::gru, false, false);
+                                         RnnCell::gru, false, false);
   c.max_src_len = 4;
   seq2seq::Seq2Seq loc(c, rng2);
   REQUIRE_THROWS_WITH(loc.evaluate(tiny_batch()), Catch::Contains("source length S = 5 exceeds max_src_len = 4"));
@@ -232,8 +232,7 @@ TEST_CASE("seq2seq: alignment rows sum to 1 and put no weight on padding", "[uni
   for (nn::ScoreKind score : {nn::ScoreKind::dot, nn::ScoreKind::general, nn::ScoreKind::concat,
                              nn::ScoreKind::scaled_dot, nn::ScoreKind::location})
     for (AttentionStyle style : {AttentionStyle::bahdanau, AttentionStyle::luong}) {
-      const seq2seq::Seq2SeqConfig c =
-          tiny_config(score, LocalAttention::global, style, RnnCell::gru, true, false);
+      const seq2seq::Seq2SeqConfig c = tiny_config(score, LocalAttention::global, style, RnnCell::gru, true, false);
       INFO(describe(c));
       Rng rng(5);
       seq2seq::Seq2Seq model(c, rng);
@@ -253,15 +252,15 @@ TEST_CASE("seq2seq: alignment rows sum to 1 and put no weight on padding", "[uni
     }
   // Local-p scales the weights by a Gaussian (<= 1); local-m keeps the window |j - t| <= P.
   Rng rng(6);
-  seq2seq::Seq2Seq local_p(tiny_config(nn::ScoreKind::concat, LocalAttention::local_p, AttentionStyle::luong,
-                                      RnnCell::lstm, true, false),
-                          rng);
+  seq2seq::Seq2Seq local_p(
+      tiny_config(nn::ScoreKind::concat, LocalAttention::local_p, AttentionStyle::luong, RnnCell::lstm, true, false),
+      rng);
   Tensor align;
   local_p.logits(tiny_batch(), &align);
   check_rows(align, tiny_batch().src_len, {4, 4}, /*normalised=*/false);
-  seq2seq::Seq2Seq local_m(tiny_config(nn::ScoreKind::general, LocalAttention::local_m, AttentionStyle::bahdanau,
-                                      RnnCell::gru, true, false),
-                          rng);
+  seq2seq::Seq2Seq local_m(
+      tiny_config(nn::ScoreKind::general, LocalAttention::local_m, AttentionStyle::bahdanau, RnnCell::gru, true, false),
+      rng);
   local_m.logits(tiny_batch(), &align);
   for (int64_t t = 0; t < 4; ++t)
     for (int64_t s = 0; s < 5; ++s)
@@ -333,7 +332,7 @@ TEST_CASE("seq2seq decoding: selecting rows carries their state and their senten
 TEST_CASE("seq2seq: greedy and beam search never emit PAD or BOS, however the model favours them",
           "[unit][seq2seq]") {
   seq2seq::Seq2SeqConfig c = tiny_config(nn::ScoreKind::general, LocalAttention::global, AttentionStyle::luong,
-                                        RnnCell::gru, true, false);
+                                         RnnCell::gru, true, false);
   c.tgt_vocab = 9;
   Rng rng(13);
   seq2seq::Seq2Seq model(c, rng);
@@ -355,7 +354,7 @@ TEST_CASE("seq2seq: greedy and beam search never emit PAD or BOS, however the mo
 
 TEST_CASE("seq2seq: teacher forcing below 1 feeds the model's own predictions", "[unit][seq2seq]") {
   seq2seq::Seq2SeqConfig c = tiny_config(nn::ScoreKind::general, LocalAttention::global, AttentionStyle::luong,
-                                        RnnCell::gru, true, false);
+                                         RnnCell::gru, true, false);
   c.teacher_forcing = 0.0f;
   Rng rng(21);
   seq2seq::Seq2Seq model(c, rng);

@@ -39,16 +39,18 @@ void seq2seq_case(const test::TempDir& dir, const std::string& name, const std::
 TEST_CASE("formats: numpy reloads a seq2seq GRU, bidirectional, 2 layers, Bahdanau concat, and reproduces its logits",
           "[integration][formats]") {
   test::TempDir dir;
-  seq2seq_case(dir, "gru", "--cell gru --bidirectional --layers 2 --attention concat --attention-style bahdanau "
-                           "--embed-dim 6 --hidden 5 --dec-hidden 7 --attention-dim 4");
+  seq2seq_case(dir, "gru",
+               "--cell gru --bidirectional --layers 2 --attention concat --attention-style bahdanau "
+               "--embed-dim 6 --hidden 5 --dec-hidden 7 --attention-dim 4");
   check_reload(dir, {"gru"});
 }
 
 TEST_CASE("formats: numpy reloads a seq2seq LSTM, Luong general, local-p, and reproduces its logits",
           "[integration][formats]") {
   test::TempDir dir;
-  seq2seq_case(dir, "lstm", "--cell lstm --attention general --attention-style luong --local predictive "
-                            "--attention-window 2 --embed-dim 6 --hidden 5 --dec-hidden 7 --attention-dim 3");
+  seq2seq_case(dir, "lstm",
+               "--cell lstm --attention general --attention-style luong --local predictive "
+               "--attention-window 2 --embed-dim 6 --hidden 5 --dec-hidden 7 --attention-dim 3");
   check_reload(dir, {"lstm"});
 }
 

@@ -70,8 +70,7 @@ TEST_CASE("classifier inputs: BERT reads [CLS] A [SEP] B [SEP] with segments, GP
   CHECK(ints(bert.tokens.segments) == std::vector<int32_t>{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 0, 0, 0, 0, 0, 0});
   CHECK(ints(bert.tokens.src_len) == std::vector<int32_t>{5, 6, 3});
   CHECK(ints(bert.read_at) == std::vector<int32_t>{0, 0, 0});
-  for (int64_t len : {3, 1})
-    CHECK(transformer::classifier_input_length(TransformerArch::mlm, len, false) == len + 2);
+  for (int64_t len : {3, 1}) CHECK(transformer::classifier_input_length(TransformerArch::mlm, len, false) == len + 2);
   CHECK(transformer::classifier_input_length(TransformerArch::mlm, 3, true) == 6);
 
   const ClassifierBatch gpt = tiny_batch(TransformerArch::lm);
@@ -83,7 +82,7 @@ TEST_CASE("classifier inputs: BERT reads [CLS] A [SEP] B [SEP] with segments, GP
   CHECK(transformer::classifier_input_length(TransformerArch::lm, 3, true) == 5);
 
   REQUIRE_THROWS_WITH(transformer::classifier_batch(TransformerArch::encdec, Tensor::from_ints({1, 1}, {4}),
-                                               Tensor::from_ints({1}, {1}), {}, {}),
+                                                    Tensor::from_ints({1}, {1}), {}, {}),
                       Catch::Contains("an lm or an mlm, not 'encdec'"));
 }
 

@@ -322,8 +322,7 @@ TEST_CASE("Transformer lm learns a deterministic counting sequence", "[integrati
     adam.step(params, step);
   }
   const TokenBatch test = make(data_rng, first);
-  const decode::Decoded out =
-      transformer::greedy(model, first, Tensor::from_ints({B}, std::vector<int32_t>(B, 1)), {});
+  const decode::Decoded out = transformer::greedy(model, first, Tensor::from_ints({B}, std::vector<int32_t>(B, 1)), {});
   int64_t right = 0;
   for (int64_t b = 0; b < B; ++b) {
     std::vector<int32_t> want(test.tgt.idata() + b * T + 1, test.tgt.idata() + b * T + 8);

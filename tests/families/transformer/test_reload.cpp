@@ -46,7 +46,7 @@ void transformer_case(const test::TempDir& dir, const std::string& name, const s
     std::vector<int64_t> examples(test::kReloadRows);
     std::iota(examples.begin(), examples.end(), int64_t{0});
     batch = transformer::mask_examples(batch, /*seed=*/5, examples, m.model.mask_token_id(), c.tgt_vocab,
-                                  {.select = 0.5f, .replace_mask = 0.8f, .replace_random = 0.1f, .only = {}});
+                                       {.select = 0.5f, .replace_mask = 0.8f, .replace_random = 0.1f, .only = {}});
     int64_t masks = 0;
     for (int64_t i = 0; i < batch.src.numel(); ++i) masks += batch.src.idata()[i] == m.model.mask_token_id();
     REQUIRE(masks > 0);
@@ -137,24 +137,27 @@ void classifier_case(const test::TempDir& dir, const std::string& name, const st
 TEST_CASE("formats: numpy reloads a Transformer encdec (post-norm, sinusoidal, tied output) and reproduces its logits",
           "[integration][formats]") {
   test::TempDir dir;
-  transformer_case(dir, "encdec", "--arch encdec --norm post --pos-encoding sinusoidal --tie-embeddings output "
-                                  "--d-model 16 --heads 4 --d-ff 24 --enc-layers 2 --dec-layers 1");
+  transformer_case(dir, "encdec",
+                   "--arch encdec --norm post --pos-encoding sinusoidal --tie-embeddings output "
+                   "--d-model 16 --heads 4 --d-ff 24 --enc-layers 2 --dec-layers 1");
   check_reload(dir, {"encdec"});
 }
 
 TEST_CASE("formats: numpy reloads a Transformer lm (pre-norm, learned positions, untied) and reproduces its logits",
           "[integration][formats]") {
   test::TempDir dir;
-  transformer_case(dir, "lm", "--arch lm --norm pre --pos-encoding learned --tie-embeddings none --d-model 12 "
-                              "--heads 3 --d-ff 20 --layers 2");
+  transformer_case(dir, "lm",
+                   "--arch lm --norm pre --pos-encoding learned --tie-embeddings none --d-model 12 "
+                   "--heads 3 --d-ff 20 --layers 2");
   check_reload(dir, {"lm"});
 }
 
 TEST_CASE("formats: numpy reloads a Transformer mlm ([MASK] inputs, self-attention window 2) and reproduces its logits",
           "[integration][formats]") {
   test::TempDir dir;
-  transformer_case(dir, "mlm", "--arch mlm --norm post --pos-encoding learned --tie-embeddings output "
-                               "--attn-window 2 --d-model 8 --heads 2 --d-ff 16 --layers 1");
+  transformer_case(dir, "mlm",
+                   "--arch mlm --norm post --pos-encoding learned --tie-embeddings output "
+                   "--attn-window 2 --d-model 8 --heads 2 --d-ff 16 --layers 1");
   check_reload(dir, {"mlm"});
 }
 
@@ -171,10 +174,13 @@ TEST_CASE("formats: numpy reloads fine-tuned Transformer classifiers (lm and mlm
   // GPT: an lm pre-trained on text (pre-norm, learned positions, its own output layer, which only
   // the auxiliary LM loss reads); BERT: an mlm pre-trained on the pairs themselves, so that both
   // segment rows are trained (post-norm, sinusoids, tied output, a self-attention window).
-  classifier_case(dir, "cls_lm", "--arch lm --data text.h5 --norm pre --pos-encoding learned --tie-embeddings none "
-                                 "--d-model 12 --heads 3 --d-ff 20 --layers 2", " --aux-lm 0.5");
-  classifier_case(dir, "cls_mlm", "--arch mlm --data pairs.h5 --norm post --pos-encoding sinusoidal "
-                                  "--tie-embeddings output --attn-window 4 --d-model 8 --heads 2 --d-ff 16 --layers 2",
+  classifier_case(dir, "cls_lm",
+                  "--arch lm --data text.h5 --norm pre --pos-encoding learned --tie-embeddings none "
+                  "--d-model 12 --heads 3 --d-ff 20 --layers 2",
+                  " --aux-lm 0.5");
+  classifier_case(dir, "cls_mlm",
+                  "--arch mlm --data pairs.h5 --norm post --pos-encoding sinusoidal "
+                  "--tie-embeddings output --attn-window 4 --d-model 8 --heads 2 --d-ff 16 --layers 2",
                   "");
   std::vector<std::pair<std::string, std::string>> pairs = case_files({"cls_lm", "cls_mlm"});
   for (const std::string name : {"cls_lm", "cls_mlm"}) pairs.emplace_back(model_file(name), name + ".classify.h5");

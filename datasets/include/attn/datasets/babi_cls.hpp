@@ -23,7 +23,7 @@ inline constexpr int kBabiListTasks[] = {8, 19};
 bool is_babi_list_task(int task);
 
 struct BabiClsData {
-  Splits<transformer::LabelledSplit> splits;    // /train, /valid, /test
+  Splits<transformer::LabelledSplit> splits;   // /train, /valid, /test
   Splits<Tensor> task;                   // int32 [N] per split: the bAbI task of each example
   data::Vocab vocab;                     // /vocab/src
   std::vector<std::string> labels;       // /labels: every answer, in the order of its vocabulary id

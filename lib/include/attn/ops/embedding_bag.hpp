@@ -71,8 +71,8 @@ struct EmbeddingBagCache {
   std::vector<int32_t> present;    // the present bags' rows of ids, in order
   std::vector<Tensor> tables;      // T [V, E], with sample weights only
   int64_t T = 0, V = 0, E = 0;
-  int64_t start_rows = 0;          // R (0: no start tables)
-  int64_t ids_in_bags = 0;         // Σ_n J_n over the present bags
+  int64_t start_rows = 0;    // R (0: no start tables)
+  int64_t ids_in_bags = 0;   // Σ_n J_n over the present bags
 
   const Tensor& lengths() const { return counted ? *counted : options.lengths; }
 };
@@ -105,7 +105,7 @@ void weighted_rows_sum(const float* rows, int64_t E, const float* w, int64_t n, 
 
 // Its backward from g = dout [E]: dw[i] = g · rows[i] (WRITTEN; skipped when dw is null, and then
 // rows may be null), and drows[i] = w[i] g, WRITTEN, or ADDED when accumulate.
-void weighted_rows_sum_backward(const float* rows, int64_t E, const float* w, int64_t n, const float* g,
-                                float* dw, float* drows, bool accumulate);
+void weighted_rows_sum_backward(const float* rows, int64_t E, const float* w, int64_t n, const float* g, float* dw,
+                                float* drows, bool accumulate);
 
 }  // namespace attn::ops

@@ -33,18 +33,18 @@ Tensor linear_backward(const Tensor& dy, const Tensor& W, const LinearCache& cac
 // y[rows, out] = beta y + x W[:, col : col + width]^T, then + b (added after the product) when b
 // is not null. x: [rows, width] (row stride ldx)   W: [out, in]   b: [out]   y: row stride ldy.
 // beta = 0 overwrites y without reading it; width = 0 leaves beta y (+ b).
-void linear_rows_forward(const float* x, int64_t ldx, int64_t rows, const Tensor& W, int64_t col,
-                         int64_t width, const float* b, float beta, float* y, int64_t ldy);
+void linear_rows_forward(const float* x, int64_t ldx, int64_t rows, const Tensor& W, int64_t col, int64_t width,
+                         const float* b, float beta, float* y, int64_t ldy);
 
 // The gradient of x: dx[rows, width] = beta dx + dy W[:, col : col + width].
 // dy: [rows, out] (row stride lddy)   dx: row stride lddx; beta = 0 overwrites dx.
-void linear_rows_backward_input(const float* dy, int64_t lddy, int64_t rows, const Tensor& W,
-                                int64_t col, int64_t width, float beta, float* dx, int64_t lddx);
+void linear_rows_backward_input(const float* dy, int64_t lddy, int64_t rows, const Tensor& W, int64_t col,
+                                int64_t width, float beta, float* dx, int64_t lddx);
 
 // The parameters' gradients over all rows, ADDED: dW[:, col : col + width] += dy^T x (one GEMM)
 // and, when db is not null, db [out] += the column sums of dy (linear_backward's, so the same
 // bits at any thread count).
-void linear_rows_backward_params(const float* dy, int64_t lddy, int64_t rows, const float* x,
-                                 int64_t ldx, int64_t col, int64_t width, Tensor& dW, float* db);
+void linear_rows_backward_params(const float* dy, int64_t lddy, int64_t rows, const float* x, int64_t ldx, int64_t col,
+                                 int64_t width, Tensor& dW, float* db);
 
 }  // namespace attn::ops

@@ -67,8 +67,8 @@ LstmCellGrads lstm_cell_backward(const Tensor& dh_next, const Tensor& dc_next, c
 // (h_prev null: the zero state, no product), then it is activated in place to i, f, g, o (what
 // lstm_rows_backward reads). c_prev: [B, H] (zeros for the zero state). Writes c_next and
 // h_next [B, H] (overwritten).
-void lstm_rows_forward(int64_t B, int64_t H, const float* h_prev, const Tensor& W_hh, float* gates,
-                       const float* c_prev, float* c_next, float* h_next);
+void lstm_rows_forward(int64_t B, int64_t H, const float* h_prev, const Tensor& W_hh, float* gates, const float* c_prev,
+                       float* c_next, float* h_next);
 
 // gates, c_prev, c_next: the forward's. dh_a, dh_b: [B, H] two gradients w.r.t. h_next, summed
 // (the layer above's and the next step's); dc: [B, H] the gradient w.r.t. c_next in, w.r.t.
@@ -76,9 +76,9 @@ void lstm_rows_forward(int64_t B, int64_t H, const float* h_prev, const Tensor& 
 // input projection's and the recurrent product's), and, unless dh_prev is null (the zero state:
 // nothing to pass back), dh_prev = dgates W_hh [B, H], overwritten once every row has read dh_a
 // and dh_b (so it may alias either).
-void lstm_rows_backward(int64_t B, int64_t H, const float* gates, const float* c_prev,
-                        const float* c_next, const float* dh_a, const float* dh_b, float* dc,
-                        float* dgates, const Tensor& W_hh, float* dh_prev);
+void lstm_rows_backward(int64_t B, int64_t H, const float* gates, const float* c_prev, const float* c_next,
+                        const float* dh_a, const float* dh_b, float* dc, float* dgates, const Tensor& W_hh,
+                        float* dh_prev);
 
 // A whole sequence, the input projection done once for all steps.
 struct LstmLayerOutput {

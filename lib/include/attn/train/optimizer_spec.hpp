@@ -30,13 +30,13 @@ LrSchedule parse_lr_schedule(const std::string& name);
 struct OptimizerSpec {
   optim::OptimizerKind kind = optim::OptimizerKind::adam;
   LrSchedule schedule = LrSchedule::constant;
-  double lr = 1e-3;                    // the rate (> 0); inverse-sqrt: its peak, 0 = (d_model * warmup)^-0.5
-  optim::SgdConfig sgd{};              // each kind's constants (their own lr is not used)
+  double lr = 1e-3;         // the rate (> 0); inverse-sqrt: its peak, 0 = (d_model * warmup)^-0.5
+  optim::SgdConfig sgd{};   // each kind's constants (their own lr is not used)
   optim::RmsPropConfig rmsprop = optim::RmsPropConfig::graves2013();
   optim::AdamConfig adam{};
-  int64_t warmup = 4000;               // inverse-sqrt: steps to the peak
-  double lr_decay = 0.5;               // step: the factor...
-  int64_t lr_decay_every = 25;         // ...applied after every this many epochs
+  int64_t warmup = 4000;         // inverse-sqrt: steps to the peak
+  double lr_decay = 0.5;         // step: the factor...
+  int64_t lr_decay_every = 25;   // ...applied after every this many epochs
 };
 
 // The optimizer the trainer runs: an epoch is batches_per_epoch steps; model_width is d_model,

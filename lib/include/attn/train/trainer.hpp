@@ -109,8 +109,8 @@ struct EpochReport;
 // state in every file it saves (/state attributes <name> (0/1), <name>_best, <name>_end: the step
 // it ended at), so that a resumed run continues it; phase_on() reads it back for a loaded model.
 struct StartPhase {
-  std::string name;                   // its /state attributes: "linear_start"
-  int64_t epochs = 0;                 // > 0: on for exactly this many epochs; 0: until the loss stops improving
+  std::string name;     // its /state attributes: "linear_start"
+  int64_t epochs = 0;   // > 0: on for exactly this many epochs; 0: until the loss stops improving
   // Whether the rate schedule waits for the phase: while it is on, every step takes the rate of
   // step 1; after it ends at step e, step t takes the rate of step t - e (the schedule restarts).
   bool holds_schedule = false;

@@ -13,8 +13,7 @@ namespace {
 // parents through keep.
 class CaptionStepper final : public decode::Stepper {
  public:
-  CaptionStepper(const Captioner& model, const Tensor& images)
-      : model_(model), state_(model.start_decoding(images)) {}
+  CaptionStepper(const Captioner& model, const Tensor& images) : model_(model), state_(model.start_decoding(images)) {}
 
   int64_t vocab() const override { return model_.config().vocab; }
   decode::LogSoftmax log_softmax() const override { return decode::LogSoftmax::double_sum; }

@@ -61,9 +61,7 @@ train::BatchStats to_stats(const CaptionStats& s) {
   return b;
 }
 
-double caption_perplexity(const train::BatchStats& s) {
-  return s.count > 0 ? std::exp(s.sum(kNll) / s.count) : NAN;
-}
+double caption_perplexity(const train::BatchStats& s) { return s.count > 0 ? std::exp(s.sum(kNll) / s.count) : NAN; }
 double caption_token_accuracy(const train::BatchStats& s) { return ratio(s.sum(kCorrect), s.count); }
 double caption_sequence_accuracy(const train::BatchStats& s) {
   return ratio(s.sum(kSequencesCorrect), static_cast<double>(s.units));
@@ -78,8 +76,8 @@ CaptionBatch gather_caption_batch(const CaptionSplit& split, std::span<const int
   return batch;
 }
 
-void check_caption_data(const CaptionerConfig& c, const data::Vocab& data_vocab,
-                        const CaptionSplit& split, const std::string& file, const data::Vocab* model_vocab) {
+void check_caption_data(const CaptionerConfig& c, const data::Vocab& data_vocab, const CaptionSplit& split,
+                        const std::string& file, const data::Vocab* model_vocab) {
   if (data_vocab.size() != c.vocab || (model_vocab != nullptr && data_vocab.tokens() != model_vocab->tokens()))
     throw FormatError(file + ": the data set's vocabulary (" + std::to_string(data_vocab.size()) +
                       " words) is not the model's (" + std::to_string(c.vocab) +
@@ -91,7 +89,7 @@ void check_caption_data(const CaptionerConfig& c, const data::Vocab& data_vocab,
 }
 
 train::TrainTask caption_task(Captioner& model, const CaptionSplit& train, const CaptionSplit* valid,
-                       const data::Vocab& vocab, const CaptionTraining& training) {
+                              const data::Vocab& vocab, const CaptionTraining& training) {
   if (vocab.size() != model.config().vocab)
     throw ConfigError("captioner: the vocabulary has " + std::to_string(vocab.size()) + " words, the model " +
                       std::to_string(model.config().vocab));

@@ -47,4 +47,4 @@ MemN2NConfig MemN2NConfig::from_attrs(const std::map<std::string, io::AttrValue>
   return io::read_fields<MemN2NConfig>(attrs, source);
 }
 
-}   // namespace attn::memnet
+}  // namespace attn::memnet

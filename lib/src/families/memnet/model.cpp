@@ -60,8 +60,8 @@ struct MemN2NImpl {
     // sentences at row J; Wmax = max(Ws, Wq); none with bow encoding). The forward fills the
     // rest of each cache.
     ops::EmbeddingBagCache story_bags, question_bags;
-    std::vector<int64_t> cost;    // [B] a row's share of the hops' work, for the row blocks
-    int64_t bag_work = 0;         // multiply-adds of the sentence and question embeddings
+    std::vector<int64_t> cost;   // [B] a row's share of the hops' work, for the row blocks
+    int64_t bag_work = 0;        // multiply-adds of the sentence and question embeddings
     Tensor Mem, U, P, logits;
   };
 

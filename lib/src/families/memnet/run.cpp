@@ -77,8 +77,8 @@ void check_vocab(const MemN2NConfig& config, const data::Vocab& data_vocab, cons
                       "' differs from the model's vocabulary: the model was trained on another data set");
 }
 
-train::TrainTask memnet_task(MemN2N& model, const QaSplit& train, const QaSplit* valid,
-                      const data::Vocab& vocab, const MemnetTraining& options) {
+train::TrainTask memnet_task(MemN2N& model, const QaSplit& train, const QaSplit* valid, const data::Vocab& vocab,
+                             const MemnetTraining& options) {
   if (vocab.size() != model.config().vocab_size)
     throw ConfigError("memnet: the vocabulary has " + std::to_string(vocab.size()) + " words, the model " +
                       std::to_string(model.config().vocab_size));
@@ -101,11 +101,11 @@ train::TrainTask memnet_task(MemN2N& model, const QaSplit& train, const QaSplit*
     };
   }
   model.set_linear_start(options.linear_start);   // the trainer switches it again as it runs
-  if (options.linear_start)   // the hops' softmax out, and the rate held, until it ends
-    task.start_phases.push_back({.name = kLinearStart,
-                                 .epochs = options.linear_start_epochs,
-                                 .holds_schedule = true,
-                                 .set = [&model](bool on) { model.set_linear_start(on); }});
+  if (options.linear_start)                       // the hops' softmax out, and the rate held, until it ends
+    task.start_phases.push_back(
+        {.name = kLinearStart, .epochs = options.linear_start_epochs, .holds_schedule = true, .set = [&model](bool on) {
+           model.set_linear_start(on);
+         }});
   task.write_extra = [&vocab](io::File& file) { data::write_vocab(file, kQaVocab, vocab); };
   return task;
 }
@@ -163,18 +163,17 @@ MemnetAnswers answer_memnet(const MemN2N& model, const QaSplit& split, int64_t b
   MemnetAnswers out;
   const int64_t N = split.size(), Ms = split.memory_size(), H = model.config().hops;
   out.predictions = Tensor({N}, DType::i32);
-  const train::SplitOutput all = train::run_split(N, train::split_batches(story_lengths(split), 0, batch_size),
-                                    [&](std::span<const int64_t> index) {
-                                      MemN2NResult r = model.answer(split.gather(index));
-                                      MemnetScores scores;
-                                      scores.stats = to_stats(r.stats);
-                                      count_tasks(scores, split, index, r.predictions);
-                                      train::BatchOutput b{.tensors = {{"predictions", r.predictions},
-                                                                {"attention", std::move(r.attention)}},
-                                                    .sums = {}};
-                                      append_scores(scores, b.sums);
-                                      return b;
-                                    });
+  const train::SplitOutput all = train::run_split(
+      N, train::split_batches(story_lengths(split), 0, batch_size), [&](std::span<const int64_t> index) {
+        MemN2NResult r = model.answer(split.gather(index));
+        MemnetScores scores;
+        scores.stats = to_stats(r.stats);
+        count_tasks(scores, split, index, r.predictions);
+        train::BatchOutput b{.tensors = {{"predictions", r.predictions}, {"attention", std::move(r.attention)}},
+                             .sums = {}};
+        append_scores(scores, b.sums);
+        return b;
+      });
   out.scores = scores_from(all.sums);
   if (N > 0) out.predictions = all.at("predictions");
   // Every question's attention over the split's Ms slots (a batch's memory is cut to its

@@ -44,4 +44,4 @@ NtmConfig NtmConfig::from_attrs(const std::map<std::string, io::AttrValue>& attr
   return io::read_fields<NtmConfig>(attrs, source);
 }
 
-}   // namespace attn::ntm
+}  // namespace attn::ntm

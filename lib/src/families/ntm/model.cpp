@@ -405,7 +405,7 @@ void NtmImpl::forward(const Ntm& m, const SequenceBatch& batch, Rng* memory_rng,
     for (int64_t h = 0; h < d.R; ++h)
       std::memcpy(run.Rd.data() + b * RM + h * M, mem_at(run, 0, b), static_cast<size_t>(M) * sizeof(float));
 
-  const Tensor zeros({B, H});   // c_{-1} = 0 (h_{-1} = 0: no recurrent product at t = 0)
+  const Tensor zeros({B, H});       // c_{-1} = 0 (h_{-1} = 0: no recurrent product at t = 0)
   flops::add_sequential_steps(T);   // the time loop is a recurrence (core/flops.hpp)
   // Rows [b0, b1) of every step (nb of them): at step t row b of a buffer is t * B + b.
   over_row_blocks(row_costs(run), [&](int64_t b0, int64_t b1) {
@@ -428,7 +428,7 @@ void NtmImpl::forward(const Ntm& m, const SequenceBatch& batch, Rng* memory_rng,
           float* cs = run.C[l].data() + r0 * H;
           ops::lstm_rows_forward(nb, H, t > 0 ? h - B * H : nullptr, m.lstm_[l].W_hh.value, gx,
                                  t > 0 ? cs - B * H : zeros.data(), cs, h);
-        } else {        // h_t = tanh(gates)
+        } else {   // h_t = tanh(gates)
 #pragma omp simd
           for (int64_t i = 0; i < nb * H; ++i) h[i] = ops::tanh_fast(gx[i]);
         }
@@ -584,8 +584,7 @@ void NtmImpl::backward(Ntm& m, Run& run, const Tensor& dlogits) {
   ops::linear_rows_backward_input(dlogits.data(), d.Wout, T * B, out.W.value, /*col=*/H, RM, 0.0f, dRd.data() + B * RM,
                                   RM);
   ops::linear_rows_backward_params(dlogits.data(), d.Wout, T * B, Hs, H, /*col=*/0, H, out.W.grad, /*db=*/nullptr);
-  ops::linear_rows_backward_params(dlogits.data(), d.Wout, T * B, Rs, RM, /*col=*/H, RM, out.W.grad,
-                                   out.b.grad.data());
+  ops::linear_rows_backward_params(dlogits.data(), d.Wout, T * B, Rs, RM, /*col=*/H, RM, out.W.grad, out.b.grad.data());
 
   // What step t + 1 passes back to step t: the memory's gradient and the weightings' (this
   // step's and the previous), per row; per controller layer, dh_t and (LSTM) dc_t.
@@ -642,14 +641,14 @@ void NtmImpl::backward(Ntm& m, Run& run, const Tensor& dlogits) {
           const float* cs = run.C[l].data() + r0 * H;
           ops::lstm_rows_backward(nb, H, run.GX[l].data() + r0 * G, t > 0 ? cs - B * H : zeros.data(), cs, dh, dh_rec,
                                   dc_next[l].data() + b0 * H, dg, m.lstm_[l].W_hh.value, t > 0 ? dh_rec : nullptr);
-        } else {        // h_t = tanh(gates)
+        } else {   // h_t = tanh(gates)
           const float* h = run.Hl[l].data() + r0 * H;
           for (int64_t i = 0; i < nb * H; ++i) dg[i] = dh[i] * (1.0f - h[i] * h[i]);
         }
         // gates = u W_l^T + b: the r_{t-1} part of layer 0's input, or the h_t of the layer below.
         if (l > 0)
-          ops::linear_rows_backward_input(dg, G, nb, input_weights(m, l).value, /*col=*/0, H, 0.0f,
-                                          din.data() + b0 * H, H);
+          ops::linear_rows_backward_input(dg, G, nb, input_weights(m, l).value, /*col=*/0, H, 0.0f, din.data() + b0 * H,
+                                          H);
         else
           ops::linear_rows_backward_input(dg, G, nb, input_weights(m, 0).value, /*col=*/d.Win, RM, 1.0f,
                                           dRd.data() + r0 * RM, RM);

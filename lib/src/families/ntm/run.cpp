@@ -63,8 +63,7 @@ double bit_errors_per_sequence(const train::BatchStats& s) { return s.count > 0 
 double bit_error_rate(const train::BatchStats& s) { return s.sum(1) > 0 ? s.sum(0) / s.sum(1) : NAN; }
 double sequence_accuracy(const train::BatchStats& s) { return s.count > 0 ? s.sum(2) / s.count : NAN; }
 
-void check_widths(const NtmConfig& c, const data::SequenceSplit& s, const std::string& file,
-                  const std::string& split) {
+void check_widths(const NtmConfig& c, const data::SequenceSplit& s, const std::string& file, const std::string& split) {
   auto check = [&](const char* dataset, int64_t found, int64_t want, const char* what) {
     if (found != want)
       throw FormatError(file + ": dataset '/" + split + "/" + dataset + "' has " + std::to_string(found) +
@@ -76,7 +75,7 @@ void check_widths(const NtmConfig& c, const data::SequenceSplit& s, const std::s
 }
 
 train::TrainTask ntm_task(Ntm& model, const data::SequenceSplit& train, const data::SequenceSplit* valid,
-                   const NtmTraining& options) {
+                          const NtmTraining& options) {
   if (options.batch_size < 1) throw ConfigError("ntm: batch_size must be >= 1, got " + std::to_string(options.batch_size));
   if (options.epoch_size < 0) throw ConfigError("ntm: epoch_size must be >= 0, got " + std::to_string(options.epoch_size));
   train::TrainTask task;
@@ -137,21 +136,20 @@ NtmFile load_ntm(const std::string& path) { return train::load_model<Ntm>(io::Fi
 
 train::BatchStats evaluate_ntm(const Ntm& model, const data::SequenceSplit& split, int64_t batch_size) {
   return train::evaluate([&](std::span<const int64_t> index) { return to_stats(model.evaluate(split.gather(index))); },
-                  input_lengths(split), 0, batch_size);
+                         input_lengths(split), 0, batch_size);
 }
 
 NtmRunResult run_ntm(const Ntm& model, const data::SequenceSplit& split, int64_t batch_size) {
-  train::SplitOutput all = train::run_split(split.size(), train::split_batches(input_lengths(split), 0, batch_size),
-                              [&](std::span<const int64_t> index) {
-                                NtmRun r = model.run(split.gather(index));
-                                train::BatchOutput b{.tensors = {{"outputs", std::move(r.outputs)}}, .sums = {}};
-                                if (model.config().read_heads > 0) b.tensors.emplace_back("read_weights", std::move(r.read_weights));
-                                if (model.config().write_heads > 0)
-                                  b.tensors.emplace_back("write_weights", std::move(r.write_weights));
-                                const train::BatchStats s = to_stats(r.stats);
-                                train::append_doubles(s, s.sums.size(), b.sums);
-                                return b;
-                              });
+  train::SplitOutput all = train::run_split(
+      split.size(), train::split_batches(input_lengths(split), 0, batch_size), [&](std::span<const int64_t> index) {
+        NtmRun r = model.run(split.gather(index));
+        train::BatchOutput b{.tensors = {{"outputs", std::move(r.outputs)}}, .sums = {}};
+        if (model.config().read_heads > 0) b.tensors.emplace_back("read_weights", std::move(r.read_weights));
+        if (model.config().write_heads > 0) b.tensors.emplace_back("write_weights", std::move(r.write_weights));
+        const train::BatchStats s = to_stats(r.stats);
+        train::append_doubles(s, s.sums.size(), b.sums);
+        return b;
+      });
   return {.tensors = std::move(all.tensors), .stats = train::stats_from_doubles(all.sums)};
 }
 

@@ -336,8 +336,8 @@ data::LossStats Seq2Seq::train_step(const data::TokenBatch& batch, Rng& dropout_
   run_forward(*this, c, tgt_embed_, decoder_, output_, batch, /*training=*/true, /*keep_caches=*/true, dropout_rng,
               run, nullptr);
   // The loss and its gradient in one op; the gradient overwrites the logits.
-  const data::LossStats stats = data::loss_stats(
-      ops::cross_entropy_forward_backward_inplace(run.logits, run.targets, {/*ignore_index=*/-1, c.label_smoothing}, 1.0f));
+  const data::LossStats stats = data::loss_stats(ops::cross_entropy_forward_backward_inplace(
+      run.logits, run.targets, {/*ignore_index=*/-1, c.label_smoothing}, 1.0f));
   nn::announce_loss_count(static_cast<double>(stats.tokens));
   if (stats.tokens == 0) return stats;
 

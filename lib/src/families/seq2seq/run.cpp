@@ -27,7 +27,7 @@ int64_t longest_source(const train::TrainingData& data) {
 }
 
 train::TrainTask seq2seq_task(Seq2Seq& model, const data::TokenSplit& train, const data::TokenSplit* valid,
-                       const data::Vocab& src_vocab, const data::Vocab& tgt_vocab) {
+                              const data::Vocab& src_vocab, const data::Vocab& tgt_vocab) {
   train::TrainTask task;
   task.kind = kKind;
   task.config = model.config().to_attrs();

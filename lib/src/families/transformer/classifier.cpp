@@ -54,7 +54,8 @@ std::vector<int32_t> classifier_input_lengths(TransformerArch arch, const Tensor
   const std::vector<bool> pair = data::has_sentence_b(segments, src_len);
   std::vector<int32_t> out;
   for (int64_t i = 0; i < src_len.numel(); ++i)
-    out.push_back(static_cast<int32_t>(classifier_input_length(arch, src_len.idata()[i], pair[static_cast<size_t>(i)])));
+    out.push_back(
+        static_cast<int32_t>(classifier_input_length(arch, src_len.idata()[i], pair[static_cast<size_t>(i)])));
   return out;
 }
 

@@ -17,8 +17,7 @@ namespace {
 
 
 // The batch a classifier reads for rows `index` of `split` (labels included).
-ClassifierBatch batch_of(TransformerArch arch, const LabelledSplit& split,
-                                 std::span<const int64_t> index) {
+ClassifierBatch batch_of(TransformerArch arch, const LabelledSplit& split, std::span<const int64_t> index) {
   const LabelledSplit rows = gather_labelled(split, index);
   return classifier_batch(arch, rows.src.all(), rows.src_len, rows.segments.all(), rows.label);
 }
@@ -87,9 +86,8 @@ std::vector<int32_t> classifier_lengths(TransformerArch arch, const LabelledSpli
   return classifier_input_lengths(arch, split.src_len, split.segments);
 }
 
-train::TrainTask classifier_task(TransformerClassifier& model, const LabelledSplit& train,
-                          const LabelledSplit* valid, const data::Vocab& vocab,
-                          const std::vector<std::string>& labels, bool freeze_body) {
+train::TrainTask classifier_task(TransformerClassifier& model, const LabelledSplit& train, const LabelledSplit* valid,
+                                 const data::Vocab& vocab, const std::vector<std::string>& labels, bool freeze_body) {
   const TransformerArch arch = model.config().body.arch;
   const float aux_lm = model.config().aux_lm;
   if (freeze_body && aux_lm > 0)
@@ -146,7 +144,7 @@ bool is_classifier_file(const std::string& path) {
 }
 
 LabelledSplit read_classifier_split(const io::File& data, const std::string& split, const ClassifierFile& m,
-                                          const std::string& model_path) {
+                                    const std::string& model_path) {
   const data::Vocab vocab = data::read_vocab(data, "/vocab/src");
   if (vocab.tokens() != m.vocab.tokens())
     throw DataError(data.display_name() + ": dataset '/vocab/src' (" + std::to_string(vocab.size()) +
@@ -156,19 +154,19 @@ LabelledSplit read_classifier_split(const io::File& data, const std::string& spl
     throw DataError(data.display_name() + ": dataset '/labels' differs from the classes of the model " + model_path +
                     " (" + std::to_string(m.labels.size()) + " classes): it was fine-tuned on another task");
   return open_labelled_split(data, split, vocab.size(), static_cast<int64_t>(m.labels.size()),
-                                   data::KeepData::automatic);
+                             data::KeepData::automatic);
 }
 
 train::BatchStats evaluate_classifier(const TransformerClassifier& model, const LabelledSplit& split,
-                               int64_t batch_size) {
+                                      int64_t batch_size) {
   const TransformerArch arch = model.config().body.arch;
   return train::evaluate(
       [&](std::span<const int64_t> index) { return to_stats(model.evaluate(batch_of(arch, split, index)), 0.0f); },
       classifier_lengths(arch, split), 0, batch_size);
 }
 
-Classification classify(const TransformerClassifier& model, const LabelledSplit& split,
-                        int64_t batch_size, bool want_attention) {
+Classification classify(const TransformerClassifier& model, const LabelledSplit& split, int64_t batch_size,
+                        bool want_attention) {
   const TransformerArch arch = model.config().body.arch;
   const int64_t N = split.size(), K = model.config().classes;
   const auto batches = train::split_batches(classifier_lengths(arch, split), 0, batch_size);
@@ -187,9 +185,11 @@ Classification classify(const TransformerClassifier& model, const LabelledSplit&
     train::BatchOutput out{.tensors = {{"predictions", predicted}, {"probabilities", p}}, .sums = {}};
     for (size_t l = 0; l < layers.size(); ++l)
       out.tensors.emplace_back(attention + "layer" + std::to_string(l), std::move(layers[l]));
-    train::append_doubles({.loss_sum = ce.sum, .count = static_cast<double>(ce.count), .units = ce.count,
-                    .sums = {ce.sum, static_cast<double>(ce.correct)}},
-                   2, out.sums);
+    train::append_doubles({.loss_sum = ce.sum,
+                           .count = static_cast<double>(ce.count),
+                           .units = ce.count,
+                           .sums = {ce.sum, static_cast<double>(ce.correct)}},
+                          2, out.sums);
     return out;
   });
   Classification out;
@@ -206,8 +206,8 @@ Classification classify(const TransformerClassifier& model, const LabelledSplit&
   return out;
 }
 
-void write_classification(io::File& file, const Classification& c, const LabelledSplit& split,
-                          const data::Vocab& vocab, const std::vector<std::string>& labels) {
+void write_classification(io::File& file, const Classification& c, const LabelledSplit& split, const data::Vocab& vocab,
+                          const std::vector<std::string>& labels) {
   file.write("/predictions", c.predictions);
   file.write("/probabilities", c.probabilities);
   file.write("/label", split.label);

@@ -49,7 +49,6 @@ TieEmbeddings tie_embeddings_from_string(const std::string& name) {
 }
 nn::NormPosition norm_from_string(const std::string& name) { return parse_enum(kNormNames, "norm position", name); }
 
-
 void TransformerConfig::validate() const {
   // A vocabulary holds the 4 special ids and at least one regular token.
   io::check_range("transformer", "tgt_vocab", tgt_vocab, data::kFirstRegularToken + 1, io::kMaxVocab);
@@ -84,7 +83,7 @@ namespace {
 // mask_tokens with row b drawing from row_rng(b).
 template <class RowRng>
 data::TokenBatch mask_rows(const data::TokenBatch& batch, RowRng&& row_rng, int32_t mask_id, int64_t vocab,
-                     const MaskingOptions& o) {
+                           const MaskingOptions& o) {
   check_tensor(batch.src, {kAny, kAny}, "mask_tokens: src [B, S]", DType::i32);
   const int64_t B = batch.src.dim(0), S = batch.src.dim(1);
   check_tensor(batch.src_len, {B}, "mask_tokens: src_len [B]", DType::i32);
@@ -129,7 +128,7 @@ data::TokenBatch mask_rows(const data::TokenBatch& batch, RowRng&& row_rng, int3
 }  // namespace
 
 data::TokenBatch mask_tokens(const data::TokenBatch& batch, Rng& rng, int32_t mask_id, int64_t vocab,
-                       const MaskingOptions& o) {
+                             const MaskingOptions& o) {
   return mask_rows(batch, [&](int64_t) -> Rng& { return rng; }, mask_id, vocab, o);
 }
 

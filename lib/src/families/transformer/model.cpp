@@ -391,8 +391,8 @@ data::LossStats Transformer::train_head_step(const data::TokenBatch& batch, Rng&
     Tensor logits = output_ ? output_->forward(h2, &out_cache)
                             : ops::linear_forward(h2, tgt_embed_.table.value.rows(0, V), Tensor(), &out_cache);
     const ops::CrossEntropyOptions ce_options{data::kPad, config_.label_smoothing};
-    lm = data::loss_stats(ops::cross_entropy_forward_backward_inplace(logits, batch.tgt.reshape({kAny}), ce_options,
-                                                                lm_weight));
+    lm = data::loss_stats(
+        ops::cross_entropy_forward_backward_inplace(logits, batch.tgt.reshape({kAny}), ce_options, lm_weight));
     if (train_body) ops::accumulate(dh, output_backward(logits, out_cache).reshape(h.shape()));
   }
   if (!train_body) return lm;

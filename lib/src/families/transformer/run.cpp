@@ -19,7 +19,6 @@
 namespace attn::transformer {
 namespace {
 
-
 constexpr const char* kKind = "transformer";
 constexpr uint64_t kValidMaskSeed = 0x6d61736b;   // "mask": the validation set's fixed masking
 
@@ -63,16 +62,19 @@ int64_t transformer_max_len(const train::TrainingData& data, int64_t wanted) {
 
 std::vector<int32_t> transformer_lengths(TransformerArch arch, const data::TokenSplit& split) {
   switch (arch) {
-    case TransformerArch::encdec: return data::pair_lengths(split.src_len, split.tgt_len);
-    case TransformerArch::lm: return {ints(split.tgt_len).begin(), ints(split.tgt_len).end()};
-    case TransformerArch::mlm: return classifier_input_lengths(arch, split.src_len, split.segments);   // [CLS] A [SEP] (B [SEP])
+    case TransformerArch::encdec:
+      return data::pair_lengths(split.src_len, split.tgt_len);
+    case TransformerArch::lm:
+      return {ints(split.tgt_len).begin(), ints(split.tgt_len).end()};
+    case TransformerArch::mlm:
+      return classifier_input_lengths(arch, split.src_len, split.segments);   // [CLS] A [SEP] (B [SEP])
   }
   throw ConfigError("transformer: unknown architecture");
 }
 
 train::TrainTask transformer_task(Transformer& model, const data::TokenSplit& train, const data::TokenSplit* valid,
-                           const data::Vocab& src_vocab, const data::Vocab& tgt_vocab,
-                           const MaskingOptions& masking) {
+                                  const data::Vocab& src_vocab, const data::Vocab& tgt_vocab,
+                                  const MaskingOptions& masking) {
   const TransformerConfig& c = model.config();
   const TransformerArch arch = c.arch;
   train::TrainTask task;
@@ -83,9 +85,8 @@ train::TrainTask transformer_task(Transformer& model, const data::TokenSplit& tr
   task.train_lengths = transformer_lengths(arch, train);
   task.train_batch = [&model, &train, arch, masking](std::span<const int64_t> index, Rng& rng) {
     if (arch == TransformerArch::mlm)
-      return train::to_stats(model.train_step(mask_tokens(mlm_batch(train, index), rng, model.mask_token_id(),
-                                                           model.config().tgt_vocab, masking),
-                                       rng));
+      return train::to_stats(model.train_step(
+          mask_tokens(mlm_batch(train, index), rng, model.mask_token_id(), model.config().tgt_vocab, masking), rng));
     return train::to_stats(model.train_step(train::gather_token_batch(train, index), rng));
   };
   if (valid) {
@@ -93,8 +94,7 @@ train::TrainTask transformer_task(Transformer& model, const data::TokenSplit& tr
     task.valid_batch = [&model, valid, arch, masking](std::span<const int64_t> index) {
       if (arch == TransformerArch::mlm)
         return train::to_stats(model.evaluate(mask_examples(mlm_batch(*valid, index), kValidMaskSeed, index,
-                                                             model.mask_token_id(), model.config().tgt_vocab,
-                                                             masking)));
+                                                            model.mask_token_id(), model.config().tgt_vocab, masking)));
       return train::to_stats(model.evaluate(train::gather_token_batch(*valid, index)));
     };
   }
@@ -131,20 +131,20 @@ TransformerFile load_transformer(const std::string& path) {
 
 train::EvalResult evaluate_transformer(const Transformer& model, const data::TokenSplit& split, int64_t max_tokens) {
   const TransformerArch arch = model.config().arch;
-  return train::evaluate_split(split.size(), train::split_batches(transformer_lengths(arch, split), max_tokens),
-                        [&](std::span<const int64_t> index) {
-                          train::EvalResult r;
-                          if (arch == TransformerArch::mlm) {   // the masked tokens only: no sequence accuracy
-                            r.stats = train::to_stats(model.evaluate(mask_examples(
-                                mlm_batch(split, index), kValidMaskSeed, index, model.mask_token_id(),
-                                model.config().tgt_vocab)));
-                            return r;
-                          }
-                          const data::TokenBatch batch = train::gather_token_batch(split, index);
-                          r.stats = train::to_stats(model.evaluate(batch));
-                          r.accuracy = train::argmax_accuracy(model.logits(batch), batch);
-                          return r;
-                        });
+  return train::evaluate_split(
+      split.size(), train::split_batches(transformer_lengths(arch, split), max_tokens),
+      [&](std::span<const int64_t> index) {
+        train::EvalResult r;
+        if (arch == TransformerArch::mlm) {   // the masked tokens only: no sequence accuracy
+          r.stats = train::to_stats(model.evaluate(mask_examples(mlm_batch(split, index), kValidMaskSeed, index,
+                                                                 model.mask_token_id(), model.config().tgt_vocab)));
+          return r;
+        }
+        const data::TokenBatch batch = train::gather_token_batch(split, index);
+        r.stats = train::to_stats(model.evaluate(batch));
+        r.accuracy = train::argmax_accuracy(model.logits(batch), batch);
+        return r;
+      });
 }
 
 train::Translation translate(const Transformer& model, const data::TokenSplit& split,

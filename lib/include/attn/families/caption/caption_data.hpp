@@ -23,10 +23,10 @@ inline constexpr const char* kCaptionVocab = "/vocab/tgt";
 
 struct CaptionSplit {
   std::string name;      // "train", "valid", "test"
-  data::Rows images;           // float32 [N, C, H, W]
-  data::Rows tgt;              // int32 [N, T]
+  data::Rows images;     // float32 [N, C, H, W]
+  data::Rows tgt;        // int32 [N, T]
   Tensor tgt_len;        // int32 [N]
-  data::Rows boxes;            // int32 [N, T, 4]; empty when the file has none
+  data::Rows boxes;      // int32 [N, T, 4]; empty when the file has none
 
   int64_t size() const { return tgt_len.numel(); }
   bool has_boxes() const { return !boxes.empty(); }

@@ -59,7 +59,7 @@ namespace attn::caption {
 // Names of the task's BatchStats sums and the metrics (see above).
 inline const std::vector<std::string> kCaptionSums = {"nll", "correct", "sequences_correct", "penalty"};
 train::BatchStats to_stats(const CaptionStats& s);
-double caption_perplexity(const train::BatchStats& s);          // NaN when nothing was counted
+double caption_perplexity(const train::BatchStats& s);   // NaN when nothing was counted
 double caption_token_accuracy(const train::BatchStats& s);
 double caption_sequence_accuracy(const train::BatchStats& s);   // over s.units captions
 
@@ -68,9 +68,8 @@ CaptionBatch gather_caption_batch(const CaptionSplit& split, std::span<const int
 
 // Throws FormatError naming `file` unless the data set fits the model: its vocabulary is the
 // model's size (and, given the model's words, the same words) and its images the model's C, H, W.
-void check_caption_data(const CaptionerConfig& config, const data::Vocab& data_vocab,
-                        const CaptionSplit& split, const std::string& file,
-                        const data::Vocab* model_vocab = nullptr);
+void check_caption_data(const CaptionerConfig& config, const data::Vocab& data_vocab, const CaptionSplit& split,
+                        const std::string& file, const data::Vocab* model_vocab = nullptr);
 
 // How a captioner is trained beyond its config.
 struct CaptionTraining {
@@ -86,7 +85,7 @@ struct CaptionTraining {
 // may be null. Whether the entropy penalty is still on is the /state attribute entropy_penalty
 // (0/1) of every file saved, restored on resume (the same bits) and by load_captioner.
 train::TrainTask caption_task(Captioner& model, const CaptionSplit& train, const CaptionSplit* valid,
-                       const data::Vocab& vocab, const CaptionTraining& training = {});
+                              const data::Vocab& vocab, const CaptionTraining& training = {});
 
 // A model file: the model, its checkpoint and its vocabulary.
 struct CaptionerFile {
@@ -128,7 +127,6 @@ std::vector<std::pair<std::string, double>> caption_test_scores(const std::strin
 
 // Writes captions into an open output file in the layout above (root attributes and /config are
 // the caller's).
-void write_captions(io::File& file, const Captions& captions, const CaptionSplit& split,
-                    const data::Vocab& vocab);
+void write_captions(io::File& file, const Captions& captions, const CaptionSplit& split, const data::Vocab& vocab);
 
 }  // namespace attn::caption

@@ -46,9 +46,9 @@ struct QaBatch {
 // A split: stories and questions in memory or left in the data file (data/rows.hpp), the rest
 // (a few numbers per question) in memory.
 struct QaSplit {
-  data::Rows story;         // [N, Ms, Ws] int32
+  data::Rows story;   // [N, Ms, Ws] int32
   Tensor story_len;   // [N]         int32
-  data::Rows question;      // [N, Wq]     int32
+  data::Rows question;   // [N, Wq]     int32
   Tensor answer;      // [N]         int32
   Tensor support;     // [N, Ks]     int32
   Tensor task;        // [N]         int32

@@ -75,8 +75,8 @@ struct MemnetTraining {
 // model.config().to_attrs(), unit questions, the metrics above, lengths = story_len. `vocab` is
 // written to every saved file. train and valid must fit the model (check_fits); they, the
 // model and the vocabulary must outlive the task; valid may be null.
-train::TrainTask memnet_task(MemN2N& model, const QaSplit& train, const QaSplit* valid,
-                      const data::Vocab& vocab, const MemnetTraining& options);
+train::TrainTask memnet_task(MemN2N& model, const QaSplit& train, const QaSplit* valid, const data::Vocab& vocab,
+                             const MemnetTraining& options);
 
 // Throws FormatError naming the file unless the data set's vocabulary is the model's size
 // (and, given the model's words, the same words): a model is only used on the data it knows.
@@ -123,7 +123,6 @@ MemnetAnswers answer_memnet(const MemN2N& model, const QaSplit& split, int64_t b
 
 // Writes answers into an open output file in the layout above (root attributes and /config are
 // the caller's).
-void write_memnet_answers(io::File& file, const QaSplit& split, const data::Vocab& vocab,
-                          const MemnetAnswers& answers);
+void write_memnet_answers(io::File& file, const QaSplit& split, const data::Vocab& vocab, const MemnetAnswers& answers);
 
 }  // namespace attn::memnet

@@ -67,7 +67,7 @@ struct NtmTraining {
 // level is the task's state. train and valid must have the model's widths (FormatError naming the
 // dataset otherwise); they and the model must outlive the task; valid may be null.
 train::TrainTask ntm_task(Ntm& model, const data::SequenceSplit& train, const data::SequenceSplit* valid,
-                   const NtmTraining& options);
+                          const NtmTraining& options);
 
 // Throws FormatError naming the file and dataset unless the split's channel widths are the model's
 // (a split of another task, or of a translation data set, is refused before anything runs).

@@ -44,7 +44,7 @@ int64_t longest_source(const train::TrainingData& data);
 // seq2seq_request(config); they, the model and the vocabularies must outlive the task; valid may
 // be null.
 train::TrainTask seq2seq_task(Seq2Seq& model, const data::TokenSplit& train, const data::TokenSplit* valid,
-                       const data::Vocab& src_vocab, const data::Vocab& tgt_vocab);
+                              const data::Vocab& src_vocab, const data::Vocab& tgt_vocab);
 
 using Seq2SeqFile = train::ModelFile<Seq2Seq>;
 // Reads a model file written by the trainer. Throws FormatError / ShapeError naming the file

@@ -37,7 +37,7 @@ data::TokenBatch bert_input(const Tensor& src, const Tensor& src_len, const Tens
 // A batch a classifier reads: the body's input, the position of h that is classified per row,
 // and the classes (empty for prediction).
 struct ClassifierBatch {
-  data::TokenBatch tokens;    // mlm: bert_input; lm: tgt = A ([SEP] B) EOS, tgt_len (the decoder reads BOS first)
+  data::TokenBatch tokens;   // mlm: bert_input; lm: tgt = A ([SEP] B) EOS, tgt_len (the decoder reads BOS first)
   Tensor read_at;       // int32 [B]: mlm 0 ([CLS]); lm tgt_len - 1 (the last token of A ([SEP] B))
   Tensor labels;        // int32 [B] in [0, K), or empty
 };
@@ -70,7 +70,7 @@ struct ClassifierStats {
   double loss_sum = 0;    // sum of -log P(y | x)
   int64_t count = 0;      // examples
   int64_t correct = 0;    // argmax == label
-  data::LossStats lm;           // the auxiliary LM's sums (aux_lm > 0)
+  data::LossStats lm;     // the auxiliary LM's sums (aux_lm > 0)
   // The training objective's mean: L_cls + aux_lm L_lm per batch (Radford eq. 5).
   double objective(float aux_lm) const;
 };

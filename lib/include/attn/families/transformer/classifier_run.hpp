@@ -62,9 +62,8 @@ TransformerFile load_pretrained(const std::string& path, const io::File& data, c
 // -log P(y | x)), accuracy and error. The loss is the objective (with aux_lm: L_cls + aux_lm L_lm,
 // per batch). freeze_body: only the head is trained, the body's parameters are saved unchanged
 // (TrainTask::frozen). The model, splits, vocabulary and labels must outlive the task.
-train::TrainTask classifier_task(TransformerClassifier& model, const LabelledSplit& train,
-                          const LabelledSplit* valid, const data::Vocab& vocab,
-                          const std::vector<std::string>& labels, bool freeze_body);
+train::TrainTask classifier_task(TransformerClassifier& model, const LabelledSplit& train, const LabelledSplit* valid,
+                                 const data::Vocab& vocab, const std::vector<std::string>& labels, bool freeze_body);
 
 // Input lengths of the examples as `arch` reads them (transformer::classifier_input_length).
 std::vector<int32_t> classifier_lengths(TransformerArch arch, const LabelledSplit& split);
@@ -84,23 +83,23 @@ bool is_classifier_file(const std::string& path);
 // data set's /vocab/src and /labels must be the model's (DataError naming both files). Opened as
 // training opens it (KeepData::automatic: a large split stays in `data`, which must outlive it).
 LabelledSplit read_classifier_split(const io::File& data, const std::string& split, const ClassifierFile& m,
-                                          const std::string& model_path);
+                                    const std::string& model_path);
 
 // Sums of the classification loss over a split (no dropout), in batches of batch_size examples:
 // loss_sum and count over examples, sums {cls_nll, correct}.
 train::BatchStats evaluate_classifier(const TransformerClassifier& model, const LabelledSplit& split,
-                               int64_t batch_size);
+                                      int64_t batch_size);
 
 struct Classification {
   Tensor predictions;       // int32 [N]
   Tensor probabilities;     // float32 [N, K]
   NamedTensors attention;   // "layer<i>", [N, NH, L, L]
-  train::BatchStats stats;         // as evaluate_classifier
+  train::BatchStats stats;   // as evaluate_classifier
 };
-Classification classify(const TransformerClassifier& model, const LabelledSplit& split,
-                        int64_t batch_size, bool want_attention);
+Classification classify(const TransformerClassifier& model, const LabelledSplit& split, int64_t batch_size,
+                        bool want_attention);
 // Writes a classification into an open output file in the layout above.
-void write_classification(io::File& file, const Classification& c, const LabelledSplit& split,
-                          const data::Vocab& vocab, const std::vector<std::string>& labels);
+void write_classification(io::File& file, const Classification& c, const LabelledSplit& split, const data::Vocab& vocab,
+                          const std::vector<std::string>& labels);
 
 }  // namespace attn::transformer

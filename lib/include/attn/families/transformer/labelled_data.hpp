@@ -27,9 +27,9 @@ inline constexpr const char* kLabelsDataset = "/labels";
 
 struct LabelledSplit {
   std::string name;          // "train", "valid", "test"
-  data::Rows src;                  // int32 [N, L]
+  data::Rows src;            // int32 [N, L]
   Tensor src_len;            // int32 [N]
-  data::Rows segments;             // int32 [N, L], 0/1
+  data::Rows segments;       // int32 [N, L], 0/1
   Tensor label;              // int32 [N]
   int64_t size() const { return src_len.numel(); }
   // Whether any row has a sentence B (a segment 1).

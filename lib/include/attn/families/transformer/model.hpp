@@ -121,7 +121,7 @@ struct MaskingOptions {
   std::vector<bool> only;
 };
 data::TokenBatch mask_tokens(const data::TokenBatch& batch, Rng& rng, int32_t mask_id, int64_t vocab,
-                       const MaskingOptions& options = {});
+                             const MaskingOptions& options = {});
 // The same with row b drawing from its own stream Rng(seed).fork(examples[b]): an example's
 // mask is the same whichever batch it is in (evaluation; examples: its index in the split).
 data::TokenBatch mask_examples(const data::TokenBatch& batch, uint64_t seed, std::span<const int64_t> examples,
@@ -180,7 +180,7 @@ class Transformer {
   // the head's. Then, when train_body, the body's backward adds into its params' grads (not
   // touched otherwise: a frozen body). Returns the LM sums (zero without lm_weight).
   data::LossStats train_head_step(const data::TokenBatch& batch, Rng& dropout_rng, float lm_weight, bool train_body,
-                            const HeadBackward& head);
+                                  const HeadBackward& head);
 
   // ---- decoding (used by attn::decode) ----
   // Encoder output [B, S, D] for src [B, S] (encdec; mlm also takes segments), no dropout.

@@ -58,8 +58,8 @@ std::vector<int32_t> transformer_lengths(TransformerArch arch, const data::Token
 // the same every epoch and whatever the batches), both with `masking`. train and valid are read with
 // transformer_request(config); they, the model and the vocabularies must outlive the task; valid may be null.
 train::TrainTask transformer_task(Transformer& model, const data::TokenSplit& train, const data::TokenSplit* valid,
-                           const data::Vocab& src_vocab, const data::Vocab& tgt_vocab,
-                           const MaskingOptions& masking = {});
+                                  const data::Vocab& src_vocab, const data::Vocab& tgt_vocab,
+                                  const MaskingOptions& masking = {});
 
 // MaskingOptions::only for the words of a text file (separated by white space; a line starting with
 // '#' is a comment): one flag per id of `vocab`. A word that is not in the vocabulary, or a file
