@@ -317,7 +317,7 @@ TEST_CASE("embedding_bag: the same bits on one thread and on two", "[unit][embed
   }
 }
 
-TEST_CASE("weighted_rows_sum and its backward match the naive loops", "[unit][embedding_bag]") {
+TEST_CASE("weighted_rows_sum, its backward and rows_dot match the naive loops", "[unit][embedding_bag]") {
   Rng rng(8);
   for (int64_t E : {1, 3, 4, 20, 50, 67, 68, 90}) {
     INFO("E " << E);
@@ -342,6 +342,10 @@ TEST_CASE("weighted_rows_sum and its backward match the naive loops", "[unit][em
       }
     CHECK_THAT(dw, test::close_to(want_dw, 1e-5));
     CHECK_THAT(drows, test::close_to(want_drows, 1e-6));
+    // rows_dot (the hops' scores) is dw's arithmetic: the same bits.
+    Tensor scores = randn({n}, rng);
+    ops::rows_dot(rows.data(), E, g.data(), n, scores.data());
+    CHECK_THAT(scores, test::close_to(dw, 0));
     ops::weighted_rows_sum_backward(/*rows=*/nullptr, E, w.data(), n, g.data(), /*dw=*/nullptr, drows.data(),
                                     /*accumulate=*/false);
     CHECK_THAT(drows, test::close_to(written, 0));

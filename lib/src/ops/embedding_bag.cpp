@@ -734,6 +734,10 @@ void weighted_rows_sum(const float* rows, int64_t E, const float* w, int64_t n, 
   weighted_sum_kernel(E)(rows, E, w, n, out);
 }
 
+void rows_dot(const float* rows, int64_t E, const float* v, int64_t n, float* out) {
+  for (int64_t i = 0; i < n; ++i) out[i] = dot(v, rows + i * E, E);
+}
+
 void weighted_rows_sum_backward(const float* rows, int64_t E, const float* w, int64_t n, const float* g, float* dw,
                                 float* drows, bool accumulate) {
   // One call site per kind (the memory network alternates them hop by hop): each keeps one target.

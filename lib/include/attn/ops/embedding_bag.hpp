@@ -103,6 +103,10 @@ Tensor embedding_bag_backward(const Tensor& dy, const EmbeddingBagCache& cache, 
 // rows in order).
 void weighted_rows_sum(const float* rows, int64_t E, const float* w, int64_t n, float* out);
 
+// out[i] = v · rows[i, :] for i < n (WRITTEN), rows [n, E] contiguous: the scores of a vector
+// against one example's memory slots (four partial sums, then the tail, as the backward's dw).
+void rows_dot(const float* rows, int64_t E, const float* v, int64_t n, float* out);
+
 // Its backward from g = dout [E]: dw[i] = g · rows[i] (WRITTEN; skipped when dw is null, and then
 // rows may be null), and drows[i] = w[i] g, WRITTEN, or ADDED when accumulate.
 void weighted_rows_sum_backward(const float* rows, int64_t E, const float* w, int64_t n, const float* g, float* dw,

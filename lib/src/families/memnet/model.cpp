@@ -97,26 +97,6 @@ namespace {
 
 using Impl = MemN2NImpl;
 
-// Four floats as one SIMD register (a GCC/Clang vector extension), for the scores' dot products
-// (the sums of rows are ops/embedding_bag's kernels). Loads go through memcpy: rows need not be
-// 16-byte aligned.
-typedef float f4 __attribute__((vector_size(16)));
-inline f4 load4(const float* p) {
-  f4 v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
-
-// a · b over n floats: four partial sums, then the tail.
-inline float dot(const float* a, const float* b, int64_t n) {
-  const int64_t n4 = n & ~int64_t{3};
-  f4 acc = {0.0f, 0.0f, 0.0f, 0.0f};
-  for (int64_t i = 0; i < n4; i += 4) acc += load4(a + i) * load4(b + i);
-  float sum = (acc[0] + acc[1]) + (acc[2] + acc[3]);
-  for (int64_t i = n4; i < n; ++i) sum += a[i] * b[i];
-  return sum;
-}
-
 // Words before the first PAD (0) of a row of `width` ids.
 inline int32_t word_count(const int32_t* words, int64_t width) {
   int32_t J = 0;
@@ -362,7 +342,7 @@ void MemN2NImpl::forward_row(const MemN2N& m, Run& run, int64_t b) {
     const float* out = run.Mem.data() + (out_table(d, k) * B + b) * Ms * E;
     float* p = run.P.data() + (b * K + k) * Ms;
     std::fill(p, p + Ms, 0.0f);
-    for (int64_t i = w0; i < n; ++i) p[i] = dot(u, mem + i * E, E);
+    ops::rows_dot(mem + w0 * E, E, u, n - w0, p + w0);
     if (!run.linear_start && n > w0) {   // softmax over the window (and the empty slots' zeros)
       const int64_t empties = std::max<int64_t>(0, m.config_.empty_slots - (n - w0));
       float mx = *std::max_element(p + w0, p + n);
@@ -377,7 +357,7 @@ void MemN2NImpl::forward_row(const MemN2N& m, Run& run, int64_t b) {
     if (H == nullptr) {
       std::memcpy(next, u, static_cast<size_t>(E) * sizeof(float));
     } else {
-      for (int64_t e = 0; e < E; ++e) next[e] = dot(H + e * E, u, E);
+      ops::rows_dot(H, E, u, E, next);   // H's rows: next[e] = H[e] · u
     }
     ops::weighted_rows_sum(out + w0 * E, E, p + w0, n - w0, next);
   }
