@@ -67,6 +67,11 @@ caption::CaptionerConfig config_from_options(const cli::Options& opts, const dat
   c.hidden = opts.get<int64_t>("hidden");
   c.attention_dim = opts.get<int64_t>("attention-dim");
   c.attention = caption::parse_caption_attention(opts.get<std::string>("attention"));
+  if (c.attention != caption::CaptionAttention::soft)
+    for (const char* name : {"no-gate", "alpha-c", "alpha-entropy"})
+      if (opts.given(name))
+        throw ConfigError(std::string("--") + name + " applies to --attention soft only (the mean ablation has no " +
+                          "attention weights and no gate), got --attention " + opts.get<std::string>("attention"));
   c.gate = c.attention == caption::CaptionAttention::soft && !opts.get<bool>("no-gate");
   c.alpha_c = c.attention == caption::CaptionAttention::soft ? static_cast<float>(opts.get<double>("alpha-c")) : 0.0f;
   c.alpha_entropy = c.attention == caption::CaptionAttention::soft

@@ -263,6 +263,17 @@ Options& Options::lr(double default_lr) {
   return *this;
 }
 
+bool Options::given(const std::string& name) const {
+  const auto it = vm_.find(name);
+  if (it == vm_.end() || it->second.defaulted()) return false;
+  const bool* on = boost::any_cast<bool>(&it->second.value());
+  return on == nullptr || *on;
+}
+
+void Options::refuse_together(const std::string& a, const std::string& b, const std::string& why) const {
+  if (given(a) && given(b)) throw ConfigError("--" + a + " and --" + b + " contradict each other: " + why);
+}
+
 bool Options::parse(int argc, char** argv) {
   verb_ = argc > 0 ? argv[0] : "";
   command_ = shell_quote(tool_);

@@ -108,6 +108,10 @@ class Options {
     return vm_[name].as<T>();
   }
   bool has(const std::string& name) const { return vm_.count(name) > 0; }
+  // Given on the command line or in --config (not its default). A bool switch counts when on.
+  bool given(const std::string& name) const;
+  // ConfigError "--a and --b contradict each other: why" when both are given.
+  void refuse_together(const std::string& a, const std::string& b, const std::string& why) const;
   bool quiet() const { return quiet_; }
 
   const std::string& tool() const { return tool_; }

@@ -22,6 +22,8 @@ using cli::int_value;
 // pre-trained on it reads ids of this one).
 std::optional<data::Vocab> vocab_from(const cli::Options& opts) {
   if (!opts.has("vocab-from")) return std::nullopt;
+  for (const char* option : {"min-freq", "max-vocab"})
+    opts.refuse_together("vocab-from", option, "the vocabulary is the other data set's, as it is");
   const io::File f = io::File::open_read(opts.get<std::string>("vocab-from"));
   return data::read_vocab(f, f.exists("/vocab/src") ? "/vocab/src" : "/vocab/tgt");
 }
@@ -161,7 +163,8 @@ int cmd_text(int argc, char** argv) {
     (split == "test" ? text.test : text.valid) = {tail, tail};
   }
   text.train = {lines, lines};
-  const datasets::ParallelConfig cfg = tokens_config(opts);
+  datasets::ParallelConfig cfg = tokens_config(opts);
+  cfg.one_text = true;
   const datasets::ParallelData data = datasets::build_parallel(text, cfg);
   cli::write_output(opts, kDatasetFormat, "text", [&](io::File& file) { datasets::write_parallel(file, data); });
   std::string line = opts.tool() + " text: wrote " + opts.get<std::string>("out") + " (";

@@ -44,6 +44,8 @@ struct FineTuneRun : cli::TrainRun {
 };
 
 std::unique_ptr<cli::TrainRun> prepare(const cli::Options& opts, cli::TrainInputs& in) {
+  opts.refuse_together("freeze-encoder", "from-scratch",
+                       "a body trained from scratch must train; --freeze-encoder would leave it random");
   auto run = std::make_unique<FineTuneRun>();
   run->data = transformer::read_labelled_data(in.data, in.keep_data);
   const auto classes = static_cast<int64_t>(run->data.labels.size());

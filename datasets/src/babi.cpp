@@ -325,6 +325,9 @@ BabiData build_babi(const std::vector<BabiTask>& tasks, const BabiConfig& cfg) {
   Splits<std::vector<Row>> rows;
   for (size_t k = 0; k < tasks.size(); ++k) {
     const int64_t n = static_cast<int64_t>(tasks[k].train.questions.size());
+    if (n == 0)
+      throw DataError(tasks[k].train.path + ": no question in task " + std::to_string(tasks[k].task) +
+                      "'s training file (a question line is '<index> <question>\\t<answer>\\t<supporting indices>')");
     const auto held_n = static_cast<int64_t>(std::llround(cfg.valid_fraction * static_cast<double>(n)));
     if (held_n >= n)
       throw ConfigError("bAbI: holding out " + std::to_string(held_n) + " of the " + std::to_string(n) +

@@ -131,8 +131,11 @@ ParallelData build_parallel(const Splits<TextPairs>& text, const ParallelConfig&
     }
   }
   if (tok.train.src.empty())
-    throw DataError("parallel text: the training split has no pair with both sides non-empty" +
-                    std::string(cfg.max_len > 0 ? " and within max_len" : ""));
+    throw DataError((cfg.one_text ? "text: the training split has no non-empty line"
+                                  : "parallel text: the training split has no pair with both sides non-empty") +
+                    std::string(cfg.max_len <= 0 ? ""
+                                : cfg.one_text   ? " within max_len"
+                                                 : " and within max_len"));
 
   data::TokenCounts src_counts, tgt_counts;
   for (size_t i = 0; i < tok.train.src.size(); ++i) {

@@ -216,6 +216,15 @@ TEST_CASE("build_babi holds out round(fraction * n) questions per task, chosen b
   REQUIRE_THROWS_WITH(datasets::build_babi({t}, cfg), Contains("holding out 3 of the 3 training questions of task 5"));
   cfg.valid_fraction = 1.0;
   REQUIRE_THROWS_AS(datasets::build_babi({t}, cfg), ConfigError);
+
+  // A training file of statements only: said so, naming it, whatever the fraction.
+  datasets::BabiTask statements = t;
+  statements.train.questions.clear();
+  cfg.valid_fraction = 0.1;
+  REQUIRE_THROWS_AS(datasets::build_babi({statements}, cfg), DataError);
+  REQUIRE_THROWS_WITH(datasets::build_babi({statements}, cfg), Contains(t.train.path) &&
+                                                                   Contains("no question in task 5's training file") &&
+                                                                   !Contains("fraction"));
 }
 
 TEST_CASE("parse_babi refuses malformed lines naming the file and line", "[unit][babi]") {

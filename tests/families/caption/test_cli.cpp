@@ -154,6 +154,16 @@ TEST_CASE("attn-caption: bad data and options exit 2 or 3 with a message naming 
   const Result epochs = run(dir, "{caption} train --data d.h5 --model m.h5 --alpha-entropy-epochs 2 --quiet");
   CHECK(epochs.code == 2);
   CHECK_THAT(epochs.err, Contains("--alpha-entropy-epochs applies with --alpha-entropy > 0"));
+  // The mean ablation has no attention weights to penalise and no gate to leave out.
+  for (const char* option : {"--alpha-c 0.5", "--no-gate", "--alpha-entropy 0.1"}) {
+    const Result mean = run(dir,
+                            "{caption} train --data d.h5 --model m.h5 --attention mean --quiet " + std::string(option));
+    CHECK(mean.code == 2);
+    CHECK_THAT(mean.err, Contains(std::string(option).substr(0, std::string(option).find(' '))) &&
+                             Contains("applies to --attention soft only"));
+  }
+  CHECK(run(dir, "{caption} train --data d.h5 --model mean.h5 --attention mean --steps 1 " + std::string(kTiny)).code ==
+        0);
   // A model on images of another size: the model file and the data set named.
   REQUIRE(run(dir, "{caption} train --data d.h5 --model m.h5 --steps 1 " + std::string(kTiny)).code == 0);
   REQUIRE(run(dir, "{data} shapes --n 8 --valid-n 4 --test-n 4 --height 40 --width 40 --max-size 12 --out small.h5 --quiet").code == 0);

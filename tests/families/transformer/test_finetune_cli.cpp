@@ -226,8 +226,24 @@ TEST_CASE("finetune: a pre-trained model of the wrong architecture or vocabulary
   const Result missing = run(dir, "{tf} finetune --data cls.h5 --model ft.h5 --quiet");
   CHECK(missing.code == 2);
   CHECK_THAT(missing.err, Contains("--init"));
-  // A data set re-encoded with --vocab-from fine-tunes the other model.
+  const Result frozen_random = run(
+      dir, "{tf} finetune --init other_pre.h5 --data cls.h5 --model ft.h5 --freeze-encoder --from-scratch --quiet");
+  CHECK(frozen_random.code == 2);
+  CHECK_THAT(frozen_random.err, Contains("--freeze-encoder and --from-scratch contradict each other"));
+  // A data set re-encoded with --vocab-from fine-tunes the other model; the vocabulary is the
+  // other set's as it is, so options that would build one are refused.
+  for (const char* option : {"--min-freq 2", "--max-vocab 50"}) {
+    const Result build = run(
+        dir, "{data} text --in corpus.txt --vocab-from other.h5 --out x.h5 --quiet " + std::string(option));
+    CHECK(build.code == 2);
+    CHECK_THAT(build.err, Contains("--vocab-from and " + std::string(option).substr(0, std::string(option).find(' '))));
+  }
   REQUIRE(run(dir, "{data} text --in corpus.txt --vocab-from other.h5 --out recoded.h5 --quiet").code == 0);
+  // A text of blank lines: one text, so the message speaks of lines, not of pairs.
+  test::write_text(dir.file("blank.txt"), "\n \n\t\n");
+  const Result blank = run(dir, "{data} text --in blank.txt --out blank.h5 --quiet");
+  CHECK(blank.code == 3);
+  CHECK_THAT(blank.err, Contains("the training split has no non-empty line") && !Contains("pair"));
   const io::File r = io::File::open_read(dir.file("recoded.h5"));
   CHECK(r.read_strings("/vocab/src") == io::File::open_read(dir.file("other.h5")).read_strings("/vocab/src"));
 }

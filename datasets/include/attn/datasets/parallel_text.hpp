@@ -62,6 +62,7 @@ struct ParallelConfig {
   int64_t max_len = 0;              // drop training pairs with a side longer than this; 0: keep all
   std::optional<data::Vocab> vocab; // set: both sides are encoded with this vocabulary (that of
                                     // another data set) instead of ones built from train
+  bool one_text = false;            // both sides are one text (attn-data text): messages speak of lines
 };
 
 struct ParallelSplit {
