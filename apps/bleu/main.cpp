@@ -101,7 +101,7 @@ int cmd_score(int argc, char** argv) {
   Corpus refs;
   std::vector<int32_t> lengths;
   if (opts.has("ref")) {
-    const io::File ref = io::File::open_read(opts.get<std::string>("ref"));
+    const io::File ref = io::open_dataset(opts.get<std::string>("ref"));
     data::References r = data::read_references(ref, split);
     if (r.from_ids && !opts.quiet())
       std::cerr << "attn-bleu: " << ref.display_name() << " has no '/" << split << "/tgt_text'; scoring against "

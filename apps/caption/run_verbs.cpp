@@ -59,7 +59,7 @@ int cmd_eval(int argc, char** argv) {
   if (!opts.parse(argc, argv)) return 0;
   const caption::CaptionerFile m = caption::load_captioner(opts.get<std::string>("model"));
   const std::string split = opts.get<std::string>("split");
-  const io::File data = io::File::open_read(opts.get<std::string>("data"));   // the split may read from it
+  const io::File data = io::open_dataset(opts.get<std::string>("data"));   // the split may read from it
   const caption::CaptionSplit s = caption::read_captioner_split(data, split, m);
   if (s.size() == 0) throw DataError(opts.get<std::string>("data") + ": the split '" + split + "' has no images");
   const int64_t batch = opts.get<int64_t>("batch-size");
@@ -92,7 +92,7 @@ int cmd_caption(int argc, char** argv) {
   if (!opts.parse(argc, argv)) return 0;
   const caption::CaptionerFile m = caption::load_captioner(opts.get<std::string>("model"));
   const std::string split = opts.get<std::string>("split");
-  const io::File data = io::File::open_read(opts.get<std::string>("data"));   // the split may read from it
+  const io::File data = io::open_dataset(opts.get<std::string>("data"));   // the split may read from it
   const caption::CaptionSplit s = caption::read_captioner_split(data, split, m);
   const caption::Captions c = caption::caption_split(m.model, s, decode_options(opts), opts.get<int64_t>("batch-size"));
   cli::write_output(opts, "attnlab/output", "captions",

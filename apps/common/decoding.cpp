@@ -46,7 +46,7 @@ void add_translate_options(Options& opts, double default_length_penalty, const s
 
 void run_eval(const Options& opts, const ModelReads& reads,
               const std::function<train::EvalResult(const data::TokenSplit&, int64_t max_tokens)>& evaluate) {
-  const io::File data = io::File::open_read(opts.get<std::string>("data"));   // the split may read from it
+  const io::File data = io::open_dataset(opts.get<std::string>("data"));   // the split may read from it
   const data::TokenSplit s = read_split(opts, data, reads);
   const train::EvalResult r = evaluate(s, opts.get<int64_t>("max-tokens"));
   std::string line = opts.tool() + " eval: " + s.name + ": loss " + fixed(r.stats.loss(), 4) + ", perplexity " +
@@ -66,7 +66,7 @@ train::TranslateOptions translate_options(const Options& opts) {
 void run_translate(const Options& opts, const ModelReads& reads, const data::Vocab& src_vocab,
                    const data::Vocab& tgt_vocab,
                    const std::function<train::Translation(const data::TokenSplit&)>& translate) {
-  const io::File data = io::File::open_read(opts.get<std::string>("data"));   // the split may read from it
+  const io::File data = io::open_dataset(opts.get<std::string>("data"));   // the split may read from it
   const data::TokenSplit s = read_split(opts, data, reads);
   const train::Translation tr = translate(s);
   write_output(opts, "attnlab/output", "translation",

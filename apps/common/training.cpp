@@ -309,7 +309,7 @@ void run_training(const Options& opts, const train::TrainTask& task, const train
 
 // One training run with this seed into this model file, the rest as the options say.
 void train_one(const Options& opts, const TrainVerb& verb, int64_t seed, const std::string& model) {
-  TrainInputs in{io::File::open_read(opts.get<std::string>("data")),
+  TrainInputs in{io::open_dataset(opts.get<std::string>("data")),
                  data::parse_keep_data(opts.get<std::string>("keep-data")), "",
                  Rng(static_cast<uint64_t>(seed)).fork(/*label=*/1)};
   if (opts.has("resume")) {
@@ -359,7 +359,7 @@ int train_repeats(const Options& opts, const TrainVerb& verb, int64_t repeats) {
   }
   // Every rank: fit returned once rank 0 had written every run, and the test scores' batches are
   // shared out over the ranks (train/split_run.hpp); rank 0 alone keeps the best run.
-  const io::File d = io::File::open_read(data);
+  const io::File d = io::open_dataset(data);
   for (train::RepeatRun& r : runs) {
     train::read_final_scores(r, verb.repeats_metric);
     if (verb.test_scores) r.test = verb.test_scores(r.path, d);

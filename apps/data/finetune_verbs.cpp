@@ -24,7 +24,7 @@ std::optional<data::Vocab> vocab_from(const cli::Options& opts) {
   if (!opts.has("vocab-from")) return std::nullopt;
   for (const char* option : {"min-freq", "max-vocab"})
     opts.refuse_together("vocab-from", option, "the vocabulary is the other data set's, as it is");
-  const io::File f = io::File::open_read(opts.get<std::string>("vocab-from"));
+  const io::File f = io::open_dataset(opts.get<std::string>("vocab-from"));
   return data::read_vocab(f, f.exists("/vocab/src") ? "/vocab/src" : "/vocab/tgt");
 }
 

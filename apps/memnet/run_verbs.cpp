@@ -55,7 +55,7 @@ int cmd_eval(int argc, char** argv) {
   opts.distributed();   // its batches shared out under mpirun (train/split_run.hpp)
   if (!opts.parse(argc, argv)) return 0;
   const memnet::MemnetFile m = memnet::load_memnet(opts.get<std::string>("model"));
-  const io::File data = io::File::open_read(opts.get<std::string>("data"));   // the split may read from it
+  const io::File data = io::open_dataset(opts.get<std::string>("data"));   // the split may read from it
   const memnet::QaSplit s = read_split(opts, data, m);
   const memnet::MemnetScores scores = memnet::evaluate_memnet(m.model, s, opts.get<int64_t>("batch-size"));
   cli::print_summary(opts, std::string(kTool) + " eval: " + opts.get<std::string>("split") + ": " +
@@ -77,7 +77,7 @@ int cmd_answer(int argc, char** argv) {
   opts.distributed();   // its batches shared out under mpirun (train/split_run.hpp)
   if (!opts.parse(argc, argv)) return 0;
   const memnet::MemnetFile m = memnet::load_memnet(opts.get<std::string>("model"));
-  const io::File data = io::File::open_read(opts.get<std::string>("data"));   // the split may read from it
+  const io::File data = io::open_dataset(opts.get<std::string>("data"));   // the split may read from it
   const memnet::QaSplit s = read_split(opts, data, m);
   const memnet::MemnetAnswers a = memnet::answer_memnet(m.model, s, opts.get<int64_t>("batch-size"));
   cli::write_output(opts, "attnlab/output", "memnet-answers",

@@ -42,7 +42,7 @@ int cmd_eval(int argc, char** argv) {
   opts.distributed();   // its batches shared out under mpirun (train/split_run.hpp)
   if (!opts.parse(argc, argv)) return 0;
   const ntm::NtmFile m = ntm::load_ntm(opts.get<std::string>("model"));
-  const io::File data = io::File::open_read(opts.get<std::string>("data"));   // the split may read from it
+  const io::File data = io::open_dataset(opts.get<std::string>("data"));   // the split may read from it
   const data::SequenceSplit s = read_split(opts, data, m.model.config());
   const train::BatchStats stats = ntm::evaluate_ntm(m.model, s, opts.get<int64_t>("batch-size"));
   cli::print_summary(opts, std::string(kTool) + " eval: " + opts.get<std::string>("split") + ": " + describe(stats));
@@ -61,7 +61,7 @@ int cmd_run(int argc, char** argv) {
   opts.distributed();   // its batches shared out under mpirun (train/split_run.hpp)
   if (!opts.parse(argc, argv)) return 0;
   const ntm::NtmFile m = ntm::load_ntm(opts.get<std::string>("model"));
-  const io::File data = io::File::open_read(opts.get<std::string>("data"));   // the split may read from it
+  const io::File data = io::open_dataset(opts.get<std::string>("data"));   // the split may read from it
   const data::SequenceSplit s = read_split(opts, data, m.model.config());
   const ntm::NtmRunResult r = ntm::run_ntm(m.model, s, opts.get<int64_t>("batch-size"));
   cli::write_output(opts, "attnlab/output", "ntm-run", [&](io::File& file) { ntm::write_ntm_run(file, s, r); });

@@ -117,7 +117,7 @@ void add_classify_options(cli::Options& opts) {
 int eval_classifier(const cli::Options& opts) {
   const std::string path = opts.get<std::string>("model");
   const transformer::ClassifierFile m = transformer::load_classifier(path);
-  const io::File data = io::File::open_read(opts.get<std::string>("data"));
+  const io::File data = io::open_dataset(opts.get<std::string>("data"));
   const transformer::LabelledSplit s = transformer::read_classifier_split(data, opts.get<std::string>("split"), m,
                                                                           path);
   const train::BatchStats r = transformer::evaluate_classifier(m.model, s, opts.get<int64_t>("batch-size"));
@@ -140,7 +140,7 @@ int cmd_classify(int argc, char** argv) {
   if (!opts.parse(argc, argv)) return 0;
   const std::string path = opts.get<std::string>("model");
   const transformer::ClassifierFile m = transformer::load_classifier(path);
-  const io::File data = io::File::open_read(opts.get<std::string>("data"));
+  const io::File data = io::open_dataset(opts.get<std::string>("data"));
   const transformer::LabelledSplit s = transformer::read_classifier_split(data, opts.get<std::string>("split"), m,
                                                                           path);
   const transformer::Classification c = transformer::classify(m.model, s, opts.get<int64_t>("batch-size"),

@@ -75,6 +75,11 @@ TEST_CASE("families: each trains from its recipe, resumes to the same bits, and 
     require_ok(test::run_shell(
         dir, test::recipe_train_command(recipe, "d.h5", "r.h5", steps + " --resume m.step000000002.h5")));
     CHECK(test::same_params(dir.file("m.h5"), dir.file("r.h5")));
+    // A model file given as the data set: refused before training, saying what it is.
+    const test::ShellResult model_as_data = test::run_shell(dir,
+                                                            test::recipe_train_command(recipe, "m.h5", "x.h5", steps));
+    CHECK(model_as_data.code == 3);
+    CHECK_THAT(model_as_data.err, Catch::Contains("m.h5: format is 'attnlab/model', expected 'attnlab/dataset'"));
 
     const families::Family& family = *families::of_model_kind(
         io::File::open_read(dir.file("m.h5")).attr_text("/", "kind"));

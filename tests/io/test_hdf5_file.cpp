@@ -319,6 +319,26 @@ TEST_CASE("hdf5: file info, and require_format names what it found", "[io][hdf5]
                       Contains("format version 3 is newer than this build reads (2)"));
 }
 
+TEST_CASE("hdf5: open_dataset reads a data set, or a file that does not say what it is, and nothing else",
+          "[io][hdf5]") {
+  test::TempDir dir;
+  const auto make = [&](const std::string& name, const std::string& format, int64_t version) {
+    io::File f = io::File::create(dir.file(name));
+    io::write_file_info(f, {format, version, "copy", "attn-data 0.1.0", ""});
+    f.commit();
+    return dir.file(name);
+  };
+  CHECK_NOTHROW(io::open_dataset(make("d.h5", "attnlab/dataset", io::kFormatVersion)));
+  CHECK_NOTHROW(io::open_dataset(make("d1.h5", "attnlab/dataset", 1)));
+  CHECK_NOTHROW(io::open_dataset(make_fixture(dir, "plain.h5")));   // h5py's: no root attributes
+  REQUIRE_THROWS_WITH(io::open_dataset(make("m.h5", "attnlab/model", io::kFormatVersion)),
+                      Equals(dir.file("m.h5") + ": format is 'attnlab/model', expected 'attnlab/dataset'"));
+  REQUIRE_THROWS_WITH(io::open_dataset(make("v99.h5", "attnlab/dataset", 99)),
+                      Contains("v99.h5: format version 99 is newer than this build reads (2)"));
+  REQUIRE_THROWS_WITH(io::open_dataset(make("v0.h5", "attnlab/dataset", 0)),
+                      Contains("v0.h5: format version 0, expected 1 to 2"));
+}
+
 TEST_CASE("hdf5: missing datasets, wrong dtype and wrong shape name file, path and both sides",
           "[io][hdf5]") {
   test::TempDir dir;

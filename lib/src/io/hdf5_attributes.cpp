@@ -313,8 +313,17 @@ void require_format(const File& file, const std::string& format, const std::stri
     throw FormatError(label + ": format version " + std::to_string(info.format_version) +
                       " is newer than this build reads (" + std::to_string(kFormatVersion) +
                       "); update attnlab");
+  if (info.format_version < 1)
+    throw FormatError(label + ": format version " + std::to_string(info.format_version) + ", expected 1 to " +
+                      std::to_string(kFormatVersion));
   if (!kind.empty() && info.kind != kind)
     throw FormatError(label + ": kind is '" + info.kind + "', expected '" + kind + "'");
+}
+
+File open_dataset(const std::string& path) {
+  File file = File::open_read(path);
+  if (file.has_attr("/", "format")) require_format(file, "attnlab/dataset");
+  return file;
 }
 
 }  // namespace attn::io

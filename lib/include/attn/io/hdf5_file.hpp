@@ -190,6 +190,12 @@ FileInfo read_file_info(const File& file);
 // `format_version` is not newer than kFormatVersion.
 void require_format(const File& file, const std::string& format, const std::string& kind = "");
 
+// Opens a data set for reading. A file whose root says what it is must say `attnlab/dataset` of
+// a version this build reads (FormatError naming the file, what it says and what was expected: a
+// model file or a tool's output given as --data); a file without a root `format` (written by
+// h5py or a filter script in the documented layout) is read as it is.
+File open_dataset(const std::string& path);
+
 // Copies the file `from` to `to` the way File writes: into a temporary file beside `to`, then
 // synced and renamed over it, so that `to` is the old file or the whole copy, never a part (or
 // streamed to "-" or a character device; resolve_output's refusals apply). IoError naming `to`
