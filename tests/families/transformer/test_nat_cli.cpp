@@ -30,8 +30,9 @@ TEST_CASE("reverse data -> train --arch cmlm -> eval, translate with /iterations
   REQUIRE(run(dir, std::string(kData) + " --out d.h5").code == 0);
   const Result help = run(dir, "{tf} train --help");
   CHECK_THAT(help.out, Contains("cmlm") && Contains("--length-loss-weight"));
-  const Result train = run(
-      dir, "{tf} train --data d.h5 --model m.h5 --arch cmlm --length-loss-weight 0.2 --steps 6 " + std::string(kTiny));
+  const Result train = run(dir, "{tf} train --data d.h5 --model m.h5 --arch cmlm --length-loss-weight 0.2 --steps 6 "
+                                "--valid-bleu " +
+                                    std::string(kTiny));
   INFO(train.err);
   REQUIRE(train.code == 0);
   {
@@ -39,6 +40,7 @@ TEST_CASE("reverse data -> train --arch cmlm -> eval, translate with /iterations
     CHECK(m.attr_string("/config", "arch") == "cmlm");
     CHECK(m.attr_double("/config", "length_loss_weight") == Approx(0.2));
     CHECK(m.exists("/params/length/W"));
+    CHECK(m.exists("/metrics/valid_bleu"));   // mask-predict on /valid after every epoch
   }
   const Result eval = run(dir, "{tf} eval --model m.h5 --data d.h5 --split valid --quiet");
   INFO(eval.err);

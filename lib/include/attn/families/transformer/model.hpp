@@ -62,7 +62,8 @@ namespace attn::transformer {
 enum class TransformerArch { encdec, lm, mlm, cmlm };
 enum class PositionalKind { sinusoidal, learned };
 // Which embedding tables are one: none; output: the output projection is the target embedding
-// (transposed, sec. 3.4); all: also one table for source and target (encdec with one vocabulary).
+// (transposed, sec. 3.4); all: also one table for source and target (encdec or cmlm with one
+// vocabulary).
 enum class TieEmbeddings { none, output, all };
 
 // The names are attn-transformer's option values: "encdec", "lm", "mlm", "cmlm" / "sinusoidal",
@@ -194,7 +195,8 @@ class Transformer {
 
   const TransformerConfig& config() const { return config_; }
   // Stable order: embeddings, [positions,] encoder layers, encoder final norm, decoder layers,
-  // decoder final norm, output projection. Names such as "encoder/layer0/self_attn/w_q".
+  // decoder final norm, output projection, [length predictor (cmlm)]. Names such as
+  // "encoder/layer0/self_attn/w_q".
   ParamList params();
   int64_t vocab_out() const { return config_.tgt_vocab; }    // V of the logits
   int32_t mask_token_id() const { return static_cast<int32_t>(config_.tgt_vocab); }   // mlm, cmlm
