@@ -81,6 +81,8 @@ int cmd_translate(int argc, char** argv) {
     if (to.decode.beam > 1)
       throw ConfigError("--beam is autoregressive beam search; a cmlm model decodes with mask-predict: use "
                         "--length-beam to decode several lengths");
+    if (to.decode.want_attention)
+      throw ConfigError("--dump-attention is not available for a cmlm model yet (issue 45)");
     if (opts.has("iterations")) nat.iterations = opts.get<int64_t>("iterations");
     if (opts.has("length-beam")) nat.length_beam = opts.get<int64_t>("length-beam");
     if (nat.length_beam > config.max_len + 1)

@@ -394,6 +394,21 @@ TEST_CASE("mask_predict on a model: the length beam, /iterations, and its refusa
   o = {.iterations = 2, .length_beam = 14, .max_len = 0};
   REQUIRE_THROWS_WITH(transformer::mask_predict(model, src, src_len, o),
                       Catch::Contains("length_beam must be in [1, max_len + 1 = 13]") && Catch::Contains("got 14"));
+  // translate() refuses the autoregressive beam and attention weights for a cmlm model.
+  const data::TokenSplit split{
+      .name = "test", .src = src, .src_len = src_len, .tgt = {}, .tgt_len = {}, .segments = {}};
+  train::TranslateOptions beam;
+  beam.decode.beam = 2;
+  REQUIRE_THROWS_WITH(transformer::translate(model, split, beam), Catch::Contains("beam must be 1, got 2"));
+  train::TranslateOptions weights;
+  weights.decode.want_attention = true;
+  REQUIRE_THROWS_AS(transformer::translate(model, split, weights), ConfigError);
+  const train::Translation tr = transformer::translate(model, split, {},
+                                                       {.iterations = 2, .length_beam = 1, .max_len = 0});
+  CHECK(tr.tokens.size() == 2);
+  REQUIRE(tr.outputs.size() == 2);
+  CHECK(tr.outputs[0].first == "iterations/tokens");
+  CHECK(tr.outputs[0].second.dim(1) == 2);
   TransformerConfig encdec = tiny_cmlm();
   encdec.arch = TransformerArch::encdec;
   const Transformer at(encdec, rng);

@@ -169,9 +169,11 @@ train::Translation translate(const Transformer& model, const data::TokenSplit& s
                       std::string(arch_name(model.config().arch)) + "'; use generate for a language model");
   if (model.config().arch == TransformerArch::cmlm) {
     if (options.decode.beam > 1)
-      throw ConfigError("beam search is autoregressive: a cmlm model decodes with mask-predict, whose length beam "
-                        "(--length-beam) decodes several target lengths; leave --beam at 1");
-    if (options.decode.want_attention) throw ConfigError("--dump-attention is not available for a cmlm model yet");
+      throw ConfigError("translate: beam search is autoregressive; a cmlm model decodes with mask-predict, whose "
+                        "length beam decodes several target lengths (beam must be 1, got " +
+                        std::to_string(options.decode.beam) + ")");
+    if (options.decode.want_attention)
+      throw ConfigError("translate: the attention weights of a cmlm model are not available yet");
     check_mask_predict_options(model.config(), nat);
     MaskPredictOptions o = nat;
     if (o.max_len == 0) o.max_len = options.decode.max_len;   // --max-len caps the lengths too
