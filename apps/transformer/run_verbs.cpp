@@ -25,7 +25,7 @@ cli::ModelReads reads(const transformer::TransformerFile& m) {
   const transformer::TransformerArch arch = m.model.config().arch;
   if (arch == transformer::TransformerArch::mlm)
     return {&m.tgt_vocab, nullptr, transformer::transformer_request(m.model.config())};
-  return {arch == transformer::TransformerArch::encdec ? &m.src_vocab : nullptr, &m.tgt_vocab,
+  return {m.model.config().encoder_decoder() ? &m.src_vocab : nullptr, &m.tgt_vocab,
           transformer::transformer_request(m.model.config())};
 }
 
@@ -54,18 +54,47 @@ int cmd_translate(int argc, char** argv) {
                     "predictions (/predictions, /predictions_len, /predictions_text, /predictions_detok,\n"
                     "/scores, /vocab/*), with --dump-attention also every decoder layer's weights\n"
                     "/attention/self/layer<i> [N, H, T, T] and /attention/cross/layer<i> [N, H, T, S].\n"
-                    "Needs an encoder-decoder model (--arch encdec).\n"
+                    "Needs an encoder-decoder model (--arch encdec or cmlm). A cmlm model decodes with\n"
+                    "mask-predict (--iterations, --length-beam; not --beam) and also writes its refinement:\n"
+                    "/iterations/tokens [N, I, L] (the output after each iteration) and /iterations/masked\n"
+                    "[N, I, L] (1 where a position was re-masked and predicted again).\n"
                     "Score it with: attn-bleu --hyp OUT --ref DATA --split SPLIT");
   cli::add_translate_options(opts, /*default_length_penalty=*/0.6,
                              "GNMT length penalty alpha of beam search, log p / ((5 + |y|) / 6)^alpha (paper: 0.6)");
-  opts.add()("dump-attention", po::bool_switch(), "store the attention weights of every layer and head");
+  // clang-format off
+  opts.add()
+      ("dump-attention", po::bool_switch(), "store the attention weights of every layer and head")
+      ("iterations", po::value<int64_t>()->value_name("T")->notifier(cli::positive<int64_t>("iterations")),
+       "cmlm: mask-predict iterations (default 10)")
+      ("length-beam", po::value<int64_t>()->value_name("L")->notifier(cli::positive<int64_t>("length-beam")),
+       "cmlm: target lengths decoded per sentence, the most likely first; the best mean log-probability "
+       "is kept (default 1; at most the model's max_len + 1)");
+  // clang-format on
   opts.threads();
   if (!opts.parse(argc, argv)) return 0;
   const transformer::TransformerFile m = transformer::load_transformer(opts.get<std::string>("model"));
   train::TranslateOptions to = cli::translate_options(opts);
   to.decode.want_attention = opts.get<bool>("dump-attention");
+  const transformer::TransformerConfig& config = m.model.config();
+  transformer::MaskPredictOptions nat;
+  if (config.arch == transformer::TransformerArch::cmlm) {
+    if (to.decode.beam > 1)
+      throw ConfigError("--beam is autoregressive beam search; a cmlm model decodes with mask-predict: use "
+                        "--length-beam to decode several lengths");
+    if (to.decode.want_attention)
+      throw ConfigError("--dump-attention is not available for a cmlm model yet (issue 45)");
+    if (opts.has("iterations")) nat.iterations = opts.get<int64_t>("iterations");
+    if (opts.has("length-beam")) nat.length_beam = opts.get<int64_t>("length-beam");
+    if (nat.length_beam > config.max_len + 1)
+      throw ConfigError("--length-beam must be in [1, " + std::to_string(config.max_len + 1) +
+                        "] (the target lengths 0.." + std::to_string(config.max_len) +
+                        " of this model's max_len), got " + std::to_string(nat.length_beam));
+  } else if (opts.has("iterations") || opts.has("length-beam")) {
+    throw ConfigError("--iterations and --length-beam need a non-autoregressive model (train --arch cmlm); " +
+                      opts.get<std::string>("model") + " is '" + transformer::arch_name(config.arch) + "'");
+  }
   cli::run_translate(opts, reads(m), m.src_vocab, m.tgt_vocab,
-                     [&](const data::TokenSplit& s) { return transformer::translate(m.model, s, to); });
+                     [&](const data::TokenSplit& s) { return transformer::translate(m.model, s, to, nat); });
   return 0;
 }
 

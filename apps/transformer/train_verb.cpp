@@ -18,8 +18,10 @@ using transformer::TransformerArch;
 void add_model_options(cli::Options& opts) {
   // clang-format off
   opts.add_model()
-      ("arch", cli::choice("arch", "encdec", {"encdec", "lm", "mlm"}),
-       "encdec (translation), lm (decoder-only on the targets), mlm (masked LM on the sources)")
+      ("arch", cli::choice("arch", "encdec", {"encdec", "lm", "mlm", "cmlm"}),
+       "encdec (translation), lm (decoder-only on the targets), mlm (masked LM on the sources), cmlm "
+       "(non-autoregressive translation: conditional masked LM with a length predictor, decoded by "
+       "mask-predict; Ghazvininejad et al. 2019)")
       ("d-model", int_value(128)->notifier(cli::positive<int64_t>("d-model")), "model width D")
       ("heads", int_value(4)->notifier(cli::positive<int64_t>("heads")), "attention heads (divide D)")
       ("d-ff", int_value(512)->notifier(cli::positive<int64_t>("d-ff")), "feed-forward inner width")
@@ -51,7 +53,10 @@ void add_model_options(cli::Options& opts) {
       ("mask-prob", po::value<double>()->value_name("P")->notifier(cli::in_range<double>("mask-prob", 0.01, 1.0)),
        "mlm: the probability that a token is masked (default: BERT's 0.15)")
       ("mask-words", po::value<std::string>()->value_name("FILE"),
-       "mlm: mask only these words (a text file, white-space separated; selective masking)");
+       "mlm: mask only these words (a text file, white-space separated; selective masking)")
+      ("length-loss-weight", po::value<double>()->value_name("W")
+                                 ->notifier(cli::in_range<double>("length-loss-weight", 0.0, 1000.0)),
+       "cmlm: weight of the length predictor's loss beside the masked tokens' (default: the paper's 0.1)");
   // clang-format on
 }
 
@@ -71,7 +76,7 @@ transformer::MaskingOptions masking_from_options(const cli::Options& opts, Trans
 transformer::TransformerConfig config_from_options(const cli::Options& opts, const train::Vocabs& vocabs) {
   transformer::TransformerConfig c;
   c.arch = transformer::arch_from_string(opts.get<std::string>("arch"));
-  c.src_vocab = c.arch == TransformerArch::encdec ? vocabs.src.size() : 0;
+  c.src_vocab = c.encoder_decoder() ? vocabs.src.size() : 0;
   c.tgt_vocab = vocabs.tgt.size();
   c.tie_embeddings = transformer::tie_embeddings_from_string(opts.get<std::string>("tie-embeddings"));
   if (c.shared_vocab() && vocabs.src.tokens() != vocabs.tgt.tokens())
@@ -88,6 +93,12 @@ transformer::TransformerConfig config_from_options(const cli::Options& opts, con
   c.norm = transformer::norm_from_string(opts.get<std::string>("norm"));
   c.attn_window = opts.get<int64_t>("attn-window");
   c.label_smoothing = static_cast<float>(opts.get<double>("label-smoothing"));
+  if (opts.has("length-loss-weight")) {
+    if (c.arch != TransformerArch::cmlm)
+      throw ConfigError("--length-loss-weight needs a cmlm model (--arch cmlm), this model is '" +
+                        std::string(transformer::arch_name(c.arch)) + "'");
+    c.length_loss_weight = static_cast<float>(opts.get<double>("length-loss-weight"));
+  }
   return c;
 }
 
@@ -115,8 +126,8 @@ std::unique_ptr<cli::TrainRun> prepare(const cli::Options& opts, cli::TrainInput
                                             run->vocabs.src, run->vocabs.tgt,
                                             masking_from_options(opts, config.arch, run->vocabs.src));
   run->model_width = config.d_model;
-  if (config.arch != TransformerArch::encdec && opts.get<bool>("valid-bleu"))
-    throw ConfigError("--valid-bleu needs an encoder-decoder model (--arch encdec)");
+  if (!config.encoder_decoder() && opts.get<bool>("valid-bleu"))
+    throw ConfigError("--valid-bleu needs an encoder-decoder model (--arch encdec or cmlm)");
   cli::add_valid_bleu(opts, run->task, run->splits.valid_or_null(),
                       [m = &*run->model](const data::TokenSplit& s) { return transformer::translate(*m, s, {}); });
   return run;

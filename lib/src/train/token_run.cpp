@@ -172,7 +172,7 @@ Translation translate_split(const data::TokenSplit& split, int64_t max_tokens, c
   if (!split.has_src()) throw ConfigError("translate: the split '" + split.name + "' has no sources");
   const int64_t n = split.size();
   if (n == 0) return {};
-  const std::string attention = "attention/";
+  const std::string attention = "attention/", output = "output/";
   const SplitOutput all = run_split(n, split_batches(ints(split.src_len), max_tokens),
                                     [&](std::span<const int64_t> index) {
                                       decode::Decoded r = decode(data::gather_batch(split.src, split.src_len, index));
@@ -180,12 +180,17 @@ Translation translate_split(const data::TokenSplit& split, int64_t max_tokens, c
                                       add_token_lists(out, r.tokens, r.scores);
                                       for (auto& [name, t] : r.attention)
                                         out.tensors.emplace_back(attention + name, std::move(t));
+                                      for (auto& [name, t] : r.outputs)
+                                        out.tensors.emplace_back(output + name, std::move(t));
                                       return out;
                                     });
   Translation out;
   read_token_lists(all, n, out.tokens, out.scores);
   for (const auto& [name, t] : all.tensors)
-    if (name.starts_with(attention)) out.attention.emplace_back(name.substr(attention.size()), t);
+    if (name.starts_with(attention))
+      out.attention.emplace_back(name.substr(attention.size()), t);
+    else if (name.starts_with(output))
+      out.outputs.emplace_back(name.substr(output.size()), t);
   if (split.has_tgt()) out.accuracy = reference_accuracy(out.tokens, split);
   return out;
 }
@@ -213,6 +218,7 @@ void write_translation(io::File& file, const Translation& tr, const data::TokenS
   }
   write_vocabs(file, src_vocab, tgt_vocab);
   for (const auto& [name, weights] : tr.attention) file.write("/attention/" + name, weights);
+  for (const auto& [name, values] : tr.outputs) file.write("/" + name, values);
   file.set_attr("/metrics", "sentences", n);
   if (tr.accuracy.sequences > 0) {
     file.set_attr("/metrics", "sequence_accuracy", tr.accuracy.sequence_accuracy());

@@ -1,12 +1,15 @@
 """The Transformer family's reader for tests/formats/reload.py (which imports it; its docstring
-says how a family's module plugs in): rebuilds model files of kind "transformer" (arch encdec, lm
-or mlm) and "transformer-classifier" (attn-transformer finetune: an lm or mlm body and a linear
+says how a family's module plugs in): rebuilds model files of kind "transformer" (arch encdec, lm,
+mlm or cmlm) and "transformer-classifier" (attn-transformer finetune: an lm or mlm body and a linear
 head) with numpy, following docs/FORMATS.md.
 
 BATCH.h5 of a Transformer:
     /src, /src_len   int32 [B, S], [B]      encdec, mlm (inputs, [MASK] included)
     /tgt, /tgt_len   int32 [B, T], [B]      encdec, lm (targets ending with EOS)
     /logits          float32 [B, T, V]      teacher-forced logits (mlm: [B, S, V])
+For a cmlm, /tgt is what the decoder reads (y with [MASK]s, no EOS), /tgt_len |y|, /logits the
+decoder's logits at every position, and /length_logits float32 [B, 2 max_len + 1] the length
+predictor's.
 For a fine-tuned classifier, rows of a labelled data set (no [CLS], [SEP] or BOS: this reader
 adds them as FORMATS.md says):
     /src, /src_len   int32 [B, L], [B]      the tokens of sentence A, then of sentence B
@@ -73,11 +76,15 @@ class Transformer:
         self.pre = c["norm"] == "pre"
         self.tie, self.window = c["tie_embeddings"], c["attn_window"]
         D = self.D
-        if self.arch == "encdec" and self.tie != "all":
-            self.src_table, self.tgt_table = p("src_embed/table", (self.Vs, D)), p("tgt_embed/table", (self.V, D))
-        elif self.arch in ("encdec", "lm", "mlm"):
-            rows = self.V + 1 if self.arch == "mlm" else self.V     # mlm: row V is [MASK]
+        cmlm = self.arch == "cmlm"   # + [MASK] (row V of the target table), + [LENGTH] (of the source table)
+        if self.arch in ("encdec", "cmlm") and self.tie != "all":
+            self.src_table = p("src_embed/table", (self.Vs + cmlm, D))
+            self.tgt_table = p("tgt_embed/table", (self.V + cmlm, D))
+            self.length_id = self.Vs
+        elif self.arch in ("encdec", "lm", "mlm", "cmlm"):
+            rows = self.V + 1 if self.arch == "mlm" else self.V + 2 if cmlm else self.V
             self.src_table = self.tgt_table = p("embed/table", (rows, D))
+            self.length_id = self.V + 1
         else:
             raise FormatProblem(f"unknown arch {self.arch!r}")
 
@@ -124,11 +131,12 @@ class Transformer:
         return self.norm(x, "encoder/final_norm") if self.pre else x
 
     def decoder(self, fed, lengths, memory=None, src_len=None):
-        """The decoder's final states [B, T, D] for the ids it is fed [B, T] (BOS first), keys
-        j < lengths[b] visible (and j <= i), cross-attending to `memory` when given."""
+        """The decoder's final states [B, T, D] for the ids it is fed [B, T] (BOS first; cmlm: y
+        with [MASK]s), keys j < lengths[b] visible (and j <= i but for cmlm), cross-attending to
+        `memory` when given."""
         B, T = fed.shape
         x = self.embed(self.tgt_table, fed, "decoder")
-        vis = visible_keys(lengths, T, T, causal=True, window=self.window)
+        vis = visible_keys(lengths, T, T, causal=self.arch != "cmlm", window=self.window)
         cross = None if memory is None else visible_keys(src_len, T, memory.shape[1], causal=False, window=-1)
         for l in range(self.c["dec_layers"]):
             n = f"decoder/layer{l}"
@@ -151,7 +159,14 @@ def teacher_forced(tgt):
 
 
 def transformer_logits(c, p, batch):
+    """The logits of the batch, and a cmlm's length logits (None for the others)."""
     t = Transformer(c, p)
+    if t.arch == "cmlm":   # [LENGTH] x, the non-causal decoder on the fed y, the offset classifier at [LENGTH]
+        src, src_len = batch["src"], batch["src_len"]
+        memory = t.encoder(np.concatenate([np.full((src.shape[0], 1), t.length_id), src], axis=1), src_len + 1)
+        h = t.decoder(batch["tgt"], batch["tgt_len"], memory, src_len + 1)
+        C = 2 * t.L + 1
+        return t.output(h), linear(memory[:, 0], p("length/W", (C, t.D)), p("length/b", (C,)))
     if t.arch == "encdec":
         memory = t.encoder(batch["src"], batch["src_len"])
         h = t.decoder(teacher_forced(batch["tgt"]), batch["tgt_len"], memory, batch["src_len"])
@@ -228,9 +243,15 @@ def classifier_logits(c, p, src, src_len, segments):
 
 def check_transformer(model, batch, attrs, tol):
     p = Params(model.params)
-    logits, alignment = transformer_logits(model.config, p, batch)
+    logits, lengths = transformer_logits(model.config, p, batch)
     p.check_all_used()
-    return check_logits(model, batch, logits, alignment, f"transformer {model.config['arch']}", tol)
+    failed = check_logits(model, batch, logits, None, f"transformer {model.config['arch']}", tol)
+    if lengths is not None:
+        diff = max_diff(lengths, batch["length_logits"], "length_logits")
+        print(f"{model.path}: transformer cmlm: max |length logits diff| {diff:.3g} over {list(lengths.shape)} "
+              f"(tolerance {tol:g}): {verdict(diff < tol)}")
+        failed = failed or diff >= tol
+    return 1 if failed else 0
 
 
 def check_classifier(model, batch, attrs, tol):

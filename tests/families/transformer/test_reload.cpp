@@ -3,12 +3,12 @@
 // initial value), the library reloads the file and computes teacher-forced logits on a fixed
 // batch, and tests/formats/reload.py, which imports only h5py and numpy, rebuilds the model from
 // the file's /config and /params with this family's module tests/families/transformer/reload.py
-// and must reproduce those logits to 1e-4 (encdec, lm and mlm); for a fine-tuned Transformer
-// classifier (lm and mlm bodies, pre-trained and fine-tuned by attn-transformer on sentence pairs
-// from attn-data pairs), the class logits of pairs and single sentences and what
-// `attn-transformer classify` wrote. A wrong convention (sinusoids in halves, the classifier's
-// position, the [SEP]'s segment) must be noticed. The shared steps are in tests/support/
-// reload_support.hpp; the cases are "formats: ..." in CTest.
+// and must reproduce those logits to 1e-4 (encdec, lm, mlm, and cmlm with its length logits);
+// for a fine-tuned Transformer classifier (lm and mlm bodies, pre-trained and fine-tuned by
+// attn-transformer on sentence pairs from attn-data pairs), the class logits of pairs and single
+// sentences and what `attn-transformer classify` wrote. A wrong convention (sinusoids in halves,
+// the classifier's position, the [SEP]'s segment) must be noticed. The shared steps are in
+// tests/support/reload_support.hpp; the cases are "formats: ..." in CTest.
 #include <algorithm>
 #include <cstdint>
 #include <filesystem>
@@ -42,6 +42,22 @@ void transformer_case(const test::TempDir& dir, const std::string& name, const s
   const transformer::TransformerFile m = transformer::load_transformer(dir.file(model_file(name)));
   const transformer::TransformerConfig& c = m.model.config();
   data::TokenBatch batch = test::token_test_batch(dir, transformer::transformer_request(c));
+  if (c.arch == transformer::TransformerArch::cmlm) {   // CMLM's masking, the decoder's logits and the lengths'
+    std::vector<int64_t> examples(test::kReloadRows);
+    std::iota(examples.begin(), examples.end(), int64_t{0});
+    const transformer::CmlmBatch cb = transformer::cmlm_mask_examples(batch, /*seed=*/5, examples,
+                                                                      m.model.mask_token_id());
+    const Tensor memory = m.model.encode(cb.src, cb.src_len);
+    io::File f = io::File::create(dir.file(batch_file(name)));
+    f.write_all("/", {{"src", cb.src},
+                      {"src_len", cb.src_len},
+                      {"tgt", cb.dec_in},
+                      {"tgt_len", cb.tgt_len},
+                      {"logits", m.model.nat_logits(cb.dec_in, cb.tgt_len, memory, cb.src_len)},
+                      {"length_logits", m.model.length_logits(memory)}});
+    f.commit();
+    return;
+  }
   if (c.arch == transformer::TransformerArch::mlm) {   // BERT masking, so that [MASK] ids are fed
     std::vector<int64_t> examples(test::kReloadRows);
     std::iota(examples.begin(), examples.end(), int64_t{0});
@@ -159,6 +175,25 @@ TEST_CASE("formats: numpy reloads a Transformer mlm ([MASK] inputs, self-attenti
                    "--arch mlm --norm post --pos-encoding learned --tie-embeddings output "
                    "--attn-window 2 --d-model 8 --heads 2 --d-ff 16 --layers 1");
   check_reload(dir, {"mlm"});
+}
+
+TEST_CASE("formats: numpy reloads a Transformer cmlm ([MASK] inputs, [LENGTH], pre-norm, untied) and reproduces its "
+          "logits and length logits",
+          "[integration][formats]") {
+  test::TempDir dir;
+  transformer_case(dir, "cmlm",
+                   "--arch cmlm --norm pre --pos-encoding learned --tie-embeddings none --d-model 8 --heads 2 "
+                   "--d-ff 16 --layers 1");
+  check_reload(dir, {"cmlm"});
+}
+
+TEST_CASE("formats: numpy reloads a Transformer cmlm with one table for all (post-norm, sinusoidal, window 1)",
+          "[integration][formats]") {
+  test::TempDir dir;
+  transformer_case(dir, "cmlm",
+                   "--arch cmlm --norm post --pos-encoding sinusoidal --tie-embeddings all --attn-window 1 "
+                   "--d-model 8 --heads 2 --d-ff 16 --layers 1");
+  check_reload(dir, {"cmlm"});
 }
 
 TEST_CASE("formats: reload.py notices a wrong convention (sinusoids in halves)", "[integration][formats]") {

@@ -28,6 +28,9 @@ struct Decoded {
   // With want_attention: the family's attention by name, each [N, ..., T, S] with row t the
   // weights behind token t (T the longest output), zero past an output's tokens.
   NamedTensors attention;
+  // Any further per-input results of the family's decoder, by dataset path in the output file,
+  // each [N, ...] (a non-autoregressive model's "iterations/tokens", for one).
+  NamedTensors outputs;
 };
 
 }  // namespace attn::decode

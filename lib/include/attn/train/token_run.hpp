@@ -18,6 +18,8 @@
 //   /attention/<name>   float32 [N, ..., T, S]   the model's attention weights, when asked
 //                       (transformer_run.hpp, seq2seq_run.hpp say which); zero beyond a
 //                       sentence's lengths
+//   /<name>             [N, ...]   any further results of the family's decoder
+//                       (decode::Decoded::outputs; a cmlm's /iterations), zero-padded
 //   /metrics  attributes sentences, and with references sequence_accuracy, token_accuracy
 #pragma once
 #include <cstdint>
@@ -139,6 +141,7 @@ struct Translation {
   std::vector<std::vector<int32_t>> tokens;                // per sentence, in split order
   std::vector<float> scores;
   NamedTensors attention;   // "/attention/<name>", [N, ..., T, S]
+  NamedTensors outputs;     // "/<name>", [N, ...]: decode::Decoded::outputs
   metrics::AccuracyCounts accuracy;   // against the split's targets (EOS included), when present
 };
 

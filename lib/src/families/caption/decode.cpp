@@ -39,7 +39,7 @@ decode::Decoded search(const Captioner& model, const Tensor& images, const decod
   CaptionStepper stepper(model, images);
   const int64_t N = images.dim(0);
   decode::SearchResult r = beam ? decode::beam_search(stepper, N, options) : decode::greedy_search(stepper, N, options);
-  decode::Decoded out{std::move(r.tokens), std::move(r.scores), {}};
+  decode::Decoded out{std::move(r.tokens), std::move(r.scores), {}, {}};
   if (o.want_attention) out.attention.emplace_back("attention", std::move(r.attention));
   return out;
 }

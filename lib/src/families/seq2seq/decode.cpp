@@ -95,7 +95,7 @@ decode::Decoded search(const Seq2Seq& model, const Tensor& src, const Tensor& sr
   Seq2SeqStepper stepper(model, src, src_len, options.beam);
   const int64_t N = src.dim(0);
   decode::SearchResult r = beam ? decode::beam_search(stepper, N, options) : decode::greedy_search(stepper, N, options);
-  decode::Decoded out{std::move(r.tokens), std::move(r.scores), {}};
+  decode::Decoded out{std::move(r.tokens), std::move(r.scores), {}, {}};
   if (alignment) out.attention.emplace_back("alignment", std::move(r.attention));
   return out;
 }

@@ -128,8 +128,9 @@ ClassifierBatch classifier_batch(TransformerArch arch, const Tensor& src, const 
 
 void ClassifierConfig::validate() const {
   body.validate();
-  if (body.arch == TransformerArch::encdec)
-    throw ConfigError("classifier config: arch must be lm or mlm (a pre-trained body), got encdec");
+  if (body.encoder_decoder())
+    throw ConfigError("classifier config: arch must be lm or mlm (a pre-trained body), got " +
+                      std::string(arch_name(body.arch)));
   io::check_range("classifier", "classes", classes, 2, io::kMaxVocab);
   if (!(aux_lm >= 0.0f && std::isfinite(aux_lm)))
     throw ConfigError("classifier config: aux_lm must be >= 0, got " + std::to_string(aux_lm));

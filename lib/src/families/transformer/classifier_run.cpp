@@ -58,9 +58,11 @@ TransformerFile load_pretrained(const std::string& path, const io::File& data, c
                       "mlm" + both);
   TransformerFile m = load_transformer(path);
   const TransformerConfig& c = m.model.config();
-  if (c.arch == TransformerArch::encdec)
-    throw DataError(path + ": an encoder-decoder (arch encdec); fine-tuning needs a pre-trained lm (GPT) or mlm "
-                    "(BERT)" + both);
+  if (c.encoder_decoder())
+    throw DataError(path + ": an encoder-decoder (arch " + arch_name(c.arch) +
+                    "); fine-tuning needs a pre-trained lm (GPT) or mlm "
+                    "(BERT)" +
+                    both);
   const std::vector<std::string>& model_tokens = m.tgt_vocab.tokens();
   if (model_tokens != labelled.vocab.tokens())
     throw DataError(data.display_name() + ": dataset '/vocab/src' (" + std::to_string(labelled.vocab.size()) +

@@ -1,5 +1,7 @@
-// TransformerConfig: validation, the names of its enums, its /config attributes; and the BERT
-// masking of a batch for the masked language model.
+// TransformerConfig: validation, the names of its enums, its /config attributes; the BERT
+// masking of a batch for the masked language model, and CMLM's masking of the targets.
+#include <cmath>
+#include <numeric>
 #include <sstream>
 
 #include "attn/core/enum_names.hpp"
@@ -27,8 +29,10 @@ void unit_interval(const std::string& field, float value) {
 }  // namespace
 
 namespace {
-constexpr EnumNames<TransformerArch, 3> kArchNames{
-    {{TransformerArch::encdec, "encdec"}, {TransformerArch::lm, "lm"}, {TransformerArch::mlm, "mlm"}}};
+constexpr EnumNames<TransformerArch, 4> kArchNames{{{TransformerArch::encdec, "encdec"},
+                                                    {TransformerArch::lm, "lm"},
+                                                    {TransformerArch::mlm, "mlm"},
+                                                    {TransformerArch::cmlm, "cmlm"}}};
 constexpr EnumNames<PositionalKind, 2> kPositionalNames{
     {{PositionalKind::sinusoidal, "sinusoidal"}, {PositionalKind::learned, "learned"}}};
 constexpr EnumNames<nn::NormPosition, 2> kNormNames{{{nn::NormPosition::post, "post"}, {nn::NormPosition::pre, "pre"}}};
@@ -52,7 +56,7 @@ nn::NormPosition norm_from_string(const std::string& name) { return parse_enum(k
 void TransformerConfig::validate() const {
   // A vocabulary holds the 4 special ids and at least one regular token.
   io::check_range("transformer", "tgt_vocab", tgt_vocab, data::kFirstRegularToken + 1, io::kMaxVocab);
-  if (arch == TransformerArch::encdec) {
+  if (encoder_decoder()) {
     io::check_range("transformer", "src_vocab", src_vocab, data::kFirstRegularToken + 1, io::kMaxVocab);
     if (shared_vocab() && src_vocab != tgt_vocab)
       bad("src_vocab", "equal to tgt_vocab " + std::to_string(tgt_vocab) + " with tie_embeddings all",
@@ -69,6 +73,8 @@ void TransformerConfig::validate() const {
   io::check_range("transformer", "max_len", max_len, 2, io::kMaxLength);
   io::check_range("transformer", "attn_window", attn_window, -1, io::kMaxLength);
   unit_interval("label_smoothing", label_smoothing);
+  if (!(length_loss_weight >= 0.0f && std::isfinite(length_loss_weight)))
+    bad("length_loss_weight", ">= 0", str(length_loss_weight));
 }
 
 std::map<std::string, io::AttrValue> TransformerConfig::to_attrs() const { return io::write_fields(*this); }
@@ -140,6 +146,70 @@ data::TokenBatch mask_examples(const data::TokenBatch& batch, uint64_t seed, std
   Rng row;
   return mask_rows(batch, [&](int64_t b) -> Rng& { return row = Rng(seed).fork(static_cast<uint64_t>(examples[b])); },
                    mask_id, vocab, o);
+}
+
+namespace {
+
+// cmlm_mask with row b drawing from row_rng(b).
+template <class RowRng>
+CmlmBatch cmlm_rows(const data::TokenBatch& batch, RowRng&& row_rng, int32_t mask_id) {
+  check_tensor(batch.src, {kAny, kAny}, "cmlm_mask: src [B, S]", DType::i32);
+  const int64_t B = batch.src.dim(0);
+  check_tensor(batch.src_len, {B}, "cmlm_mask: src_len [B]", DType::i32);
+  check_tensor(batch.tgt, {B, kAny}, "cmlm_mask: tgt [B, T]", DType::i32);
+  check_tensor(batch.tgt_len, {B}, "cmlm_mask: tgt_len [B]", DType::i32);
+  const int64_t T = batch.tgt.dim(1);
+  std::vector<int32_t> len(static_cast<size_t>(B));
+  for (int64_t b = 0; b < B; ++b) {
+    const int32_t n = batch.tgt_len.idata()[b];
+    if (n < 1 || n > T)
+      throw DataError("cmlm_mask: target length " + std::to_string(n) + " of row " + std::to_string(b) +
+                      " is outside [1, " + std::to_string(T) + "] (a target ends with EOS)");
+    len[static_cast<size_t>(b)] = n - 1;   // without EOS
+  }
+  const int64_t Ty = std::max<int64_t>(1, T - 1);
+  CmlmBatch out{.src = batch.src,
+                .src_len = batch.src_len,
+                .dec_in = Tensor({B, Ty}, DType::i32),
+                .targets = Tensor({B, Ty}, DType::i32),
+                .tgt_len = Tensor::from_ints({B}, len)};
+  std::vector<int64_t> order;
+  for (int64_t b = 0; b < B; ++b) {
+    const int64_t n = len[static_cast<size_t>(b)];
+    const int32_t* y = batch.tgt.idata() + b * T;
+    int32_t* in = out.dec_in.idata() + b * Ty;
+    int32_t* tgt = out.targets.idata() + b * Ty;
+    std::copy_n(y, n, in);
+    if (n == 0) continue;
+    Rng& rng = row_rng(b);
+    const int64_t k = 1 + rng.uniform_int(n);   // masked tokens, uniform in 1..n
+    order.resize(static_cast<size_t>(n));
+    std::iota(order.begin(), order.end(), int64_t{0});
+    for (int64_t i = 0; i < k; ++i) {   // the first k of a uniform random permutation
+      std::swap(order[static_cast<size_t>(i)], order[static_cast<size_t>(i + rng.uniform_int(n - i))]);
+      const int64_t t = order[static_cast<size_t>(i)];
+      tgt[t] = y[t];
+      in[t] = mask_id;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+CmlmBatch cmlm_mask(const data::TokenBatch& batch, Rng& rng, int32_t mask_id) {
+  return cmlm_rows(
+      batch, [&](int64_t) -> Rng& { return rng; }, mask_id);
+}
+
+CmlmBatch cmlm_mask_examples(const data::TokenBatch& batch, uint64_t seed, std::span<const int64_t> examples,
+                             int32_t mask_id) {
+  if (static_cast<int64_t>(examples.size()) != batch.src.dim(0))
+    throw ShapeError("cmlm_mask_examples: " + std::to_string(examples.size()) + " example ids for a batch of " +
+                     std::to_string(batch.src.dim(0)) + " rows");
+  Rng row;
+  return cmlm_rows(
+      batch, [&](int64_t b) -> Rng& { return row = Rng(seed).fork(static_cast<uint64_t>(examples[b])); }, mask_id);
 }
 
 }  // namespace attn::transformer

@@ -108,6 +108,8 @@ void check_inputs(const Transformer& model, const Tensor& input, const Tensor& i
                   const char* what) {
   if (model.config().arch == TransformerArch::mlm)
     throw ConfigError(std::string(what) + ": an mlm model has no decoder");
+  if (model.config().arch == TransformerArch::cmlm)
+    throw ConfigError(std::string(what) + ": a cmlm model is non-autoregressive (decode it with mask_predict)");
   check_tensor(input, {kAny, kAny}, std::string(what) + ": input [N, L]", DType::i32);
   check_tensor(input_len, {input.dim(0)}, std::string(what) + ": lengths [N]", DType::i32);
   for (int64_t n = 0; n < input.dim(0); ++n)

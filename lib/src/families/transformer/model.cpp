@@ -24,6 +24,7 @@ struct Transformer::StepCache {
   std::vector<nn::DecoderLayer::Cache> dec;
   ops::LayerNormCache enc_norm, dec_norm;
   ops::LinearCache out;
+  ops::LinearCache length;   // cmlm: the length predictor
   Tensor logits;   // [B*T, V], reused from step to step (its gradient overwrites it in place)
 };
 
@@ -47,6 +48,26 @@ Tensor shift_right(const Tensor& tgt) {
   return out;
 }
 
+// lengths + 1: the cmlm encoder's, [LENGTH] included.   lengths: int32 [B]
+Tensor plus_one(const Tensor& lengths) {
+  Tensor out = lengths.clone();
+  for (int64_t b = 0; b < out.numel(); ++b) ++out.idata()[b];
+  return out;
+}
+
+// x[:, 0, :] -> [B, D], and its adjoint, adding dy [B, D] into dx[:, 0, :].   x: [B, L, D]
+Tensor first_positions(const Tensor& x) {
+  const int64_t B = x.dim(0), L = x.dim(1), D = x.dim(2);
+  Tensor out = Tensor::uninitialized({B, D});
+  for (int64_t b = 0; b < B; ++b) std::copy_n(x.data() + b * L * D, D, out.data() + b * D);
+  return out;
+}
+void add_to_first_positions(Tensor& dx, const Tensor& dy) {
+  const int64_t B = dx.dim(0), L = dx.dim(1), D = dx.dim(2);
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t j = 0; j < D; ++j) dx.data()[b * L * D + j] += dy.data()[b * D + j];
+}
+
 void scale_inplace(Tensor& x, float alpha) {
   float* p = x.data();
   const int64_t n = x.numel();
@@ -68,12 +89,14 @@ Transformer::Transformer(const TransformerConfig& config, Rng& rng) : config_(co
   const float emb_std = 1.0f / std::sqrt(static_cast<float>(D));   // sqrt(D) * table ~ N(0, 1)
   const bool has_encoder = c.arch != TransformerArch::lm, has_decoder = c.arch != TransformerArch::mlm;
 
-  if (c.arch == TransformerArch::encdec && !c.shared_vocab()) {
-    src_embed_ = nn::Embedding(c.src_vocab, D, "src_embed", rng, emb_std, data::kPad);
-    tgt_embed_ = nn::Embedding(c.tgt_vocab, D, "tgt_embed", rng, emb_std, data::kPad);
+  // cmlm: + [MASK] in the target table, + [LENGTH] in the source table (both, one shared table).
+  const int64_t mask_row = c.arch == TransformerArch::mlm || c.arch == TransformerArch::cmlm ? 1 : 0;
+  const int64_t length_row = c.arch == TransformerArch::cmlm ? 1 : 0;
+  if (c.encoder_decoder() && !c.shared_vocab()) {
+    src_embed_ = nn::Embedding(c.src_vocab + length_row, D, "src_embed", rng, emb_std, data::kPad);
+    tgt_embed_ = nn::Embedding(c.tgt_vocab + mask_row, D, "tgt_embed", rng, emb_std, data::kPad);
   } else {
-    const int64_t rows = c.arch == TransformerArch::mlm ? c.tgt_vocab + 1 : c.tgt_vocab;   // + [MASK]
-    tgt_embed_ = nn::Embedding(rows, D, "embed", rng, emb_std, data::kPad);
+    tgt_embed_ = nn::Embedding(c.tgt_vocab + mask_row + length_row, D, "embed", rng, emb_std, data::kPad);
   }
   if (c.arch == TransformerArch::mlm) segment_embed_.emplace(2, D, "segment_embed", rng, emb_std);
   if (c.pos_encoding == PositionalKind::learned) {
@@ -92,15 +115,19 @@ Transformer::Transformer(const TransformerConfig& config, Rng& rng) : config_(co
   if (has_decoder) {
     decoder_.reserve(static_cast<size_t>(c.dec_layers));
     for (int64_t i = 0; i < c.dec_layers; ++i)
-      decoder_.emplace_back(lo, c.arch == TransformerArch::encdec, "decoder/layer" + std::to_string(i), rng);
+      decoder_.emplace_back(lo, c.encoder_decoder(), "decoder/layer" + std::to_string(i), rng);
     if (c.norm == nn::NormPosition::pre) dec_norm_.emplace(D, "decoder/final_norm");
   }
   if (!c.tie_output()) output_.emplace(D, c.tgt_vocab, "output", rng);
   else tgt_embed_.table.sparse_rows = false;   // the output layer adds to every row (nn/grad_ready.hpp)
+  if (c.arch == TransformerArch::cmlm) length_.emplace(D, c.length_classes(), "length", rng);
 }
 
-bool Transformer::shared_embed() const {
-  return config_.arch != TransformerArch::encdec || config_.shared_vocab();
+bool Transformer::shared_embed() const { return !config_.encoder_decoder() || config_.shared_vocab(); }
+
+int32_t Transformer::length_token_id() const {
+  if (config_.arch != TransformerArch::cmlm) throw ConfigError("transformer: only a cmlm model has a [LENGTH] token");
+  return static_cast<int32_t>(config_.shared_vocab() ? config_.tgt_vocab + 1 : config_.src_vocab);
 }
 
 ParamList Transformer::params() {
@@ -115,6 +142,7 @@ ParamList Transformer::params() {
   for (nn::DecoderLayer& l : decoder_) nn::append(list, l.params());
   if (dec_norm_) nn::append(list, dec_norm_->params());
   if (output_) nn::append(list, output_->params());
+  if (length_) nn::append(list, length_->params());
   return list;
 }
 
@@ -171,7 +199,8 @@ Tensor Transformer::run_decoder(const Tensor& dec_in, const Tensor& dec_len, con
                                 const Tensor& src_len, bool training, Rng& rng, StepCache* cache,
                                 std::vector<Tensor>* self, std::vector<Tensor>* cross) const {
   Tensor x = embed(tgt_embed_, dec_pos_, dec_in, {}, 0, training, rng, cache ? &cache->tgt : nullptr);
-  const ops::AttentionMask smask = self_mask(dec_len, /*causal=*/true);
+  // CMLM's decoder sees the whole target (Ghazvininejad et al. 2019, sec. 3.1).
+  const ops::AttentionMask smask = self_mask(dec_len, /*causal=*/config_.arch != TransformerArch::cmlm);
   const ops::AttentionMask cmask = ops::AttentionMask::padding(src_len);
   if (cache) cache->dec.resize(decoder_.size());
   if (self) self->assign(decoder_.size(), Tensor());
@@ -227,8 +256,10 @@ Tensor Transformer::body(const data::TokenBatch& batch, bool training, Rng& rng,
       return run_decoder(shift_right(batch.tgt), batch.tgt_len, {}, {}, training, rng, cache, self);
     case TransformerArch::mlm:
       return run_encoder(batch.src, batch.src_len, batch.segments, training, rng, cache, self);
+    case TransformerArch::cmlm:
+      break;
   }
-  throw ConfigError("transformer: unknown architecture");
+  throw ConfigError("transformer: a cmlm model trains and evaluates on masked targets (transformer::cmlm_mask)");
 }
 
 Tensor Transformer::forward_logits(const data::TokenBatch& batch, bool training, Rng& rng, StepCache* cache,
@@ -236,6 +267,10 @@ Tensor Transformer::forward_logits(const data::TokenBatch& batch, bool training,
   check_batch(batch);
   const Tensor h = body(batch, training, rng, cache);
   *targets = batch.tgt.reshape({kAny});
+  return project(h, cache);
+}
+
+Tensor Transformer::project(const Tensor& h, StepCache* cache) const {
   // One GEMM [B*T, D] x [D, V]; tied: the first V rows of the target embedding table.
   const int64_t D = config_.d_model, V = config_.tgt_vocab;
   const Tensor h2 = h.reshape({kAny, D});
@@ -331,6 +366,8 @@ data::LossStats Transformer::train_step(const data::TokenBatch& batch, Rng& drop
     case TransformerArch::mlm:
       encoder_backward(output_backward(dlogits, c.out).reshape({batch.src.dim(0), batch.src.dim(1), D}), c);
       break;
+    case TransformerArch::cmlm:   // body() refused it
+      break;
   }
   return stats;
 }
@@ -348,11 +385,120 @@ Tensor Transformer::logits(const data::TokenBatch& batch) const {
   return y.reshape({batch.tgt.dim(0), batch.tgt.dim(1), config_.tgt_vocab});
 }
 
+// ---- cmlm ---------------------------------------------------------------------------------------
+
+Tensor Transformer::with_length_token(const Tensor& src) const {
+  const int64_t B = src.dim(0), S = src.dim(1);
+  Tensor out({B, S + 1}, DType::i32);
+  const int32_t id = length_token_id();
+  for (int64_t b = 0; b < B; ++b) {
+    out.idata()[b * (S + 1)] = id;
+    std::copy_n(src.idata() + b * S, S, out.idata() + b * (S + 1) + 1);
+  }
+  return out;
+}
+
+namespace {
+
+// The length predictor's classes: offset |y| - |x| + max_len.   int32 [B]
+Tensor length_targets(const Tensor& src_len, const Tensor& tgt_len, int64_t max_len) {
+  const int64_t B = src_len.dim(0);
+  Tensor out({B}, DType::i32);
+  for (int64_t b = 0; b < B; ++b)
+    out.idata()[b] = static_cast<int32_t>(tgt_len.idata()[b] - src_len.idata()[b] + max_len);
+  return out;
+}
+
+// The objective's sums: the masked tokens' (counted), loss_sum = (token mean + weight x length mean)
+// x their count, so that loss_sum / tokens is the objective.
+data::LossStats cmlm_stats(const ops::CrossEntropyResult& tokens, const ops::CrossEntropyResult& lengths,
+                           float weight) {
+  data::LossStats s = data::loss_stats(tokens);
+  if (lengths.count > 0)
+    s.loss_sum += static_cast<double>(weight) * lengths.sum / static_cast<double>(lengths.count) *
+                  static_cast<double>(tokens.count);
+  return s;
+}
+
+}  // namespace
+
+Tensor Transformer::cmlm_forward(const CmlmBatch& batch, bool training, Rng& rng, StepCache* cache,
+                                 Tensor* length_logits) const {
+  if (config_.arch != TransformerArch::cmlm)
+    throw ConfigError("transformer: a masked-target batch needs a cmlm model, this one is '" +
+                      std::string(arch_name(config_.arch)) + "'");
+  check_tensor(batch.src, {kAny, kAny}, "transformer: src [B, S]", DType::i32);
+  const int64_t B = batch.src.dim(0);
+  check_tensor(batch.src_len, {B}, "transformer: src_len [B]", DType::i32);
+  check_tensor(batch.dec_in, {B, kAny}, "transformer: cmlm dec_in [B, T]", DType::i32);
+  check_tensor(batch.targets, batch.dec_in.shape(), "transformer: cmlm targets [B, T]", DType::i32);
+  check_tensor(batch.tgt_len, {B}, "transformer: tgt_len [B]", DType::i32);
+  const Tensor memory_len = plus_one(batch.src_len);
+  const Tensor memory = run_encoder(with_length_token(batch.src), memory_len, {}, training, rng, cache);
+  *length_logits = length_->forward(first_positions(memory), cache ? &cache->length : nullptr);   // [B, C]
+  const Tensor h = run_decoder(batch.dec_in, batch.tgt_len, memory, memory_len, training, rng, cache);
+  return project(h, cache);
+}
+
+data::LossStats Transformer::train_step(const CmlmBatch& batch, Rng& dropout_rng) {
+  if (!cache_) cache_ = std::make_unique<StepCache>();
+  StepCache& c = *cache_;
+  Tensor length_logits;
+  Tensor logits = cmlm_forward(batch, /*training=*/true, dropout_rng, &c, &length_logits);   // [B*T, V]
+  const Tensor len_targets = length_targets(batch.src_len, batch.tgt_len, config_.max_len);
+  // The masked tokens' mean and weight x the lengths' mean, each op writing its gradient in place.
+  const ops::CrossEntropyResult tokens = ops::cross_entropy_forward_backward_inplace(
+      logits, batch.targets.reshape({kAny}), {data::kPad, config_.label_smoothing}, 1.0f);
+  const ops::CrossEntropyResult lengths = ops::cross_entropy_forward_backward_inplace(length_logits, len_targets, {},
+                                                                                      config_.length_loss_weight);
+  const data::LossStats stats = cmlm_stats(tokens, lengths, config_.length_loss_weight);
+  nn::announce_loss_count(static_cast<double>(stats.tokens));
+
+  // Backward: the forward's steps in reverse.
+  const Tensor dh = output_backward(logits, c.out).reshape({batch.dec_in.dim(0), batch.dec_in.dim(1), config_.d_model});
+  Tensor dmemory = decoder_backward(dh, c);
+  add_to_first_positions(dmemory, length_->backward(length_logits, c.length));
+  nn::announce_final(length_->params());
+  encoder_backward(std::move(dmemory), c);
+  return stats;
+}
+
+data::LossStats Transformer::evaluate(const CmlmBatch& batch) const {
+  Tensor length_logits;
+  const Tensor logits = cmlm_forward(batch, /*training=*/false, unused_rng(), nullptr, &length_logits);
+  const Tensor len_targets = length_targets(batch.src_len, batch.tgt_len, config_.max_len);
+  return cmlm_stats(
+      ops::cross_entropy_forward(logits, batch.targets.reshape({kAny}), {data::kPad, config_.label_smoothing}, nullptr),
+      ops::cross_entropy_forward(length_logits, len_targets, {}, nullptr), config_.length_loss_weight);
+}
+
+Tensor Transformer::length_logits(const Tensor& memory) const {
+  if (config_.arch != TransformerArch::cmlm) throw ConfigError("transformer: only a cmlm model predicts lengths");
+  check_tensor(memory, {kAny, kAny, config_.d_model}, "transformer: memory [B, 1 + S, D]");
+  return length_->forward(first_positions(memory), nullptr);
+}
+
+Tensor Transformer::nat_logits(const Tensor& tokens, const Tensor& tgt_len, const Tensor& memory, const Tensor& src_len,
+                               std::vector<Tensor>* self, std::vector<Tensor>* cross) const {
+  if (config_.arch != TransformerArch::cmlm)
+    throw ConfigError("transformer: nat_logits needs a cmlm model, this one is '" +
+                      std::string(arch_name(config_.arch)) + "'");
+  check_tensor(tokens, {kAny, kAny}, "transformer: nat tokens [B, T]", DType::i32);
+  const int64_t B = tokens.dim(0);
+  check_tensor(tgt_len, {B}, "transformer: tgt_len [B]", DType::i32);
+  check_tensor(memory, {B, kAny, config_.d_model}, "transformer: memory [B, 1 + S, D]");
+  check_tensor(src_len, {B}, "transformer: src_len [B]", DType::i32);
+  const Tensor h = run_decoder(tokens, tgt_len, memory, plus_one(src_len), /*training=*/false, unused_rng(), nullptr,
+                               self, cross);
+  return output_logits(h);
+}
+
 // ---- fine-tuning ------------------------------------------------------------------------------
 
 void Transformer::check_head_batch(const data::TokenBatch& batch) const {
   switch (config_.arch) {
     case TransformerArch::encdec:
+    case TransformerArch::cmlm:
       throw ConfigError("transformer: a task head needs a pre-trained lm or mlm body, not an encoder-decoder");
     case TransformerArch::lm:
       check_tensor(batch.tgt, {kAny, kAny}, "transformer: tgt [B, T]", DType::i32);
@@ -409,12 +555,16 @@ Tensor Transformer::encode(const Tensor& src, const Tensor& src_len, const Tenso
   if (config_.arch == TransformerArch::lm) throw ConfigError("transformer: an lm has no encoder");
   check_tensor(src, {kAny, kAny}, "transformer: src [B, S]", DType::i32);
   check_tensor(src_len, {src.dim(0)}, "transformer: src_len [B]", DType::i32);
+  if (config_.arch == TransformerArch::cmlm)
+    return run_encoder(with_length_token(src), plus_one(src_len), {}, /*training=*/false, unused_rng(), nullptr);
   return run_encoder(src, src_len, segments, /*training=*/false, unused_rng(), nullptr);
 }
 
 DecoderState Transformer::start_decoding(const Tensor& memory, const Tensor& src_len, int64_t capacity,
                                          int64_t rows) const {
   if (config_.arch == TransformerArch::mlm) throw ConfigError("transformer: an mlm model has no decoder");
+  if (config_.arch == TransformerArch::cmlm)
+    throw ConfigError("transformer: a cmlm model has no incremental decoder (it decodes with mask-predict)");
   if (capacity < 1 || capacity > config_.max_len)
     throw ConfigError("transformer: decoding capacity must be in [1, max_len = " +
                       std::to_string(config_.max_len) + "], got " + std::to_string(capacity));
@@ -462,6 +612,8 @@ Tensor Transformer::decode_step(const Tensor& tokens, DecoderState& st, std::vec
 Tensor Transformer::decode_prefix(const Tensor& prefix, const Tensor& memory, const Tensor& src_len,
                                   std::vector<Tensor>* self, std::vector<Tensor>* cross) const {
   if (config_.arch == TransformerArch::mlm) throw ConfigError("transformer: an mlm model has no decoder");
+  if (config_.arch == TransformerArch::cmlm)
+    throw ConfigError("transformer: a cmlm model has no causal decoder (use nat_logits)");
   check_tensor(prefix, {kAny, kAny}, "transformer: prefix [B, T]", DType::i32);
   return run_decoder(prefix, Tensor(), memory, src_len, /*training=*/false, unused_rng(), nullptr, self, cross);
 }

@@ -35,6 +35,7 @@ data::TokenBatch mlm_batch(const data::TokenSplit& split, std::span<const int64_
 data::TokenSplitRequest transformer_request(const TransformerConfig& c) {
   switch (c.arch) {
     case TransformerArch::encdec:
+    case TransformerArch::cmlm:
       return {.src = true, .tgt = true, .src_vocab = c.src_vocab, .tgt_vocab = c.tgt_vocab, .segments = false};
     case TransformerArch::lm:
       return {.src = false, .tgt = true, .src_vocab = 0, .tgt_vocab = c.tgt_vocab, .segments = false};
@@ -63,6 +64,7 @@ int64_t transformer_max_len(const train::TrainingData& data, int64_t wanted) {
 std::vector<int32_t> transformer_lengths(TransformerArch arch, const data::TokenSplit& split) {
   switch (arch) {
     case TransformerArch::encdec:
+    case TransformerArch::cmlm:
       return data::pair_lengths(split.src_len, split.tgt_len);
     case TransformerArch::lm:
       return {ints(split.tgt_len).begin(), ints(split.tgt_len).end()};
@@ -84,6 +86,9 @@ train::TrainTask transformer_task(Transformer& model, const data::TokenSplit& tr
   describe_token_task(task);
   task.train_lengths = transformer_lengths(arch, train);
   task.train_batch = [&model, &train, arch, masking](std::span<const int64_t> index, Rng& rng) {
+    if (arch == TransformerArch::cmlm)
+      return train::to_stats(
+          model.train_step(cmlm_mask(train::gather_token_batch(train, index), rng, model.mask_token_id()), rng));
     if (arch == TransformerArch::mlm)
       return train::to_stats(model.train_step(
           mask_tokens(mlm_batch(train, index), rng, model.mask_token_id(), model.config().tgt_vocab, masking), rng));
@@ -92,6 +97,9 @@ train::TrainTask transformer_task(Transformer& model, const data::TokenSplit& tr
   if (valid) {
     task.valid_lengths = transformer_lengths(arch, *valid);
     task.valid_batch = [&model, valid, arch, masking](std::span<const int64_t> index) {
+      if (arch == TransformerArch::cmlm)
+        return train::to_stats(model.evaluate(cmlm_mask_examples(train::gather_token_batch(*valid, index),
+                                                                 kValidMaskSeed, index, model.mask_token_id())));
       if (arch == TransformerArch::mlm)
         return train::to_stats(model.evaluate(mask_examples(mlm_batch(*valid, index), kValidMaskSeed, index,
                                                             model.mask_token_id(), model.config().tgt_vocab, masking)));
@@ -99,6 +107,9 @@ train::TrainTask transformer_task(Transformer& model, const data::TokenSplit& tr
     };
   }
   task.write_extra = [&src_vocab, &tgt_vocab](io::File& file) { train::write_vocabs(file, src_vocab, tgt_vocab); };
+  if (arch == TransformerArch::cmlm)
+    task.single_process_only = "a cmlm model's length loss is a mean over sentences, not over the masked tokens "
+                               "the ranks' gradients are weighted by";
   return task;
 }
 
@@ -124,8 +135,7 @@ std::vector<bool> read_mask_words(const std::string& path, const data::Vocab& vo
 
 TransformerFile load_transformer(const std::string& path) {
   return train::load_token_model<Transformer>(
-      path, kKind,
-      [](const Transformer& m) { return m.config().arch == TransformerArch::encdec ? m.config().src_vocab : 0; },
+      path, kKind, [](const Transformer& m) { return m.config().encoder_decoder() ? m.config().src_vocab : 0; },
       [](const Transformer& m) { return m.config().tgt_vocab; });
 }
 
@@ -135,6 +145,11 @@ train::EvalResult evaluate_transformer(const Transformer& model, const data::Tok
       split.size(), train::split_batches(transformer_lengths(arch, split), max_tokens),
       [&](std::span<const int64_t> index) {
         train::EvalResult r;
+        if (arch == TransformerArch::cmlm) {   // fixed masks, as validation: no sequence accuracy
+          r.stats = train::to_stats(model.evaluate(cmlm_mask_examples(train::gather_token_batch(split, index),
+                                                                      kValidMaskSeed, index, model.mask_token_id())));
+          return r;
+        }
         if (arch == TransformerArch::mlm) {   // the masked tokens only: no sequence accuracy
           r.stats = train::to_stats(model.evaluate(mask_examples(mlm_batch(split, index), kValidMaskSeed, index,
                                                                  model.mask_token_id(), model.config().tgt_vocab)));
@@ -148,10 +163,24 @@ train::EvalResult evaluate_transformer(const Transformer& model, const data::Tok
 }
 
 train::Translation translate(const Transformer& model, const data::TokenSplit& split,
-                             const train::TranslateOptions& options) {
-  if (model.config().arch != TransformerArch::encdec)
-    throw ConfigError("translate needs an encoder-decoder model (arch encdec), this one is '" +
+                             const train::TranslateOptions& options, const MaskPredictOptions& nat) {
+  if (!model.config().encoder_decoder())
+    throw ConfigError("translate needs an encoder-decoder model (arch encdec or cmlm), this one is '" +
                       std::string(arch_name(model.config().arch)) + "'; use generate for a language model");
+  if (model.config().arch == TransformerArch::cmlm) {
+    if (options.decode.beam > 1)
+      throw ConfigError("translate: beam search is autoregressive; a cmlm model decodes with mask-predict, whose "
+                        "length beam decodes several target lengths (beam must be 1, got " +
+                        std::to_string(options.decode.beam) + ")");
+    if (options.decode.want_attention)
+      throw ConfigError("translate: the attention weights of a cmlm model are not available yet");
+    check_mask_predict_options(model.config(), nat);
+    MaskPredictOptions o = nat;
+    if (o.max_len == 0) o.max_len = options.decode.max_len;   // --max-len caps the lengths too
+    return train::translate_split(split, options.max_tokens, [&](const data::PaddedBatch& src) {
+      return mask_predict(model, src.tokens, src.lengths, o);
+    });
+  }
   return train::translate_split(split, options.max_tokens, [&](const data::PaddedBatch& src) {
     return train::decode_batch(model, src, options.decode);
   });

@@ -1,9 +1,13 @@
-// The Transformer of "Attention Is All You Need" (Vaswani et al. 2017) in three shapes:
+// The Transformer of "Attention Is All You Need" (Vaswani et al. 2017) in four shapes:
 //   encdec  encoder-decoder translation model (the paper, fig. 1);
 //   lm      decoder-only causal language model (Radford et al. 2018): decoder layers without
 //           cross-attention;
 //   mlm     encoder-only masked language model (Devlin et al. 2019, BERT): token + segment +
-//           position embeddings, predicting the masked tokens (mask_tokens below).
+//           position embeddings, predicting the masked tokens (mask_tokens below);
+//   cmlm    non-autoregressive encoder-decoder, the conditional masked language model of
+//           Ghazvininejad et al. 2019 ("Mask-Predict"): the encdec layers, a decoder without
+//           causal mask that predicts the [MASK]ed target tokens given the others and the source,
+//           and a length predictor (below); decoded by mask-predict (nat.hpp).
 //
 // Embeddings are scaled by sqrt(D) (sec. 3.4) and summed with sinusoidal or learned positions,
 // then dropped out (sec. 5.4). Token ids 0..3 are PAD, BOS, EOS, UNK. Padded keys are masked in
@@ -19,6 +23,19 @@
 // Masked LM vocabulary: an mlm model's embedding table has tgt_vocab + 1 rows; the extra id
 // tgt_vocab (mask_token_id) is "[MASK]". It is an input only: the output projection predicts
 // the tgt_vocab real tokens (tied, it uses the first tgt_vocab rows of the table).
+//
+// CMLM (Ghazvininejad et al. 2019, sec. 3): the target y is the data's target without its EOS
+// (|y| = tgt_len - 1); the decoder reads y with some positions replaced by [MASK] (id tgt_vocab,
+// one more row of the target table, as the mlm's), at positions 0..|y|-1 with no BOS shift, and
+// position t scores y_t. The encoder reads [LENGTH] x (id length_token_id(): one more row of the
+// source table, after [MASK]'s when the table is shared) at positions 0..S; its output at [LENGTH]
+// feeds a linear classifier over the OFFSET |y| - |x| in [-max_len, max_len] (class offset +
+// max_len), rather than over |y| itself: the source length is known when decoding, and the offset
+// is small and peaked near 0 for translation and copy-like tasks, where the absolute length would
+// first have to be counted through attention, which averages. The decoder's cross-attention sees
+// the whole memory, [LENGTH] included. The loss is the label-smoothed cross-entropy of the masked
+// positions (their mean) + length_loss_weight x the plain cross-entropy of the offsets (its mean
+// over the sentences), sec. 3.3.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -32,6 +49,7 @@
 #include "attn/core/rng.hpp"
 #include "attn/core/tensor.hpp"
 #include "attn/data/token_batch.hpp"
+#include "attn/io/config_fields.hpp"
 #include "attn/io/hdf5_file.hpp"
 #include "attn/nn/layers.hpp"
 #include "attn/nn/multi_head_attention.hpp"
@@ -41,13 +59,14 @@
 
 namespace attn::transformer {
 
-enum class TransformerArch { encdec, lm, mlm };
+enum class TransformerArch { encdec, lm, mlm, cmlm };
 enum class PositionalKind { sinusoidal, learned };
 // Which embedding tables are one: none; output: the output projection is the target embedding
-// (transposed, sec. 3.4); all: also one table for source and target (encdec with one vocabulary).
+// (transposed, sec. 3.4); all: also one table for source and target (encdec or cmlm with one
+// vocabulary).
 enum class TieEmbeddings { none, output, all };
 
-// The names are attn-transformer's option values: "encdec", "lm", "mlm" / "sinusoidal",
+// The names are attn-transformer's option values: "encdec", "lm", "mlm", "cmlm" / "sinusoidal",
 // "learned" / "post", "pre" / "none", "output", "all"; parsing throws ConfigError listing them.
 const char* arch_name(TransformerArch arch);
 const char* positional_name(PositionalKind kind);
@@ -70,6 +89,7 @@ struct TransformerConfig {
   int64_t max_len = 256;                          // learned positions and decoding limit
   int64_t attn_window = -1;                       // >= 0: truncated self-attention radius
   float label_smoothing = 0.1f;
+  float length_loss_weight = 0.1f;   // cmlm: weight of the length loss (paper: 0.1)
 
   // The fields of /config, each once (io/config_fields.hpp).
   template <class C, class V>
@@ -89,10 +109,15 @@ struct TransformerConfig {
     v("max_len", c.max_len);
     v("attn_window", c.attn_window);
     v("label_smoothing", c.label_smoothing);
+    v("length_loss_weight", c.length_loss_weight, io::AbsentMeans{0.1f});   // added with cmlm
   }
 
   bool tie_output() const { return tie_embeddings != TieEmbeddings::none; }   // output = target embedding^T
-  bool shared_vocab() const { return tie_embeddings == TieEmbeddings::all && arch == TransformerArch::encdec; }
+  // encdec and cmlm: a source and a target side, an encoder and a decoder with cross-attention.
+  bool encoder_decoder() const { return arch == TransformerArch::encdec || arch == TransformerArch::cmlm; }
+  bool shared_vocab() const { return tie_embeddings == TieEmbeddings::all && encoder_decoder(); }
+  // cmlm: the classes of the length predictor, offsets |y| - |x| in [-max_len, max_len].
+  int64_t length_classes() const { return 2 * max_len + 1; }
 
   // Throws ConfigError naming the field for anything out of range.
   void validate() const;
@@ -127,6 +152,23 @@ data::TokenBatch mask_tokens(const data::TokenBatch& batch, Rng& rng, int32_t ma
 data::TokenBatch mask_examples(const data::TokenBatch& batch, uint64_t seed, std::span<const int64_t> examples,
                                int32_t mask_id, int64_t vocab, const MaskingOptions& options = {});
 
+// CMLM's training input (Ghazvininejad et al. 2019, sec. 3.2): y is the data's target without its
+// EOS.
+struct CmlmBatch {
+  Tensor src, src_len;   // int32 [B, S], [B]: the source
+  Tensor dec_in;         // int32 [B, T], T >= 1: y with the masked positions [MASK], PAD from tgt_len on
+  Tensor targets;        // int32 [B, T]: y at the masked positions, PAD (ignored by the loss) elsewhere
+  Tensor tgt_len;        // int32 [B]: |y|
+};
+// CMLM's masking of batch (src, src_len, tgt ending with EOS, tgt_len): for each row, the number
+// of masked tokens is drawn uniformly from 1..|y| (none when |y| = 0), then that many of its
+// positions uniformly without replacement. mask_id is Transformer::mask_token_id().
+CmlmBatch cmlm_mask(const data::TokenBatch& batch, Rng& rng, int32_t mask_id);
+// The same with row b drawing from Rng(seed).fork(examples[b]) (validation and evaluation, as
+// mask_examples).
+CmlmBatch cmlm_mask_examples(const data::TokenBatch& batch, uint64_t seed, std::span<const int64_t> examples,
+                             int32_t mask_id);
+
 // The incremental decoding state of one batch of B rows (hypotheses): the encoder memory, its
 // key lengths and projected cross-attention keys/values, and each decoder layer's
 // self-attention KV cache. Each step costs O(T D) per layer and row instead of O(T^2 D).
@@ -153,10 +195,13 @@ class Transformer {
 
   const TransformerConfig& config() const { return config_; }
   // Stable order: embeddings, [positions,] encoder layers, encoder final norm, decoder layers,
-  // decoder final norm, output projection. Names such as "encoder/layer0/self_attn/w_q".
+  // decoder final norm, output projection, [length predictor (cmlm)]. Names such as
+  // "encoder/layer0/self_attn/w_q".
   ParamList params();
   int64_t vocab_out() const { return config_.tgt_vocab; }    // V of the logits
-  int32_t mask_token_id() const { return static_cast<int32_t>(config_.tgt_vocab); }   // mlm
+  int32_t mask_token_id() const { return static_cast<int32_t>(config_.tgt_vocab); }   // mlm, cmlm
+  // cmlm: the source id of [LENGTH], src_vocab (tgt_vocab + 1 with one shared table).
+  int32_t length_token_id() const;
 
   // Teacher-forced forward + backward: adds the gradient of the MEAN loss over counted tokens
   // into the params' grads (the caller zeroes them), returns the sums. dropout_rng drives dropout.
@@ -165,6 +210,11 @@ class Transformer {
   data::LossStats evaluate(const data::TokenBatch& batch) const;
   // Logits of a teacher-forced forward, [B, T, V] (mlm: [B, S, V]).
   Tensor logits(const data::TokenBatch& batch) const;
+  // cmlm (a cmlm model refuses the TokenBatch forms above, ConfigError): the same on a masked
+  // batch. The loss is the objective (above); LossStats counts the masked tokens, its loss_sum is
+  // the objective times that count, its nll_sum and correct are the masked tokens' alone.
+  data::LossStats train_step(const CmlmBatch& batch, Rng& dropout_rng);
+  data::LossStats evaluate(const CmlmBatch& batch) const;
 
   // ---- fine-tuning (Radford et al. 2018, sec. 3.2; Devlin et al. 2019, sec. 3.2) ----
   // The body's final hidden states h [B, L, D], no output projection, no dropout: lm the decoder
@@ -183,8 +233,19 @@ class Transformer {
                                   const HeadBackward& head);
 
   // ---- decoding (used by attn::decode) ----
-  // Encoder output [B, S, D] for src [B, S] (encdec; mlm also takes segments), no dropout.
+  // Encoder output [B, S, D] for src [B, S] (encdec; mlm also takes segments), no dropout. cmlm:
+  // the encoder over [LENGTH] src, [B, 1 + S, D], row 0 the [LENGTH] position.
   Tensor encode(const Tensor& src, const Tensor& src_len, const Tensor& segments = {}) const;
+  // ---- non-autoregressive decoding (cmlm; nat.hpp) ----
+  // The length predictor's logits [B, length_classes()] from a cmlm memory [B, 1 + S, D]; class
+  // k is the offset |y| - |x| = k - max_len.
+  Tensor length_logits(const Tensor& memory) const;
+  // The non-causal decoder over tokens [B, T] (y with [MASK]s) whose first tgt_len [B] positions
+  // are real, attending over the cmlm memory [B, 1 + S, D] of sources of src_len [B] tokens ->
+  // logits [B, T, V]. With self/cross not null, every layer's weights [B, NH, T, T] and
+  // [B, NH, T, 1 + S] (column 0: [LENGTH]).
+  Tensor nat_logits(const Tensor& tokens, const Tensor& tgt_len, const Tensor& memory, const Tensor& src_len,
+                    std::vector<Tensor>* self = nullptr, std::vector<Tensor>* cross = nullptr) const;
   // A fresh decoding state for B rows of up to `capacity` decoder positions (<= max_len); for
   // encdec it projects the memory's cross-attention keys and values once. memory/src_len are
   // ignored (pass empty tensors) for lm, in which case `rows` gives B.
@@ -228,6 +289,13 @@ class Transformer {
   // The shared forward of train_step/evaluate/logits: logits [B*T, V] and targets [B*T].
   Tensor forward_logits(const data::TokenBatch& batch, bool training, Rng& rng, StepCache* cache,
                         Tensor* targets) const;
+  // The output projection of final hidden states h [B, L, D] -> [B*L, V]; training (cache not
+  // null) writes into the reused logits buffer.
+  Tensor project(const Tensor& h, StepCache* cache) const;
+  // cmlm's forward: the masked positions' logits [B*T, V], and the length logits [B, C].
+  Tensor cmlm_forward(const CmlmBatch& batch, bool training, Rng& rng, StepCache* cache, Tensor* length_logits) const;
+  // cmlm: the encoder input [LENGTH] src [B, 1 + S] (its lengths are src_len + 1).
+  Tensor with_length_token(const Tensor& src) const;
   // Backward of the output projection, the decoder stack (returns the gradient w.r.t. the
   // memory, summed over layers) and the encoder stack, each adding into the params' grads.
   Tensor output_backward(const Tensor& dlogits, const ops::LinearCache& cache);
@@ -245,6 +313,7 @@ class Transformer {
   std::vector<nn::DecoderLayer> decoder_;
   std::optional<nn::LayerNorm> enc_norm_, dec_norm_;             // pre-norm final norms
   std::optional<nn::Linear> output_;                             // untied output projection
+  std::optional<nn::Linear> length_;                             // cmlm: the length predictor
   std::unique_ptr<StepCache> cache_;                             // reused by train_step
 };
 

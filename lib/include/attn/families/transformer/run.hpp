@@ -5,6 +5,8 @@
 //
 // Which data each architecture reads (datasets/README.md):
 //   encdec  /<split>/src, src_len and tgt, tgt_len;  a pair costs max(S_i, T_i) tokens
+//   cmlm    the same (trained on cmlm_mask's masks; validation and evaluation mask each example
+//           with a stream fixed per example, as mlm)
 //   lm      /<split>/tgt, tgt_len                    (the target side as running text)
 //   mlm     /<split>/src, src_len (and segments      (read as [CLS] A [SEP] (B [SEP]), the input
 //           when the file has them)                   of fine-tuning: transformer::bert_input; then
@@ -29,6 +31,7 @@
 #include "attn/data/vocab.hpp"
 #include "attn/families/transformer/decode.hpp"
 #include "attn/families/transformer/model.hpp"
+#include "attn/families/transformer/nat.hpp"
 #include "attn/io/checkpoint.hpp"
 #include "attn/train/token_run.hpp"
 #include "attn/train/trainer.hpp"
@@ -74,10 +77,13 @@ TransformerFile load_transformer(const std::string& path);
 // Forward passes over every example of `split`, batched by max_tokens in length order.
 train::EvalResult evaluate_transformer(const Transformer& model, const data::TokenSplit& split, int64_t max_tokens);
 
-// Decodes the sources of `split` (encdec), in batches of similar lengths; options.decode's
-// want_attention dumps the weights (decode.hpp).
+// Decodes the sources of `split` (encdec, cmlm), in batches of similar lengths; options.decode's
+// want_attention dumps the weights (decode.hpp). A cmlm model decodes with mask-predict (nat.hpp)
+// as `nat` says, options.decode.max_len (> 0) capping its lengths; it refuses a beam > 1 and
+// want_attention (ConfigError). Its translation also holds the refinement, outputs
+// "iterations/tokens" and "iterations/masked" (nat.hpp).
 train::Translation translate(const Transformer& model, const data::TokenSplit& split,
-                             const train::TranslateOptions& options);
+                             const train::TranslateOptions& options, const MaskPredictOptions& nat = {});
 
 // average_checkpoints over Transformer model files, saved with the vocabularies of the last
 // file into `out` (an open output file; the caller commits). created_by/command: provenance.

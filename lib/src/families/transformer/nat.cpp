@@ -1,0 +1,182 @@
+// Mask-predict over a cmlm Transformer (nat.hpp): the length beam, the iterations over a scorer,
+// and the choice of a candidate per source.
+#include "attn/families/transformer/nat.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+#include <string>
+
+#include "attn/core/error.hpp"
+#include "attn/data/vocab.hpp"
+#include "attn/ops/softmax.hpp"
+
+namespace attn::transformer {
+namespace {
+
+// out[r] = t[rows[r]] along the leading dimension.
+Tensor gather_rows(const Tensor& t, const std::vector<int64_t>& rows) {
+  Shape shape = t.shape();
+  shape[0] = static_cast<int64_t>(rows.size());
+  Tensor out(shape, t.dtype());
+  for (size_t r = 0; r < rows.size(); ++r) out[static_cast<int64_t>(r)].copy_from(t[rows[r]]);
+  return out;
+}
+
+// Predicts the masked positions of `tokens` from their logits [R, Lmax, V]: argmax of the
+// log-softmax with PAD, BOS and EOS forbidden, written into tokens and log_probs.
+void predict_masked(const Tensor& logits, const std::vector<uint8_t>& is_masked, Tensor& tokens, Tensor& log_probs) {
+  const int64_t V = logits.dim(2), rows = tokens.numel();
+  std::vector<float> row(static_cast<size_t>(V));
+  for (int64_t i = 0; i < rows; ++i) {
+    if (!is_masked[static_cast<size_t>(i)]) continue;
+    std::copy_n(logits.data() + i * V, V, row.data());
+    data::forbid_unproducible(row.data(), 1, V);
+    if (data::kEos < V) row[data::kEos] = -std::numeric_limits<float>::infinity();
+    ops::log_softmax_rows_inplace(row.data(), 1, V);
+    const auto best = std::max_element(row.begin(), row.end());   // the lowest id among equals
+    tokens.idata()[i] = static_cast<int32_t>(best - row.begin());
+    log_probs.data()[i] = *best;
+  }
+}
+
+}  // namespace
+
+void check_mask_predict_options(const TransformerConfig& config, const MaskPredictOptions& o) {
+  if (o.iterations < 1) throw ConfigError("mask-predict: iterations must be >= 1, got " + std::to_string(o.iterations));
+  if (o.length_beam < 1 || o.length_beam > config.max_len + 1)
+    throw ConfigError("mask-predict: length_beam must be in [1, max_len + 1 = " + std::to_string(config.max_len + 1) +
+                      "] (the target lengths 0.." + std::to_string(config.max_len) + " the model can produce), got " +
+                      std::to_string(o.length_beam));
+  if (o.max_len < 0) throw ConfigError("mask-predict: max_len must be >= 0, got " + std::to_string(o.max_len));
+}
+
+MaskPredictSearch mask_predict_search(const NatScorer& score, const std::vector<int32_t>& lengths, int64_t V,
+                                      int32_t mask_id, int64_t iterations) {
+  if (iterations < 1) throw ConfigError("mask-predict: iterations must be >= 1, got " + std::to_string(iterations));
+  const auto R = static_cast<int64_t>(lengths.size());
+  int64_t L = 1;
+  for (const int32_t n : lengths) {
+    if (n < 0) throw ConfigError("mask-predict: a negative length " + std::to_string(n));
+    L = std::max<int64_t>(L, n);
+  }
+  const int64_t I = iterations;
+  MaskPredictSearch s{.tokens = Tensor({R, L}, DType::i32),
+                      .log_probs = Tensor({R, L}),
+                      .history = Tensor({R, I, L}, DType::i32),
+                      .masked = Tensor({R, I, L}, DType::i32)};
+  const Tensor len = Tensor::from_ints({R}, lengths);
+  std::vector<uint8_t> is_masked(static_cast<size_t>(R * L));
+  std::vector<int64_t> order;
+  for (int64_t it = 0; it < I; ++it) {
+    std::fill(is_masked.begin(), is_masked.end(), uint8_t{0});
+    bool any = false;
+    for (int64_t r = 0; r < R; ++r) {
+      const int64_t n = lengths[static_cast<size_t>(r)];
+      // Iteration 0 masks all n; iteration t the floor(n (T - t) / T) least probable.
+      const int64_t k = it == 0 ? n : n * (I - it) / I;
+      if (k == 0) continue;
+      any = true;
+      const float* lp = s.log_probs.data() + r * L;
+      order.resize(static_cast<size_t>(n));
+      std::iota(order.begin(), order.end(), int64_t{0});
+      std::stable_sort(order.begin(), order.end(), [lp](int64_t a, int64_t b) { return lp[a] < lp[b]; });
+      for (int64_t i = 0; i < k; ++i) {
+        const int64_t t = order[static_cast<size_t>(i)];
+        is_masked[static_cast<size_t>(r * L + t)] = 1;
+        s.tokens.idata()[r * L + t] = mask_id;
+      }
+    }
+    if (any) {
+      const Tensor logits = score(s.tokens, len);
+      check_tensor(logits, {R, L, V}, "mask-predict: the scorer's logits [R, Lmax, V]");
+      predict_masked(logits, is_masked, s.tokens, s.log_probs);
+    }
+    for (int64_t r = 0; r < R; ++r)
+      for (int64_t t = 0; t < L; ++t) {
+        s.history.idata()[(r * I + it) * L + t] = s.tokens.idata()[r * L + t];
+        s.masked.idata()[(r * I + it) * L + t] = is_masked[static_cast<size_t>(r * L + t)];
+      }
+  }
+  return s;
+}
+
+decode::Decoded mask_predict(const Transformer& model, const Tensor& src, const Tensor& src_len,
+                             const MaskPredictOptions& o) {
+  const TransformerConfig& cfg = model.config();
+  if (cfg.arch != TransformerArch::cmlm)
+    throw ConfigError("mask-predict needs a cmlm model, this one is '" + std::string(arch_name(cfg.arch)) + "'");
+  check_mask_predict_options(cfg, o);
+  check_tensor(src, {kAny, kAny}, "mask-predict: src [N, S]", DType::i32);
+  const int64_t N = src.dim(0);
+  check_tensor(src_len, {N}, "mask-predict: src_len [N]", DType::i32);
+  decode::Decoded out;
+  out.tokens.resize(static_cast<size_t>(N));
+  out.scores.assign(static_cast<size_t>(N), 0.0f);
+  if (N == 0) return out;
+
+  // The length beam: the L most likely lengths in [0, longest] of each source.
+  const Tensor memory = model.encode(src, src_len);   // [N, 1 + S, D]
+  Tensor length_lp = model.length_logits(memory);     // [N, C]
+  const int64_t C = cfg.length_classes(), longest = o.max_len > 0 ? std::min(o.max_len, cfg.max_len) : cfg.max_len;
+  ops::log_softmax_rows_inplace(length_lp.data(), N, C);
+  std::vector<int64_t> sentence;                               // per candidate row: its source
+  std::vector<int32_t> lengths;                                // per candidate row: its length
+  std::vector<int64_t> first(static_cast<size_t>(N) + 1, 0);   // candidates of source n: first[n] .. first[n+1]
+  std::vector<int32_t> all(static_cast<size_t>(longest) + 1);
+  for (int64_t n = 0; n < N; ++n) {
+    const int64_t x = src_len.idata()[n];
+    const float* lp = length_lp.data() + n * C;
+    const auto cls = [&](int32_t len) { return lp[len - x + cfg.max_len]; };
+    std::iota(all.begin(), all.end(), 0);
+    std::stable_sort(all.begin(), all.end(), [&](int32_t a, int32_t b) { return cls(a) > cls(b); });
+    const int64_t k = std::min<int64_t>(o.length_beam, static_cast<int64_t>(all.size()));
+    for (int64_t i = 0; i < k; ++i) {
+      sentence.push_back(n);
+      lengths.push_back(all[static_cast<size_t>(i)]);
+    }
+    first[static_cast<size_t>(n) + 1] = static_cast<int64_t>(sentence.size());
+  }
+  const Tensor cand_memory = gather_rows(memory, sentence), cand_src_len = gather_rows(src_len, sentence);
+  const MaskPredictSearch s = mask_predict_search(
+      [&](const Tensor& tokens, const Tensor& len) { return model.nat_logits(tokens, len, cand_memory, cand_src_len); },
+      lengths, cfg.tgt_vocab, model.mask_token_id(), o.iterations);
+
+  // The best candidate of each source by mean log-probability.
+  const int64_t L = s.tokens.dim(1), I = o.iterations;
+  std::vector<int64_t> chosen(static_cast<size_t>(N));
+  int64_t width = 1;
+  for (int64_t n = 0; n < N; ++n) {
+    int64_t best = first[static_cast<size_t>(n)];
+    double best_score = -std::numeric_limits<double>::infinity();
+    for (int64_t r = first[static_cast<size_t>(n)]; r < first[static_cast<size_t>(n) + 1]; ++r) {
+      const int64_t len = lengths[static_cast<size_t>(r)];
+      if (len == 0) continue;
+      double sum = 0;
+      for (int64_t t = 0; t < len; ++t) sum += s.log_probs.data()[r * L + t];
+      if (sum / static_cast<double>(len) > best_score) {
+        best_score = sum / static_cast<double>(len);
+        best = r;
+      }
+    }
+    chosen[static_cast<size_t>(n)] = best;
+    const int64_t len = lengths[static_cast<size_t>(best)];
+    const int32_t* tok = s.tokens.idata() + best * L;
+    out.tokens[static_cast<size_t>(n)].assign(tok, tok + len);
+    out.scores[static_cast<size_t>(n)] = len == 0 ? 0.0f : static_cast<float>(best_score);
+    width = std::max(width, len);
+  }
+  Tensor history({N, I, width}, DType::i32), masked({N, I, width}, DType::i32);
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t it = 0; it < I; ++it) {
+      const int64_t from = (chosen[static_cast<size_t>(n)] * I + it) * L, to = (n * I + it) * width;
+      std::copy_n(s.history.idata() + from, width, history.idata() + to);
+      std::copy_n(s.masked.idata() + from, width, masked.idata() + to);
+    }
+  out.outputs.emplace_back("iterations/tokens", std::move(history));
+  out.outputs.emplace_back("iterations/masked", std::move(masked));
+  return out;
+}
+
+}  // namespace attn::transformer

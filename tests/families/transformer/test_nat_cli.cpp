@@ -1,0 +1,120 @@
+// attn-transformer's non-autoregressive model as a user runs it: attn-data reverse -> train
+// --arch cmlm -> eval, translate (mask-predict, /iterations) -> attn-bleu; resumption; and the
+// options it refuses (exit 2, the message naming the option).
+#include <string>
+
+#include "attn/io/hdf5_file.hpp"
+#include "test_support.hpp"
+
+using namespace attn;
+using Catch::Contains;
+
+namespace {
+
+using Result = test::ShellResult;
+
+Result run(const test::TempDir& dir, const std::string& command) {
+  return test::run_tools(dir, command,
+                         {{"{data}", "attn-data"}, {"{tf}", "attn-transformer"}, {"{bleu}", "attn-bleu"}});
+}
+
+const char* kData =
+    "{data} reverse --vocab 10 --min-len 2 --max-len 6 --n 200 --valid-n 20 --test-n 20 --seed 3 --quiet";
+const char* kTiny =
+    "--d-model 16 --heads 2 --d-ff 32 --layers 1 --max-tokens 128 --warmup 4 --lr 0.01 --seed 2 --threads 1 --quiet";
+
+}  // namespace
+
+TEST_CASE("reverse data -> train --arch cmlm -> eval, translate with /iterations -> attn-bleu", "[cli][nat]") {
+  test::TempDir dir;
+  REQUIRE(run(dir, std::string(kData) + " --out d.h5").code == 0);
+  const Result help = run(dir, "{tf} train --help");
+  CHECK_THAT(help.out, Contains("cmlm") && Contains("--length-loss-weight"));
+  const Result train = run(dir, "{tf} train --data d.h5 --model m.h5 --arch cmlm --length-loss-weight 0.2 --steps 6 "
+                                "--valid-bleu " +
+                                    std::string(kTiny));
+  INFO(train.err);
+  REQUIRE(train.code == 0);
+  {
+    const io::File m = io::File::open_read(dir.file("m.h5"));
+    CHECK(m.attr_string("/config", "arch") == "cmlm");
+    CHECK(m.attr_double("/config", "length_loss_weight") == Approx(0.2));
+    CHECK(m.exists("/params/length/W"));
+    CHECK(m.exists("/metrics/valid_bleu"));   // mask-predict on /valid after every epoch
+  }
+  const Result eval = run(dir, "{tf} eval --model m.h5 --data d.h5 --split valid --quiet");
+  INFO(eval.err);
+  CHECK(eval.code == 0);
+  CHECK_THAT(eval.out, Contains("perplexity"));
+
+  const Result tr_help = run(dir, "{tf} translate --help");
+  CHECK_THAT(tr_help.out, Contains("--iterations") && Contains("--length-beam") && Contains("/iterations/tokens"));
+  const Result tr = run(dir, "{tf} translate --model m.h5 --data d.h5 --split test --iterations 3 --length-beam 2 "
+                             "--out p.h5 --quiet");
+  INFO(tr.err);
+  REQUIRE(tr.code == 0);
+  CHECK_THAT(tr.out, Contains("20 sentences of test: sequence accuracy"));
+  {
+    const io::File p = io::File::open_read(dir.file("p.h5"));
+    CHECK(p.attr_string("/", "kind") == "translation");
+    const Shape pred = p.shape("/predictions");
+    CHECK(pred[0] == 20);
+    CHECK(p.shape("/predictions_len") == Shape{20});
+    CHECK(p.read_strings("/predictions_text").size() == 20);
+    CHECK(p.shape("/scores") == Shape{20});
+    const Shape it = p.shape("/iterations/tokens");
+    REQUIRE(it.size() == 3);
+    CHECK(it[0] == 20);
+    CHECK(it[1] == 3);
+    CHECK(it[2] == pred[1]);
+    CHECK(p.shape("/iterations/masked") == it);
+    // The last iteration's output is the prediction.
+    const Tensor tokens = p.read("/iterations/tokens"), predictions = p.read("/predictions");
+    for (int64_t n = 0; n < 20; ++n)
+      for (int64_t t = 0; t < it[2]; ++t)
+        CHECK(tokens.idata()[(n * 3 + 2) * it[2] + t] == predictions.idata()[n * pred[1] + t]);
+  }
+  const Result bleu = run(dir, "{bleu} --hyp p.h5 --ref d.h5 --split test --quiet");
+  INFO(bleu.err);
+  CHECK(bleu.code == 0);
+  CHECK_THAT(bleu.out, Contains("BLEU = "));
+
+  // Resumed, the same bits as the uninterrupted run.
+  REQUIRE(run(dir, "{tf} train --data d.h5 --model part.h5 --arch cmlm --length-loss-weight 0.2 --steps 3 " +
+                       std::string(kTiny))
+              .code == 0);
+  const Result resumed = run(dir, "{tf} train --data d.h5 --model part.h5 --steps 6 --resume " + std::string(kTiny));
+  INFO(resumed.err);
+  CHECK(resumed.code == 0);
+  CHECK(test::same_params(dir.file("m.h5"), dir.file("part.h5")));
+}
+
+TEST_CASE("attn-transformer refuses NAT options it cannot honour: exit 2 naming the option", "[cli][nat]") {
+  test::TempDir dir;
+  REQUIRE(run(dir, std::string(kData) + " --out d.h5").code == 0);
+  REQUIRE(run(dir, "{tf} train --data d.h5 --model nat.h5 --arch cmlm --steps 2 " + std::string(kTiny)).code == 0);
+  REQUIRE(run(dir, "{tf} train --data d.h5 --model at.h5 --steps 2 " + std::string(kTiny)).code == 0);
+  const std::string translate = "{tf} translate --data d.h5 --out p.h5 --quiet --model ";
+  struct Case {
+    std::string command, message;
+  };
+  const Case cases[] = {
+      {translate + "nat.h5 --iterations 0", "--iterations must be > 0, got 0"},
+      {translate + "nat.h5 --length-beam 1000000", "--length-beam must be in [1, 257]"},
+      {translate + "nat.h5 --beam 4", "use --length-beam"},
+      {translate + "nat.h5 --dump-attention", "--dump-attention is not available for a cmlm model"},
+      {translate + "at.h5 --iterations 4", "--iterations and --length-beam need a non-autoregressive model"},
+      {"{tf} generate --model nat.h5", "generate needs a language model"},
+      {"{tf} train --data d.h5 --model x.h5 --length-loss-weight 0.5 --steps 1 " + std::string(kTiny),
+       "--length-loss-weight needs a cmlm model"},
+      {"{tf} train --data d.h5 --model x.h5 --arch cmlm --length-loss-weight -1 --steps 1 " + std::string(kTiny),
+       "--length-loss-weight"},
+  };
+  for (const Case& c : cases) {
+    const Result r = run(dir, c.command);
+    INFO(c.command << "\n" << r.err);
+    CHECK(r.code == 2);
+    CHECK_THAT(r.err, Contains(c.message));
+  }
+  CHECK_THAT(run(dir, translate + "nat.h5 --length-beam 1000000").err, Contains("got 1000000"));
+}
