@@ -60,8 +60,7 @@ int cmd_eval(int argc, char** argv) {
   const caption::CaptionerFile m = caption::load_captioner(opts.get<std::string>("model"));
   const std::string split = opts.get<std::string>("split");
   const io::File data = io::open_dataset(opts.get<std::string>("data"));   // the split may read from it
-  const caption::CaptionSplit s = caption::read_captioner_split(data, split, m);
-  if (s.size() == 0) throw DataError(opts.get<std::string>("data") + ": the split '" + split + "' has no images");
+  const caption::CaptionSplit s = caption::read_captioner_split(data, split, m);   // refuses an empty split
   const int64_t batch = opts.get<int64_t>("batch-size");
   const caption::CaptionScores scores = caption::evaluate_captioner(m.model, s, batch);
   const caption::Captions captions = caption::caption_split(m.model, s, decode_options(opts), batch);

@@ -360,35 +360,47 @@ void Options::check_ranks() const {
 }
 
 void Options::check_files() const {
-  struct Named {
-    std::string flag, path;
-  };
-  std::vector<Named> inputs, outputs;
+  std::vector<std::pair<std::string, std::string>> inputs;   // (flag, path)
   for (const po::options_description* d : {&own_, &model_, &optimizer_, &general_})
     for (const auto& opt : d->options()) {
       const std::string& name = opt->long_name();
       if (!has(name)) continue;
       const bool output = std::find(outputs_.begin(), outputs_.end(), name) != outputs_.end();
       if (!output && !names_a_file(*opt)) continue;
-      for (const std::string& path : file_values(vm_[name]))
-        if (!path.empty() && path != "-") (output ? outputs : inputs).push_back({name, path});
+      for (const std::string& path : file_values(vm_[name])) {
+        if (path.empty() || path == "-") continue;
+        if (!output) {
+          inputs.emplace_back(name, path);
+          continue;
+        }
+        try {
+          io::resolve_output(path);
+        } catch (const ConfigError& e) {
+          throw ConfigError("--" + name + " " + e.what());
+        } catch (const IoError&) {
+          // a missing folder: reported by the writer, as a failure to write (exit 1)
+        }
+      }
     }
-  for (const Named& out : outputs) {
-    try {
-      io::resolve_output(out.path);
-    } catch (const ConfigError& e) {
-      throw ConfigError("--" + out.flag + " " + e.what());
-    } catch (const IoError&) {
-      // a missing folder: reported by the writer, as a failure to write (exit 1)
-    }
-    struct stat o {};
-    if (::stat(out.path.c_str(), &o) != 0 || !S_ISREG(o.st_mode)) continue;   // new, or a device
-    for (const Named& in : inputs) {
-      if (std::find(may_share_.begin(), may_share_.end(), std::pair{in.flag, out.flag}) != may_share_.end()) continue;
-      struct stat i {};
-      if (::stat(in.path.c_str(), &i) == 0 && i.st_dev == o.st_dev && i.st_ino == o.st_ino)
-        throw ConfigError("--" + out.flag + " " + out.path + " is the same file as --" + in.flag + " " + in.path +
-                          ": writing it would destroy the input; give another --" + out.flag);
+  for (const auto& [flag, path] : inputs) refuse_output_over("--" + flag + " " + path, path, flag);
+}
+
+void Options::check_input(const std::string& what, const std::string& path) const {
+  refuse_output_over(what, path, "");
+}
+
+void Options::refuse_output_over(const std::string& what, const std::string& path, const std::string& flag) const {
+  struct stat i {};
+  if (path.empty() || path == "-" || ::stat(path.c_str(), &i) != 0) return;   // stdin, or nothing to destroy
+  for (const std::string& name : outputs_) {
+    if (!has(name) || std::find(may_share_.begin(), may_share_.end(), std::pair{flag, name}) != may_share_.end())
+      continue;
+    for (const std::string& out : file_values(vm_[name])) {
+      struct stat o {};
+      if (out.empty() || out == "-" || ::stat(out.c_str(), &o) != 0 || !S_ISREG(o.st_mode)) continue;   // new, a device
+      if (i.st_dev == o.st_dev && i.st_ino == o.st_ino)
+        throw ConfigError("--" + name + " " + out + " is the same file as " + what +
+                          ": writing it would destroy the input; give another --" + name);
     }
   }
 }

@@ -89,6 +89,12 @@ class Options {
   // (train --resume FILE --model FILE continues a checkpoint into itself).
   Options& may_share(const std::string& input, const std::string& output);
 
+  // After parse(): refuses (ConfigError, exit 2) an input that no file option holds as its whole
+  // value, as parse() refuses an input option, when an output option names the same file
+  // (device and inode, through any path or link). `what` names it in the message: "the input
+  // file run.h5" (attn-plot's FILE argument), "--series run.h5::/metrics/loss".
+  void check_input(const std::string& what, const std::string& path) const;
+
   // For verbs that only inspect (attn-data info): parse() does not echo the configuration.
   Options& no_config_echo() { echo_ = false; return *this; }
 
@@ -138,6 +144,10 @@ class Options {
   // Every output option: refused when it is a FIFO, folder, socket or block device
   // (io::resolve_output), or when it is the same file (device and inode) as an input option.
   void check_files() const;
+  // The one same-file check, for the input `path` (named `what`, read through option `flag`, ""
+  // for none): ConfigError when an output option other than those may_share() pairs with `flag`
+  // is the same regular file.
+  void refuse_output_over(const std::string& what, const std::string& path, const std::string& flag) const;
   // The verb may run on the world's ranks (distributed()).
   void check_ranks() const;
 };

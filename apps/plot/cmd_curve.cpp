@@ -91,6 +91,9 @@ int cmd_curve(int argc, char** argv) {
   if (!names.empty() && names.size() != specs.size())
     throw ConfigError("--label is given " + std::to_string(names.size()) + " times for " + std::to_string(specs.size()) +
                       " --series");
+  // A series' own file is an input parse() cannot see (it is part of a value): checked against --out.
+  for (const std::string& spec : specs)
+    if (const std::string file = split_file(spec).first; !file.empty()) opts.check_input("--series " + spec, file);
 
   // Each file is opened once (standard input can be read only once).
   std::map<std::string, io::File> files;

@@ -28,7 +28,11 @@ std::string Input::path(const cli::Options& opts) const {
     throw ConfigError("the input file is given twice ('" + first_ + "' and --data " + opts.get<std::string>("data") + ")");
   if (first_.empty() && !flag)
     throw ConfigError("no input file: give it first (attn-plot " + opts.verb() + " FILE ...) or as --data FILE");
-  return flag ? opts.get<std::string>("data") : first_;
+  if (flag) return opts.get<std::string>("data");   // parse() checked it against --out
+  // Taken off the command line before parse(), so checked here, before anything is read: a picture
+  // written over its input would destroy a run's file (issue 51).
+  opts.check_input("the input file " + first_, first_);
+  return first_;
 }
 
 void add_picture_options(cli::Options& opts) {

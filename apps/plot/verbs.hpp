@@ -29,7 +29,8 @@ class Input {
   Input(int argc, char** argv);
   int argc() const { return static_cast<int>(args_.size()); }
   char** argv() { return args_.data(); }
-  // After parse: the file given first or with --data (exactly one of them); ConfigError else.
+  // After parse: the file given first or with --data (exactly one of them); ConfigError else, and
+  // when --out is the same file (cli::Options::check_input).
   std::string path(const cli::Options& opts) const;
   // After parse: whether an input file was given at all (first or with --data).
   bool given(const cli::Options& opts) const { return !first_.empty() || opts.has("data"); }

@@ -8,11 +8,13 @@
 #include <filesystem>
 #include <set>
 #include <string>
+#include <tuple>
 
 #include "attn/core/error.hpp"
 #include "attn/families/registry.hpp"
 #include "attn/io/hdf5_file.hpp"
 #include "family_recipes.hpp"
+#include "reload_support.hpp"
 #include "test_support.hpp"
 
 using namespace attn;
@@ -32,6 +34,23 @@ std::set<std::string> folders(const fs::path& dir) {
 void require_ok(const test::ShellResult& r) {
   INFO(r.err);
   REQUIRE(r.code == 0);
+}
+
+// Writes dir/out: dir/in with one split cut down by tests/conformance/cut_split.py (`how`: "--rows
+// K" or "--one-step"), with h5py as a user's filter script would. False, the case reported
+// skipped, without h5py and numpy.
+bool cut_split(const test::TempDir& dir, const std::string& in, const std::string& out, const std::string& split,
+               const std::string& how) {
+  const test::ShellResult r = test::run_shell(dir, test::reload_python() + " '" + ATTN_TESTS_DIR +
+                                                       "/conformance/cut_split.py' " + in + " " + out + " " + split +
+                                                       " " + how);
+  if (r.code == 77 || r.code == 127) {
+    test::skip_test("cut_split.py needs " + test::reload_python() + " with h5py and numpy");
+    return false;
+  }
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  return true;
 }
 
 }  // namespace
@@ -99,5 +118,42 @@ TEST_CASE("families: each trains from its recipe, resumes to the same bits, and 
         CHECK_THAT(std::string(e.what()), Catch::Contains("m.h5"));
       }
     }
+  }
+}
+
+// Issue 51: an empty /train written by h5py crashed attn-ntm (SIGSEGV) while the other families
+// refused it in the trainer without naming the file. Every family's split reader now refuses it,
+// and the smallest splits that make sense train.
+TEST_CASE("families: an empty /train is refused naming the file and dataset, one row, one step and an empty /valid "
+          "train, an empty /test is not evaluated",
+          "[integration]") {
+  for (const test::FamilyRecipe& recipe : test::family_recipes()) {
+    INFO("family " << recipe.family);
+    test::TempDir dir;
+    if (!test::make_recipe_data(dir, recipe, "d.h5")) continue;
+    if (!cut_split(dir, "d.h5", "empty.h5", "train", "--rows 0")) return;
+    const std::string steps = "--steps 2 --seed 5 --threads 1 --quiet";
+    const test::ShellResult empty = test::run_shell(dir, test::recipe_train_command(recipe, "empty.h5", "e.h5", steps));
+    INFO(empty.err);
+    CHECK(empty.code == 3);
+    CHECK_THAT(empty.err, Catch::Contains("empty.h5: dataset '/train/") &&
+                              Catch::Contains("' has 0 rows; a training split needs at least 1"));
+    CHECK(!fs::exists(dir.file("e.h5")));
+
+    for (const auto& [file, split, how] :
+         {std::tuple{"one_row.h5", "train", "--rows 1"}, std::tuple{"one_step.h5", "train", "--one-step"},
+          std::tuple{"no_valid.h5", "valid", "--rows 0"}}) {
+      INFO(file);
+      REQUIRE(cut_split(dir, "d.h5", file, split, how));
+      require_ok(test::run_shell(dir, test::recipe_train_command(recipe, file, "m.h5", steps)));
+    }
+
+    REQUIRE(cut_split(dir, "d.h5", "no_test.h5", "test", "--rows 0"));
+    const test::ShellResult eval = test::run_tools(
+        dir, "{tool} eval --data no_test.h5 --model m.h5 --split test --threads 1 --quiet",
+        {{"{tool}", "attn-" + recipe.family}});
+    INFO(eval.err);
+    CHECK(eval.code == 3);
+    CHECK_THAT(eval.err, Catch::Contains("no_test.h5: split '/test' holds no examples; there is nothing to evaluate"));
   }
 }

@@ -3,6 +3,7 @@
 // through mailboxes. The algorithms only see Communicator::start_exchange, so this tests the very
 // code an MPI job runs, without a launcher.
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <deque>
@@ -158,6 +159,50 @@ TEST_CASE("allreduce_sum: every rank gets the same bits, each chunk summed in th
       for (int r = 0; r < N; ++r) CHECK(same_bits(result[static_cast<size_t>(r)], expected));
     }
   }
+}
+
+// Rank 0 of 2 whose peer never answers, with a timeout short enough for a test.
+class Unanswered final : public dist::Communicator {
+ public:
+  int rank() const override { return 0; }
+  int size() const override { return 2; }
+  void set_timeout(double seconds) override { timeout_ = seconds; }
+  double timeout() const override { return timeout_; }
+  std::unique_ptr<dist::Exchange> start_exchange(int to, std::span<const std::byte>, int from, std::span<std::byte>,
+                                                 int) override {
+    struct Never final : dist::Exchange {
+      using Exchange::Exchange;
+      bool test() override { return false; }
+    };
+    return std::make_unique<Never>(to, from);
+  }
+
+ private:
+  double timeout_ = 0.3;
+};
+
+// Issue 51: a rank stopped (SIGSTOP) and resumed by mpirun's SIGCONT found its wait past the
+// timeout and reported that it had waited for the rank that was waiting for it.
+TEST_CASE("Waiter: a rank's own stall does not count against the timeout, its peer's silence does", "[unit][dist]") {
+  using std::chrono::steady_clock;
+  Unanswered comm;
+  dist::Waiter waiter(comm);
+  waiter.pause(1, 1);
+  std::this_thread::sleep_for(std::chrono::milliseconds(600));   // this rank was stopped, then resumed
+  CHECK_NOTHROW(waiter.pause(1, 1));
+  const steady_clock::time_point resumed = steady_clock::now();
+  std::string message;
+  try {
+    for (;;) waiter.pause(1, 1);
+  } catch (const Error& e) {
+    message = e.what();
+  }
+  CHECK(std::chrono::duration<double>(steady_clock::now() - resumed).count() >= 0.25);   // the timeout, run anew
+  CHECK_THAT(message, Catch::Contains("dist: rank 0 of 2 waited 0 s for rank 1 without an answer: a rank has died or "
+                                      "hung"));
+  // A blocking exchange waits the same way.
+  std::byte out[4] = {}, in[4] = {};
+  CHECK_THROWS_WITH(comm.exchange(1, out, 1, in), Catch::Contains("waited 0 s for rank 1 without an answer"));
 }
 
 TEST_CASE("allgather: every rank's block in rank order", "[unit][dist]") {

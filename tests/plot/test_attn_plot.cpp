@@ -8,6 +8,9 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "attn/io/hdf5_file.hpp"
 #include "attn/plot/curve.hpp"
@@ -268,4 +271,42 @@ TEST_CASE("attn-plot curve and table render their figures", "[cli][attn-plot]") 
   REQUIRE(r.code == 0);
   const std::string svg = slurp(fx.dir.file("t.svg"));
   CHECK(svg.find("<svg") != std::string::npos);
+}
+
+// Issue 51: `attn-plot ... --format png --out run.h5` wrote the picture over its input, exit 0.
+// Every verb refuses, through the check every tool's options make (cli::Options), whether the
+// input is the first argument or --data and the output the file itself, a symbolic or a hard link.
+TEST_CASE("attn-plot: an --out that is the input file, or a link to it, is refused and the file left intact",
+          "[cli][attn-plot]") {
+  Fixture fx;
+  const std::string before = slurp(fx.h5);
+  std::filesystem::create_symlink("pred.h5", fx.dir.file("link.h5"));
+  std::filesystem::create_hard_link(fx.h5, fx.dir.file("hard.h5"));
+  const std::vector<std::pair<std::string, std::string>> verbs{
+      {"heatmap", "--dataset /attention/cross --index 0 --head 0"},
+      {"weights", "--index 0 --inputs /ntm/inputs --write /ntm/write --read /ntm/read"},
+      {"overlay", "--index 0 --image /images --attention /visual"},
+      {"curve", "--series /metrics/train_loss"},
+      {"table", "--dataset /memnet/hops --index 0"}};
+  for (const auto& [verb, args] : verbs) {
+    INFO(verb);
+    const Result fine = attn_plot(fx.dir, verb + " pred.h5 " + args + " --out fine.png --quiet");
+    INFO(fine.err);
+    REQUIRE(fine.code == 0);   // the command draws: what follows is refused for its --out alone
+    for (const std::string out : {"pred.h5", "link.h5", "hard.h5"})
+      for (const std::string& input : {std::string("pred.h5"), std::string("--data pred.h5")}) {
+        const Result r = attn_plot(fx.dir, verb + " " + input + " " + args + " --format png --out " + out + " --quiet");
+        INFO(input << " --out " << out << ": " << r.err);
+        CHECK(r.code == 2);
+        CHECK_THAT(r.err, Catch::Contains("--out " + out + " is the same file as " +
+                                          (input == "pred.h5" ? "the input file pred.h5" : "--data pred.h5") +
+                                          ": writing it would destroy the input; give another --out"));
+      }
+  }
+  // A series read from a file named in --series is an input too.
+  const Result series = attn_plot(fx.dir, "curve --series pred.h5::/metrics/train_loss --format png --out link.h5");
+  CHECK(series.code == 2);
+  CHECK_THAT(series.err, Catch::Contains("--out link.h5 is the same file as --series pred.h5::/metrics/train_loss"));
+  CHECK(slurp(fx.h5) == before);
+  CHECK(std::filesystem::is_symlink(fx.dir.file("link.h5")));
 }

@@ -68,6 +68,7 @@ SequenceSplit read_sequence_split(const io::File& file, const std::string& split
   SequenceSplit s;
   const Tensor inputs = file.read(g + "inputs", DType::f32, {kAny, kAny, kAny}, rows);
   const int64_t n = file.shape(g + "inputs")[0];
+  check_split_rows(file, split, g + "inputs", n);
   s.input_len = file.read(g + "input_len", DType::i32, {n}, rows);
   const Tensor targets = file.read(g + "targets", DType::f32, {n, kAny, kAny}, rows);
   s.target_len = file.read(g + "target_len", DType::i32, {n}, rows);

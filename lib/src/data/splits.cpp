@@ -15,4 +15,10 @@ void require_split(const io::File& file, const std::string& split) {
                     (found.empty() ? std::string("nothing") : found) + ")");
 }
 
+void check_split_rows(const io::File& file, const std::string& split, const std::string& dataset, int64_t n) {
+  if (split == "train" && n < 1)
+    throw DataError(file.display_name() + ": dataset '" + dataset + "' has " + std::to_string(n) +
+                    " rows; a training split needs at least 1");
+}
+
 }  // namespace attn::data

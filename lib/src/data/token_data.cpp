@@ -15,6 +15,7 @@ void read_sequences(const io::File& file, const std::string& split, const std::s
                     const io::RowSet& rows, Tensor& seqs, Tensor& lens) {
   const std::string ds = "/" + split + "/" + name, len_ds = ds + "_len";
   seqs = file.read(ds, DType::i32, {kAny, kAny}, rows);
+  check_split_rows(file, split, ds, file.shape(ds)[0]);
   const int64_t n = seqs.dim(0), width = seqs.dim(1);
   lens = file.read(len_ds, DType::i32, {file.shape(ds)[0]}, rows);
   const std::string where = file.display_name() + ": dataset '";

@@ -53,18 +53,20 @@ void Communicator::wait(Exchange& e) {
   while (!e.test()) waiter.pause(e.to, e.from);
 }
 
-Waiter::Waiter(Communicator& comm) : comm_(comm), start_(now_s()) {}
+Waiter::Waiter(Communicator& comm) : comm_(comm), start_(now_s()), last_(start_) {}
 
 Waiter::~Waiter() { comm_.traffic_.seconds += now_s() - start_; }
 
 void Waiter::pause(int to, int from) {
-  const double waited = now_s() - start_;
-  if (waited > comm_.timeout())
+  const double now = now_s();
+  if (now - last_ < kOwnStall) waited_ += now - last_;   // else this rank was stopped: not the peers' fault
+  last_ = now;
+  if (waited_ > comm_.timeout())
     throw Error("dist: rank " + std::to_string(comm_.rank()) + " of " + std::to_string(comm_.size()) + " waited " +
-                std::to_string(static_cast<int64_t>(waited)) + " s for rank " + std::to_string(from) +
+                std::to_string(static_cast<int64_t>(waited_)) + " s for rank " + std::to_string(from) +
                 (from == to ? "" : " and rank " + std::to_string(to)) +
                 " without an answer: a rank has died or hung; stopping the job");
-  if (waited > 0.01) std::this_thread::sleep_for(std::chrono::microseconds(50));
+  if (waited_ > 0.01) std::this_thread::sleep_for(std::chrono::microseconds(50));
 }
 
 template <class T>

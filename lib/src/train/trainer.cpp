@@ -40,6 +40,13 @@ struct RunState {
 
 constexpr const char* kSecondsCurve = "train_seconds";
 
+// A task's epoch plan may assume a training example (the NTM's curriculum starts at the shortest
+// length), so nothing plans an epoch of an empty set. The split readers refuse an empty /train
+// first, naming the file (data::check_split_rows); this guards tasks built from other sources.
+void require_train_examples(const TrainTask& task) {
+  if (task.train_lengths.empty()) throw DataError("train: the training set is empty");
+}
+
 // The curve of the work trained on when each epoch ended: "trained_tokens", "trained_sequences".
 std::string units_curve(const TrainTask& task) { return "trained_" + task.unit.plural; }
 
@@ -76,7 +83,7 @@ void validate(const TrainTask& task, const TrainConfig& c) {
   if (task.kind.empty()) fail("the task has no model kind");
   if (task.params.empty()) fail("the model has no parameters");
   if (!task.train_batch) fail("the task has no train_batch function");
-  if (task.train_lengths.empty()) throw DataError("train: the training set is empty");
+  require_train_examples(task);
   if (!task.valid_lengths.empty() && !task.valid_batch)
     fail("the task has validation examples but no valid_batch function");
   for (const Metric& m : task.metrics)
@@ -244,6 +251,7 @@ std::vector<std::vector<int64_t>> epoch_batches(std::span<const int32_t> lengths
 }
 
 int64_t batches_per_epoch(const TrainTask& task, const TrainConfig& config) {
+  require_train_examples(task);
   return static_cast<int64_t>(task.epoch_batches ? task.epoch_batches(0).size()
                                                  : epoch_batches(task.train_lengths, config, 0).size());
 }

@@ -31,11 +31,12 @@ memnet::QaSplit two_questions() {
 
 Ints ints(const Tensor& t) { return {t.idata(), t.idata() + t.numel()}; }
 
-// Writes `s` as /train of dir/name and opens it for reading.
-io::File written(const test::TempDir& dir, const memnet::QaSplit& s, const std::string& name = "qa.h5") {
+// Writes `s` as /<split> of dir/name and opens it for reading.
+io::File written(const test::TempDir& dir, const memnet::QaSplit& s, const std::string& name = "qa.h5",
+                 const std::string& split = "train") {
   {
     io::File f = io::File::create(dir.file(name));
-    memnet::write_qa_split(f, "train", s);
+    memnet::write_qa_split(f, split, s);
     f.commit();
   }
   return io::File::open_read(dir.file(name));
@@ -85,14 +86,18 @@ TEST_CASE("qa data: write, read back, gather", "[io][qa_data]") {
   const memnet::QaBatch c = t.gather(second);
   CHECK(c.story.shape() == Shape{1, 1, 1});
   CHECK(c.question.shape() == Shape{1, 1});
-  // No rows: an empty split of widths 1 that writes and reads back.
+  // No rows: an empty split of widths 1 that writes and reads back as /valid (bAbI's
+  // --valid-fraction 0), and is refused as /train, which a run trains on.
   const memnet::QaBatch none = s.gather({});
   CHECK(none.size() == 0);
   CHECK(none.story.shape() == Shape{0, 1, 1});
   const memnet::QaSplit none_split{none.story, none.story_len, none.question, none.answer, none.support, none.task};
-  const memnet::QaSplit back = memnet::read_qa_split(written(dir, none_split, "empty.h5"), "train", kVocab);
+  const memnet::QaSplit back = memnet::read_qa_split(written(dir, none_split, "empty.h5", "valid"), "valid", kVocab);
   CHECK(back.size() == 0);
   CHECK(back.support.shape() == Shape{0, 2});
+  REQUIRE_THROWS_WITH(memnet::read_qa_split(written(dir, none_split, "empty_train.h5"), "train", kVocab),
+                      Catch::Contains("empty_train.h5: dataset '/train/story' has 0 rows; a training split needs at "
+                                      "least 1"));
 }
 
 TEST_CASE("qa data: the vocabulary is /vocab/words", "[io][qa_data]") {

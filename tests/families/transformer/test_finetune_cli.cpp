@@ -6,6 +6,8 @@
 #include <cmath>
 #include <filesystem>
 #include <string>
+#include <tuple>
+#include <vector>
 
 #include "attn/data/vocab.hpp"
 #include "attn/families/transformer/labelled_data.hpp"
@@ -48,12 +50,17 @@ void write_corpus(const test::TempDir& dir, const std::string& name, int n, cons
   test::write_text(dir.file(name), text);
 }
 
-// A labelled set of 40 training and 10 validation sentences encoded with the vocabulary of
-// `vocab_file`'s /vocab/src; the validation rows are pairs (segment 1 from the fourth word on).
-void write_labelled(const test::TempDir& dir, const std::string& name, const std::string& vocab_file) {
+// A labelled split: its name, the first sentence and the number of rows.
+using SplitRows = std::tuple<const char*, int, int>;
+
+// A labelled set of 40 training and 10 validation sentences (or the `splits` given) encoded with
+// the vocabulary of `vocab_file`'s /vocab/src; the validation rows are pairs (segment 1 from the
+// fourth word on).
+void write_labelled(const test::TempDir& dir, const std::string& name, const std::string& vocab_file,
+                    const std::vector<SplitRows>& splits = {{"train", 100, 40}, {"valid", 200, 10}}) {
   const data::Vocab vocab = data::read_vocab(io::File::open_read(dir.file(vocab_file)), "/vocab/src");
   io::File f = io::File::create(dir.file(name));
-  for (const auto& [split, first, n] : {std::tuple{"train", 100, 40}, std::tuple{"valid", 200, 10}}) {
+  for (const auto& [split, first, n] : splits) {
     transformer::LabelledSplit s;
     s.src = Tensor({n, 6}, DType::i32);
     s.segments = Tensor({n, 6}, DType::i32);
@@ -87,6 +94,41 @@ bool body_unchanged(const std::string& pretrained, const std::string& tuned) {
 }
 
 }  // namespace
+
+// Issue 51: the labelled splits' reader refuses an empty /train like every family's
+// (tests/conformance checks the train verbs), and classify and eval refuse an empty split rather
+// than print "accuracy -nan" with exit 0.
+TEST_CASE("finetune refuses an empty /train and trains on one row, classify and eval refuse an empty split",
+          "[cli][attn-transformer]") {
+  test::TempDir dir;
+  write_corpus(dir, "corpus.txt", 100);
+  const Result text = run(dir, "{data} text --in corpus.txt --valid-n 20 --out text.h5 --quiet");
+  INFO(text.err);
+  REQUIRE(text.code == 0);
+  const Result pre = run(
+      dir, "{tf} train --arch lm --data text.h5 --model pre.h5 --steps 2 --max-tokens 256" + std::string(kTiny));
+  INFO(pre.err);
+  REQUIRE(pre.code == 0);
+
+  write_labelled(dir, "empty.h5", "text.h5", {{"train", 100, 0}, {"valid", 200, 10}});
+  const Result empty = run(dir,
+                           "{tf} finetune --init pre.h5 --data empty.h5 --model ft.h5 --steps 2" + std::string(kFine));
+  CHECK(empty.code == 3);
+  CHECK_THAT(empty.err, Contains("empty.h5: dataset '/train/src' has 0 rows; a training split needs at least 1"));
+  CHECK_FALSE(std::filesystem::exists(dir.file("ft.h5")));
+
+  write_labelled(dir, "one.h5", "text.h5", {{"train", 100, 1}, {"valid", 200, 10}, {"test", 300, 0}});
+  const Result one = run(dir, "{tf} finetune --init pre.h5 --data one.h5 --model ft.h5 --steps 2" + std::string(kFine));
+  INFO(one.err);
+  REQUIRE(one.code == 0);
+  for (const std::string verb : {"classify --out pred.h5", "eval"}) {
+    INFO(verb);
+    const Result r = run(dir, "{tf} " + verb + " --model ft.h5 --data one.h5 --split test --quiet");
+    CHECK(r.code == 3);
+    CHECK_THAT(r.err, Contains("one.h5: split '/test' holds no examples; there is nothing to evaluate"));
+  }
+  CHECK_FALSE(std::filesystem::exists(dir.file("pred.h5")));
+}
 
 TEST_CASE("text -> pre-train (mlm and lm) -> finetune -> classify and eval", "[cli][attn-transformer]") {
   test::TempDir dir;

@@ -85,6 +85,10 @@ class Communicator {
 // only while polled), then sleeps 50 us between polls so that a rank waiting for a slow peer (one
 // writing a checkpoint) leaves the core to others; past the communicator's timeout it throws,
 // naming the ranks waited for. Its time is added to the communicator's traffic().seconds.
+// The timeout counts only time this rank ran: a gap of kOwnStall or more between two polls is a
+// stall of its own (SIGSTOP, a suspended machine), not its peers' silence, and is left out, so
+// that a stalled rank resumed (mpirun sends SIGCONT before ending a job) does not report that it
+// waited for the ranks that were waiting for it.
 class Waiter {
  public:
   explicit Waiter(Communicator& comm);
@@ -94,8 +98,10 @@ class Waiter {
   void pause(int to, int from);
 
  private:
+  static constexpr double kOwnStall = 0.25;   // seconds; polls come every 50 us
   Communicator& comm_;
-  double start_;
+  double start_, last_;   // the wait's start, the previous poll
+  double waited_ = 0;     // seconds counted against the timeout
 };
 
 // A sum over the ranks of `data`, in place, started now and advanced by progress() as messages

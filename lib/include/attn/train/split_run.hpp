@@ -28,7 +28,8 @@ namespace attn::train {
 // Throws DataError naming the file and the split when it holds no examples: an evaluation of
 // nothing would print NaN metrics as if they were results. Every family's eval, translate and run
 // verbs read their split through a reader that calls this (train::read_model_split,
-// read_memnet_split, read_ntm_split).
+// read_memnet_split, read_ntm_split, read_captioner_split, read_classifier_split). An empty
+// /train is refused before, by the split readers themselves (data::check_split_rows).
 void require_examples(int64_t count, const std::string& file, const std::string& split);
 
 // The batches of a split, in order, without shuffling: batch_size > 0 gives runs of batch_size

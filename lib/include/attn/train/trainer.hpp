@@ -245,7 +245,8 @@ TrainResult fit(const TrainTask& task, const TrainConfig& config, const TrainCal
 // The batches of epoch e per config (no task override): see above.
 std::vector<std::vector<int64_t>> epoch_batches(std::span<const int32_t> lengths, const TrainConfig& config,
                                                 int64_t epoch);
-// How many batches an epoch of the task's training set has (epoch 0's plan).
+// How many batches an epoch of the task's training set has (epoch 0's plan); DataError when the
+// set is empty, as fit's.
 int64_t batches_per_epoch(const TrainTask& task, const TrainConfig& config);
 
 // The sums of `run_batch` over every example of `lengths`, in batches of about max_tokens in

@@ -143,6 +143,7 @@ CaptionerFile load_captioner(const std::string& path) {
 CaptionSplit read_captioner_split(const io::File& data, const std::string& split, const CaptionerFile& m) {
   CaptionSplit s = open_caption_split(data, split, m.vocab.size(), data::KeepData::automatic);
   check_caption_data(m.model.config(), read_caption_vocab(data), s, data.display_name(), &m.vocab);
+  train::require_examples(s.size(), data.display_name(), split);
   return s;
 }
 

@@ -89,6 +89,7 @@ QaSplit read_qa_split(const io::File& file, const std::string& split, int64_t vo
   QaSplit s;
   const Tensor story = file.read(g + "story", DType::i32, {kAny, kAny, kAny}, rows);
   const int64_t N = file.shape(g + "story")[0], n = story.dim(0), Ms = story.dim(1);
+  data::check_split_rows(file, split, g + "story", N);
   s.story_len = file.read(g + "story_len", DType::i32, {N}, rows);
   const Tensor question = file.read(g + "question", DType::i32, {N, kAny}, rows);
   s.answer = file.read(g + "answer", DType::i32, {N}, rows);

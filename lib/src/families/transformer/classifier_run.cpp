@@ -10,6 +10,7 @@
 #include "attn/data/splits.hpp"
 #include "attn/ops/softmax.hpp"
 #include "attn/train/model_file.hpp"
+#include "attn/train/split_run.hpp"
 #include "attn/train/token_run.hpp"
 
 namespace attn::transformer {
@@ -155,8 +156,10 @@ LabelledSplit read_classifier_split(const io::File& data, const std::string& spl
   if (read_labels(data) != m.labels)
     throw DataError(data.display_name() + ": dataset '/labels' differs from the classes of the model " + model_path +
                     " (" + std::to_string(m.labels.size()) + " classes): it was fine-tuned on another task");
-  return open_labelled_split(data, split, vocab.size(), static_cast<int64_t>(m.labels.size()),
-                             data::KeepData::automatic);
+  LabelledSplit s = open_labelled_split(data, split, vocab.size(), static_cast<int64_t>(m.labels.size()),
+                                        data::KeepData::automatic);
+  train::require_examples(s.size(), data.display_name(), split);
+  return s;
 }
 
 train::BatchStats evaluate_classifier(const TransformerClassifier& model, const LabelledSplit& split,

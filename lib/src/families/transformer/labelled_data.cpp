@@ -28,6 +28,7 @@ LabelledSplit read_labelled_split(const io::File& file, const std::string& split
   out.name = split;
   const Tensor src = file.read(g + "src", DType::i32, {kAny, kAny}, rows);
   const Shape shape = file.shape(g + "src");
+  data::check_split_rows(file, split, g + "src", shape[0]);
   const int64_t N = src.dim(0), L = src.dim(1);
   out.src_len = file.read(g + "src_len", DType::i32, {shape[0]}, rows);
   const Tensor segments = file.read(g + "segments", DType::i32, shape, rows);
