@@ -59,7 +59,7 @@ int cmd_eval(int argc, char** argv) {
   if (!opts.parse(argc, argv)) return 0;
   const caption::CaptionerFile m = caption::load_captioner(opts.get<std::string>("model"));
   const std::string split = opts.get<std::string>("split");
-  const io::File data = io::open_dataset(opts.get<std::string>("data"));   // the split may read from it
+  const io::File data = io::open_dataset(opts.get<std::string>("data"));           // the split may read from it
   const caption::CaptionSplit s = caption::read_captioner_split(data, split, m);   // refuses an empty split
   const int64_t batch = opts.get<int64_t>("batch-size");
   const caption::CaptionScores scores = caption::evaluate_captioner(m.model, s, batch);
