@@ -105,14 +105,13 @@ inline int32_t word_count(const int32_t* words, int64_t width) {
 }
 
 // Work (multiply-adds: the sentence embeddings' and the hops') below which a parallel region
-// stays on the calling thread; the embedding bags split on their own work at the same threshold
-// (ops::kEmbeddingBagParallelMinWork). A region of the forward, the hops' backward or the tables'
-// gradients is cheap per unit of work, so waking and joining the second thread, and more still
-// its cache misses on rows the first wrote, outweigh the half of a small region it takes over.
-// Measured training on the joint set (when these regions still embedded the sentences): from 2^22
-// two threads gain; below it they lose, so every bAbI batch up to about 300 questions runs on one
-// thread (experiments/perf/memnet, "Threads: why 2 were slower than 1, and the fix").
-constexpr int64_t kParallelMinWork = int64_t{1} << 22;
+// stays on the calling thread: the embedding bags' own threshold, one value for such rows. A region of the forward, the
+// hops' backward or the tables' gradients is cheap per unit of work, so waking and joining the second thread, and more
+// still its cache misses on rows the first wrote, outweigh the half of a small region it takes over. Measured training
+// on the joint set (when these regions still embedded the sentences): from 2^22 two threads gain; below it they lose,
+// so every bAbI batch up to about 300 questions runs on one thread (experiments/perf/memnet, "Threads: why 2 were
+// slower than 1, and the fix").
+constexpr int64_t kParallelMinWork = ops::kEmbeddingBagParallelMinWork;
 
 // The threads a loop over `work` multiply-adds gets: one inside a parallel region or below
 // kParallelMinWork, else all of them.
