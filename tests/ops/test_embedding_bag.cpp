@@ -415,3 +415,36 @@ TEST_CASE("embedding_bag: bad inputs name the tensor, expected and found", "[uni
   REQUIRE_THROWS_WITH(ops::embedding_bag_backward(Tensor({1, 2, 3}), cache, out(dtable), out(wrong)),
                       Catch::Contains("1 start table gradients for 0 start tables"));
 }
+
+TEST_CASE("embedding_bag_prepare + embedding_bag_sum over row ranges: the forward's bits", "[unit][embedding_bag]") {
+  // The memory network's way: prepared once, summed range by range (any split, absent bags
+  // included), the same bits as one forward, and a cache its backward reads.
+  Rng rng(21);
+  const int64_t N = 7, W = 5, V = 11, E = 13;
+  const Bags bags = random_bags(N, W, V, rng);
+  const std::vector<Tensor> tables{randn({V, E}, rng), randn({V, E}, rng)},
+      starts{randn({4, E}, rng), randn({4, E}, rng)};
+  ops::EmbeddingBagOptions o;
+  o.lengths = bags.lengths;
+  o.start_ids = Tensor::from_ints({N}, {0, 1, 2, 3, 3, 2, 1});
+  o.position_weights = randn({W + 1, W, E}, rng);
+  ops::EmbeddingBagCache forward_cache;
+  const Tensor want = ops::embedding_bag_forward(bags.ids, in(tables), in(starts), o, &forward_cache);
+  const Tensor dy = randn(want.shape(), rng);
+  std::vector<Tensor> d_want{zeros_like(tables[0]), zeros_like(tables[1])};
+  ops::embedding_bag_backward(dy, forward_cache, out(d_want), {});
+  for (const std::vector<int64_t>& cuts : {std::vector<int64_t>{0, N}, {0, 1, 4, N}, {0, 3, 3, 6, N}}) {
+    ops::EmbeddingBagCache cache;
+    Tensor y = ops::embedding_bag_prepare(bags.ids, in(tables), in(starts), o, cache);
+    REQUIRE(y.shape() == want.shape());
+    for (size_t i = 0; i + 1 < cuts.size(); ++i)
+      ops::embedding_bag_sum(cache, in(tables), in(starts), cuts[i], cuts[i + 1], y);
+    CHECK_THAT(present_rows(y, bags.lengths), test::close_to(present_rows(want, bags.lengths), 0));
+    std::vector<Tensor> d{zeros_like(tables[0]), zeros_like(tables[1])};
+    ops::embedding_bag_backward(dy, cache, out(d), {});   // the prepared cache is the forward's
+    for (size_t t = 0; t < 2; ++t) CHECK_THAT(d[t], test::close_to(d_want[t], 0));
+  }
+  ops::EmbeddingBagCache cache;
+  REQUIRE_THROWS_WITH(ops::embedding_bag_prepare(bags.ids, in(tables), {}, o, cache),
+                      Catch::Contains("start_ids without start tables"));
+}

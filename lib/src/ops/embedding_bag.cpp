@@ -514,11 +514,39 @@ std::vector<int64_t> bag_costs(const int32_t* present, int64_t count, const int3
 
 int parts_for(int64_t work) { return work >= kEmbeddingBagParallelMinWork && !in_parallel_region() ? num_parts() : 1; }
 
+// A prepared call's bags as the loops read them (start: with start tables).
+BagView bag_view(const EmbeddingBagCache& cache, bool start) {
+  const EmbeddingBagOptions& o = cache.options;
+  BagView v;
+  v.ids = cache.ids.idata();
+  v.len = cache.lengths().idata();
+  v.pw = o.position_weights.defined() ? o.position_weights.data() : nullptr;
+  v.sw = o.sample_weights.defined() ? o.sample_weights.data() : nullptr;
+  v.sid = start ? o.start_ids.idata() : nullptr;
+  v.W = cache.ids.dim(-1);
+  v.E = cache.E;
+  v.L = o.position_weights.defined() ? o.position_weights.dim(1) : 0;
+  return v;
+}
+
+// The present bags present[k0, k1) of a prepared call, every table, on the calling thread.
+void sum_present(const EmbeddingBagCache& cache, std::span<const Tensor* const> tables,
+                 std::span<const Tensor* const> start_tables, int64_t k0, int64_t k1, Tensor& y) {
+  const bool start = !start_tables.empty();
+  const BagView v = bag_view(cache, start);
+  const int64_t N = Lead(cache.ids).bags;
+  const BagSumFn kernel = sum_kernel(v.E, v.pw != nullptr, v.sw != nullptr);
+  const SumBagsFn loop = sum_bags_fn(v.pw != nullptr, v.sw != nullptr, start);
+  for (size_t t = 0; t < tables.size(); ++t)
+    loop(v, kernel, tables[t]->data(), start ? start_tables[t]->data() : nullptr, cache.present.data(), k0, k1,
+         y.data() + static_cast<int64_t>(t) * N * v.E);
+}
+
 }  // namespace
 
-Tensor embedding_bag_forward(const Tensor& ids, std::span<const Tensor* const> tables,
+Tensor embedding_bag_prepare(const Tensor& ids, std::span<const Tensor* const> tables,
                              std::span<const Tensor* const> start_tables, const EmbeddingBagOptions& options,
-                             EmbeddingBagCache* cache) {
+                             EmbeddingBagCache& cache) {
   if (ids.dtype() != DType::i32 || ids.rank() < 2)
     check_tensor(ids, {kAny, kAny}, "embedding_bag: ids [..., W]", DType::i32);
   const Lead lead(ids);
@@ -559,8 +587,7 @@ Tensor embedding_bag_forward(const Tensor& ids, std::span<const Tensor* const> t
   check_range(ids, V, "id", "V");
 
   // Every bag's length J (-1: absent): the options', or counted.
-  std::optional<Tensor> counted_here;
-  std::optional<Tensor>& counted = cache ? cache->counted : counted_here;
+  std::optional<Tensor>& counted = cache.counted;
   counted.reset();
   if (options.lengths.defined()) {
     if (options.padding_id != kNoPadding)
@@ -586,11 +613,9 @@ Tensor embedding_bag_forward(const Tensor& ids, std::span<const Tensor* const> t
 
   const Tensor& lengths = counted ? *counted : options.lengths;
 
-  // The present bags, in order (branch-free: an absent one is overwritten by the next), and
-  // their ids.
+  // The present bags, in order (branch-free: an absent one is overwritten by the next).
   const int32_t* len = lengths.idata();
-  std::vector<int32_t> local;
-  std::vector<int32_t>& present = cache ? cache->present : local;
+  std::vector<int32_t>& present = cache.present;
   present.resize(static_cast<size_t>(N));
   int32_t* pp = present.data();
   int64_t count = 0, in_bags = 0;
@@ -601,42 +626,41 @@ Tensor embedding_bag_forward(const Tensor& ids, std::span<const Tensor* const> t
   }
   present.resize(static_cast<size_t>(count));
 
-  Tensor y = Tensor::uninitialized(lead.shape(T, E));   // every present bag's rows written
-  BagView v;
-  v.ids = ids.idata();
-  v.len = len;
-  v.pw = position ? options.position_weights.data() : nullptr;
-  v.sw = sample ? options.sample_weights.data() : nullptr;
-  v.sid = start ? options.start_ids.idata() : nullptr;
-  v.W = W;
-  v.E = E;
-  v.L = L;
-  const BagSumFn kernel = sum_kernel(E, position, sample);
-  const SumBagsFn loop = sum_bags_fn(position, sample, start);
-  auto bags = [&](int64_t k0, int64_t k1) {
-    for (int64_t t = 0; t < T; ++t)
-      loop(v, kernel, tables[static_cast<size_t>(t)]->data(),
-           start ? start_tables[static_cast<size_t>(t)]->data() : nullptr, pp, k0, k1, y.data() + t * N * E);
-  };
-  const int64_t work = bag_work(in_bags, count, start, T, E);
-  const int parts = parts_for(work);
+  cache.ids = ids;
+  if (&cache.options != &options) cache.options = options;
+  cache.tables.clear();
+  if (sample)
+    for (const Tensor* table : tables) cache.tables.push_back(*table);
+  cache.T = T;
+  cache.V = V;
+  cache.E = E;
+  cache.start_rows = R;
+  cache.ids_in_bags = in_bags;
+  flops::add(bag_work(in_bags, count, start, T, E));
+  return Tensor::uninitialized(lead.shape(T, E));   // every present bag's rows written by embedding_bag_sum
+}
+
+void embedding_bag_sum(const EmbeddingBagCache& cache, std::span<const Tensor* const> tables,
+                       std::span<const Tensor* const> start_tables, int64_t n0, int64_t n1, Tensor& y) {
+  const std::vector<int32_t>& present = cache.present;
+  const auto k0 = std::lower_bound(present.begin(), present.end(), n0) - present.begin();
+  const auto k1 = std::lower_bound(present.begin(), present.end(), n1) - present.begin();
+  sum_present(cache, tables, start_tables, k0, k1, y);
+}
+
+Tensor embedding_bag_forward(const Tensor& ids, std::span<const Tensor* const> tables,
+                             std::span<const Tensor* const> start_tables, const EmbeddingBagOptions& options,
+                             EmbeddingBagCache* cache) {
+  EmbeddingBagCache local;
+  EmbeddingBagCache& c = cache ? *cache : local;
+  Tensor y = embedding_bag_prepare(ids, tables, start_tables, options, c);
+  const int64_t count = static_cast<int64_t>(c.present.size());
+  const int parts = parts_for(bag_work(c.ids_in_bags, count, !start_tables.empty(), c.T, c.E));
   if (parts <= 1)
-    bags(0, count);
+    sum_present(c, tables, start_tables, 0, count, y);
   else
-    over_row_blocks(bag_costs(pp, count, len), parts, bags);
-  flops::add(work);
-  if (cache) {
-    cache->ids = ids;
-    if (&cache->options != &options) cache->options = options;
-    cache->tables.clear();
-    if (sample)
-      for (const Tensor* table : tables) cache->tables.push_back(*table);
-    cache->T = T;
-    cache->V = V;
-    cache->E = E;
-    cache->start_rows = R;
-    cache->ids_in_bags = in_bags;
-  }
+    over_row_blocks(bag_costs(c.present.data(), count, c.lengths().idata()), parts,
+                    [&](int64_t k0, int64_t k1) { sum_present(c, tables, start_tables, k0, k1, y); });
   return y;
 }
 
@@ -668,15 +692,7 @@ Tensor embedding_bag_backward(const Tensor& dy, const EmbeddingBagCache& cache, 
   if (start) check_range(o.start_ids, R, "start id", "R");
 
   const bool position = o.position_weights.defined(), sample = o.sample_weights.defined();
-  BagView v;
-  v.ids = ids.idata();
-  v.len = cache.lengths().idata();
-  v.pw = position ? o.position_weights.data() : nullptr;
-  v.sw = sample ? o.sample_weights.data() : nullptr;
-  v.sid = start ? o.start_ids.idata() : nullptr;
-  v.W = W;
-  v.E = E;
-  v.L = position ? o.position_weights.dim(1) : 0;
+  const BagView v = bag_view(cache, start);
   const int32_t* pp = cache.present.data();
   const int64_t count = static_cast<int64_t>(cache.present.size());
   const float* pdy = dy.data();

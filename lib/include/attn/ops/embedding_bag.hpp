@@ -87,6 +87,20 @@ Tensor embedding_bag_forward(const Tensor& ids, std::span<const Tensor* const> t
                              std::span<const Tensor* const> start_tables, const EmbeddingBagOptions& options,
                              EmbeddingBagCache* cache);
 
+// The forward in two steps, for a model that sums the bags inside its own loop over rows (the
+// memory network embeds an example's sentences just before its hops read them, while they are
+// still in cache; a separate pass over the whole batch writes a tensor larger than the cache).
+// embedding_bag_prepare checks what embedding_bag_forward checks, fills `cache` and counts the
+// multiply-adds of every bag, and returns y [T, ..., E] with no row written; embedding_bag_sum
+// then writes the rows of the present bags among [n0, n1) (bags numbered in ids' memory order),
+// from the tables (and start tables) given to prepare, on the calling thread. Calls over disjoint
+// ranges may run on different threads. The same bits as embedding_bag_forward.
+Tensor embedding_bag_prepare(const Tensor& ids, std::span<const Tensor* const> tables,
+                             std::span<const Tensor* const> start_tables, const EmbeddingBagOptions& options,
+                             EmbeddingBagCache& cache);
+void embedding_bag_sum(const EmbeddingBagCache& cache, std::span<const Tensor* const> tables,
+                       std::span<const Tensor* const> start_tables, int64_t n0, int64_t n1, Tensor& y);
+
 // dy: [T, ..., E]. ADDS into dtables (T of [V, E]) dtable_t[ids[n, j]] += w[n, j] l[J_n, j] ∘ dy[t, n],
 // and into dstart_tables (T of [R, E], or empty: no start-row gradient wanted)
 // dstart_t[start_ids[n]] += dy[t, n]. Returns the sample weights' gradient, a new [..., W] tensor

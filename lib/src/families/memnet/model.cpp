@@ -67,8 +67,8 @@ struct MemN2NImpl {
 
   static Dims dims(const MemN2N& m, const QaBatch& batch);
   static void prepare(const MemN2N& m, const QaBatch& batch, Rng* noise, Run& run);
-  // With `train`, keeps what backward needs.
-  static void forward(const MemN2N& m, const QaBatch& batch, Run& run, bool train);
+  // Keeps in run what backward needs.
+  static void forward(const MemN2N& m, const QaBatch& batch, Run& run);
   static void forward_row(const MemN2N& m, Run& run, int64_t b);
   // Cross-entropy of the answers: the sums, the predictions (when asked) and, when asked,
   // dlogits of the mean over the batch written over run.logits.
@@ -362,11 +362,12 @@ void MemN2NImpl::forward_row(const MemN2N& m, Run& run, int64_t b) {
   }
 }
 
-void MemN2NImpl::forward(const MemN2N& m, const QaBatch& batch, Run& run, bool train) {
+void MemN2NImpl::forward(const MemN2N& m, const QaBatch& batch, Run& run) {
   const Dims& d = run.d;
   const int64_t B = d.B, E = d.E, K = d.K;
-  // The window's sentences, embedded with every memory table from their temporal rows: one bag
-  // per slot, the other slots absent (ops/embedding_bag.hpp).
+  // The window's sentences, embedded with every memory table from their temporal rows (one bag
+  // per slot, the other slots absent, ops/embedding_bag.hpp), and the question u^1: checked here,
+  // summed example by example just before the example's hops read them, while they are in cache.
   std::vector<const Tensor*> tables, times;
   tables.reserve(static_cast<size_t>(d.S));
   times.reserve(static_cast<size_t>(d.S));
@@ -374,15 +375,10 @@ void MemN2NImpl::forward(const MemN2N& m, const QaBatch& batch, Run& run, bool t
     tables.push_back(&m.memory_[s].value);
     if (d.temporal) times.push_back(&m.temporal_[s].value);
   }
-  run.Mem = ops::embedding_bag_forward(batch.story, tables, times, run.story_bags.options,
-                                       train ? &run.story_bags : nullptr);
-  // u^1: the question.
   const Tensor* question[1] = {&question_table(m).value};
-  const Tensor u1 = ops::embedding_bag_forward(batch.question, question, {}, run.question_bags.options,
-                                               train ? &run.question_bags : nullptr);
+  run.Mem = ops::embedding_bag_prepare(batch.story, tables, times, run.story_bags.options, run.story_bags);
+  Tensor u1 = ops::embedding_bag_prepare(batch.question, question, {}, run.question_bags.options, run.question_bags);
   run.U = Tensor::uninitialized({K + 1, B, E});
-  std::memcpy(run.U.data(), u1.data(), static_cast<size_t>(B * E) * sizeof(float));
-  // The hops.
   run.P = Tensor::uninitialized({B, K, d.Ms});
   int64_t work = 0;
   for (int64_t c : run.cost) work += c;
@@ -390,6 +386,9 @@ void MemN2NImpl::forward(const MemN2N& m, const QaBatch& batch, Run& run, bool t
   flops::add(work + (d.adjacent ? 0 : B * K * E * E));
   flops::add_sequential_steps(K);   // the hops are a chain (core/flops.hpp)
   over_row_blocks(run.cost, threads_for(run.bag_work + work), [&](int64_t b0, int64_t b1) {
+    ops::embedding_bag_sum(run.story_bags, tables, times, b0 * d.Ms, b1 * d.Ms, run.Mem);
+    ops::embedding_bag_sum(run.question_bags, question, {}, b0, b1, u1);
+    std::memcpy(run.U.data() + b0 * E, u1.data() + b0 * E, static_cast<size_t>((b1 - b0) * E) * sizeof(float));
     for (int64_t b = b0; b < b1; ++b) forward_row(m, run, b);
   });
   // The answer logits a = W u^{K+1}: one GEMM over the batch.
@@ -514,7 +513,7 @@ void MemN2NImpl::backward(MemN2N& m, Run& run) {
 MemN2NStats MemN2N::train_step(const QaBatch& batch, Rng* noise) {
   Impl::Run run;
   Impl::prepare(*this, batch, noise, run);
-  Impl::forward(*this, batch, run, /*train=*/true);
+  Impl::forward(*this, batch, run);
   const MemN2NStats stats = Impl::loss(run, batch, nullptr, /*backward=*/true);
   Impl::backward(*this, run);
   return stats;
@@ -529,7 +528,7 @@ MemN2NResult MemN2N::evaluate(const QaBatch& batch) const {
 MemN2NResult MemN2N::answer(const QaBatch& batch) const {
   Impl::Run run;
   Impl::prepare(*this, batch, nullptr, run);
-  Impl::forward(*this, batch, run, /*train=*/false);
+  Impl::forward(*this, batch, run);
   MemN2NResult r;
   r.predictions = Tensor({run.d.B}, DType::i32);
   r.stats = Impl::loss(run, batch, r.predictions.idata(), /*backward=*/false);
