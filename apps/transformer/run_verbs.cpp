@@ -65,7 +65,8 @@ int cmd_translate(int argc, char** argv) {
   opts.add()
       ("dump-attention", po::bool_switch(), "store the attention weights of every layer and head")
       ("iterations", po::value<int64_t>()->value_name("T")->notifier(cli::positive<int64_t>("iterations")),
-       "cmlm: mask-predict iterations (default 10)")
+       "cmlm: mask-predict iterations (default: 10 for a model trained with uniform masking, the paper's; "
+       "1, one parallel pass, with all or glancing)")
       ("length-beam", po::value<int64_t>()->value_name("L")->notifier(cli::positive<int64_t>("length-beam")),
        "cmlm: target lengths decoded per sentence, the most likely first; the best mean log-probability "
        "is kept (default 1; at most the model's max_len + 1)");
@@ -81,8 +82,6 @@ int cmd_translate(int argc, char** argv) {
     if (to.decode.beam > 1)
       throw ConfigError("--beam is autoregressive beam search; a cmlm model decodes with mask-predict: use "
                         "--length-beam to decode several lengths");
-    if (to.decode.want_attention)
-      throw ConfigError("--dump-attention is not available for a cmlm model yet (issue 45)");
     if (opts.has("iterations")) nat.iterations = opts.get<int64_t>("iterations");
     if (opts.has("length-beam")) nat.length_beam = opts.get<int64_t>("length-beam");
     if (nat.length_beam > config.max_len + 1)

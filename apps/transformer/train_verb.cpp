@@ -56,7 +56,14 @@ void add_model_options(cli::Options& opts) {
        "mlm: mask only these words (a text file, white-space separated; selective masking)")
       ("length-loss-weight", po::value<double>()->value_name("W")
                                  ->notifier(cli::in_range<double>("length-loss-weight", 0.0, 1000.0)),
-       "cmlm: weight of the length predictor's loss beside the masked tokens' (default: the paper's 0.1)");
+       "cmlm: weight of the length predictor's loss beside the masked tokens' (default: the paper's 0.1)")
+      ("target-masking", po::value<std::string>()->value_name("KIND")
+                             ->notifier(cli::one_of("target-masking", {"uniform", "all", "glancing"})),
+       "cmlm: the targets masked in training: uniform (CMLM, decoded by mask-predict's iterations; the "
+       "default), all (vanilla NAT with position queries, one pass; Gu et al. 2018), glancing (GLAT, one "
+       "pass; Qian et al. 2021)")
+      ("glancing-ratio", po::value<double>()->value_name("F")->notifier(cli::in_range<double>("glancing-ratio", 0.0, 1.0)),
+       "glancing: the share of the first pass's wrong tokens revealed to the second (default: the paper's 0.5)");
   // clang-format on
 }
 
@@ -98,6 +105,17 @@ transformer::TransformerConfig config_from_options(const cli::Options& opts, con
       throw ConfigError("--length-loss-weight needs a cmlm model (--arch cmlm), this model is '" +
                         std::string(transformer::arch_name(c.arch)) + "'");
     c.length_loss_weight = static_cast<float>(opts.get<double>("length-loss-weight"));
+  }
+  if (opts.has("target-masking")) {
+    if (c.arch != TransformerArch::cmlm)
+      throw ConfigError("--target-masking needs a non-autoregressive model (--arch cmlm), this model is '" +
+                        std::string(transformer::arch_name(c.arch)) + "'");
+    c.target_masking = transformer::target_masking_from_string(opts.get<std::string>("target-masking"));
+  }
+  if (opts.has("glancing-ratio")) {
+    if (c.target_masking != transformer::TargetMasking::glancing)
+      throw ConfigError("--glancing-ratio needs glancing training (--arch cmlm --target-masking glancing)");
+    c.glancing_ratio = static_cast<float>(opts.get<double>("glancing-ratio"));
   }
   return c;
 }

@@ -18,6 +18,7 @@
 using namespace attn;
 using data::TokenBatch;
 using transformer::CmlmBatch;
+using transformer::TargetMasking;
 using transformer::Transformer;
 using transformer::TransformerArch;
 using transformer::TransformerConfig;
@@ -101,6 +102,8 @@ void set_logit(Tensor& logits, int64_t r, int64_t t, int32_t tok, float a) {
   logits.data()[(r * L + t) * V + tok] = a;
 }
 
+std::vector<int32_t> ints(const Tensor& t) { return {t.idata(), t.idata() + t.numel()}; }
+
 // The log-probability of a position whose logits are a at one token and 0 elsewhere, among the 5
 // producible ids of V = 8 (PAD, BOS and EOS forbidden).
 float lp_of(float a) { return a - std::log(std::exp(a) + 4.0f); }
@@ -125,6 +128,70 @@ TEST_CASE("cmlm config: the arch and length_loss_weight round-trip, old files re
   bad = c;
   bad.src_vocab = 0;
   REQUIRE_THROWS_WITH(bad.validate(), Catch::Contains("src_vocab"));
+}
+
+TEST_CASE("cmlm config: target_masking and glancing_ratio round-trip, old files read uniform and 0.5", "[unit][nat]") {
+  TransformerConfig c = tiny_cmlm();
+  c.target_masking = TargetMasking::glancing;
+  c.glancing_ratio = 0.3f;
+  auto attrs = c.to_attrs();
+  CHECK(std::get<std::string>(attrs.at("target_masking")) == "glancing");
+  const TransformerConfig back = TransformerConfig::from_attrs(attrs);
+  CHECK(back.target_masking == TargetMasking::glancing);
+  CHECK(back.glancing_ratio == 0.3f);
+  CHECK(back.default_iterations() == 1);
+  attrs.erase("target_masking");   // a file written before vanilla NAT and GLAT
+  attrs.erase("glancing_ratio");
+  const TransformerConfig old = TransformerConfig::from_attrs(attrs, "old.h5");
+  CHECK(old.target_masking == TargetMasking::uniform);
+  CHECK(old.glancing_ratio == 0.5f);
+  CHECK(old.default_iterations() == 10);
+  c.glancing_ratio = 1.5f;
+  REQUIRE_THROWS_WITH(c.validate(), Catch::Contains("glancing_ratio must be in [0, 1], got 1.5"));
+  REQUIRE_THROWS_WITH(transformer::target_masking_from_string("some"), Catch::Contains("uniform"));
+}
+
+TEST_CASE("cmlm_mask with all masks every target position, glance_targets reveals round(ratio x wrong)",
+          "[unit][nat]") {
+  // Two rows: y = 4 5 6 7 (then EOS) and y = 8 9 (then EOS, PAD, PAD).
+  TokenBatch batch;
+  batch.src = Tensor::from_ints({2, 2}, {4, 5, 6, 0});
+  batch.src_len = Tensor::from_ints({2}, {2, 1});
+  batch.tgt = Tensor::from_ints({2, 5}, {4, 5, 6, 7, data::kEos, 8, 9, data::kEos, 0, 0});
+  batch.tgt_len = Tensor::from_ints({2}, {5, 3});
+  Rng rng(3);
+  const int32_t kMask = 10;
+  const CmlmBatch all = transformer::cmlm_mask(batch, rng, kMask, TargetMasking::all);
+  CHECK(ints(all.dec_in) == std::vector<int32_t>{kMask, kMask, kMask, kMask, kMask, kMask, 0, 0});
+  CHECK(ints(all.targets) == std::vector<int32_t>{4, 5, 6, 7, 8, 9, 0, 0});
+  CHECK(ints(all.tgt_len) == std::vector<int32_t>{4, 2});
+  // Row 0: 3 of 4 first-pass tokens wrong, ratio 0.5 -> round(1.5) = 2 revealed; row 1: none
+  // wrong -> nothing revealed.
+  const Tensor predictions = Tensor::from_ints({2, 4}, {4, 9, 9, 9, 8, 9, 0, 0});
+  for (uint64_t seed = 0; seed < 20; ++seed) {
+    Rng draw(seed);
+    const CmlmBatch g = transformer::glance_targets(all, predictions, 0.5f, draw);
+    int64_t revealed = 0;
+    for (int64_t t = 0; t < 4; ++t) {
+      const int32_t in = g.dec_in.idata()[t], tgt = g.targets.idata()[t];
+      if (in == kMask) {
+        CHECK(tgt == all.targets.idata()[t]);   // masked: scored on its reference token
+      } else {
+        CHECK(in == all.targets.idata()[t]);   // revealed: the reference token is the input ...
+        CHECK(tgt == 0);                        // ... and is not scored
+        ++revealed;
+      }
+    }
+    CHECK(revealed == 2);
+    for (int64_t t = 4; t < 6; ++t) CHECK(g.dec_in.idata()[t] == kMask);
+  }
+  // Every token wrong at ratio 1: |y| - 1 revealed, one still scored.
+  Rng draw(1);
+  const CmlmBatch most = transformer::glance_targets(all, Tensor::from_ints({2, 4}, {9, 9, 9, 9, 4, 4, 0, 0}), 1.0f, draw);
+  CHECK(std::count(most.dec_in.idata(), most.dec_in.idata() + 4, kMask) == 1);
+  CHECK(std::count(most.dec_in.idata() + 4, most.dec_in.idata() + 6, kMask) == 1);
+  REQUIRE_THROWS_WITH(transformer::glance_targets(all, Tensor::from_ints({2, 3}, {0, 0, 0, 0, 0, 0}), 0.5f, draw),
+                      Catch::Contains("predictions [B, T]"));
 }
 
 TEST_CASE("cmlm params: [MASK] and [LENGTH] rows, the length predictor over offsets", "[unit][nat]") {
@@ -388,8 +455,10 @@ TEST_CASE("mask_predict on a model: the length beam, /iterations, and its refusa
   }
   o.max_len = 2;   // a cap on the lengths
   for (const auto& t : transformer::mask_predict(model, src, src_len, o).tokens) CHECK(t.size() <= 2);
-  o = {.iterations = 0, .length_beam = 1, .max_len = 0};
+  o = {.iterations = -1, .length_beam = 1, .max_len = 0};
   REQUIRE_THROWS_WITH(transformer::mask_predict(model, src, src_len, o), Catch::Contains("iterations must be >= 1"));
+  o = {.iterations = 0, .length_beam = 1, .max_len = 0};   // the model's default: 10 after uniform masking
+  CHECK(transformer::mask_predict(model, src, src_len, o).outputs[0].second.dim(1) == 10);
   o = {.iterations = 2, .length_beam = 14, .max_len = 0};
   REQUIRE_THROWS_WITH(transformer::mask_predict(model, src, src_len, o),
                       Catch::Contains("length_beam must be in [1, max_len + 1 = 13]") && Catch::Contains("got 14"));
@@ -399,9 +468,32 @@ TEST_CASE("mask_predict on a model: the length beam, /iterations, and its refusa
   train::TranslateOptions beam;
   beam.decode.beam = 2;
   REQUIRE_THROWS_WITH(transformer::translate(model, split, beam), Catch::Contains("beam must be 1, got 2"));
+  // The attention of the pass behind the final tokens: every layer's, rows past an output's
+  // length zero, self-attention rows summing to 1 over the output, cross-attention over the source
+  // tokens (the rest of a row went to [LENGTH]).
   train::TranslateOptions weights;
   weights.decode.want_attention = true;
-  REQUIRE_THROWS_AS(transformer::translate(model, split, weights), ConfigError);
+  const train::Translation att = transformer::translate(model, split, weights,
+                                                        {.iterations = 2, .length_beam = 1, .max_len = 0});
+  REQUIRE(att.attention.size() == 2);   // one layer, self and cross
+  CHECK(att.attention[0].first == "self/layer0");
+  CHECK(att.attention[1].first == "cross/layer0");
+  const Tensor& self = att.attention[0].second;    // [2, H, L, L]
+  const Tensor& cross = att.attention[1].second;   // [2, H, L, 3]
+  const int64_t H = self.dim(1), L = self.dim(2);
+  CHECK(cross.shape() == Shape{2, H, L, 3});
+  for (int64_t n = 0; n < 2; ++n) {
+    const auto len = static_cast<int64_t>(att.tokens[static_cast<size_t>(n)].size());
+    for (int64_t h = 0; h < H; ++h)
+      for (int64_t t = 0; t < L; ++t) {
+        double self_sum = 0, cross_sum = 0;
+        for (int64_t j = 0; j < L; ++j) self_sum += self.at(((n * H + h) * L + t) * L + j);
+        for (int64_t j = 0; j < 3; ++j) cross_sum += cross.at(((n * H + h) * L + t) * 3 + j);
+        CHECK(self_sum == Approx(t < len ? 1.0 : 0.0).margin(1e-5));
+        CHECK((t < len ? cross_sum > 0.0 && cross_sum < 1.0 : cross_sum == 0.0));
+        if (n == 1 && t < len) CHECK(cross.at(((n * H + h) * L + t) * 3 + 2) == 0.0f);   // source 1 has 2 tokens
+      }
+  }
   const train::Translation tr = transformer::translate(model, split, {},
                                                        {.iterations = 2, .length_beam = 1, .max_len = 0});
   CHECK(tr.tokens.size() == 2);
@@ -471,9 +563,11 @@ namespace {
 
 // A CMLM of 2 + 2 layers of width 32 trained by train::fit for 30 epochs on `train`, the tool's
 // Adam and warm-up; shared by the tasks it must learn.
-Transformer trained_cmlm(const data::TokenSplit& train, int32_t vocab_size, uint64_t init_seed, uint64_t train_seed) {
+Transformer trained_cmlm(const data::TokenSplit& train, int32_t vocab_size, uint64_t init_seed, uint64_t train_seed,
+                         TargetMasking masking = TargetMasking::uniform) {
   TransformerConfig c;
   c.arch = TransformerArch::cmlm;
+  c.target_masking = masking;
   c.src_vocab = c.tgt_vocab = vocab_size;
   c.d_model = 32;
   c.heads = 2;
@@ -496,10 +590,10 @@ Transformer trained_cmlm(const data::TokenSplit& train, int32_t vocab_size, uint
   return model;
 }
 
-// Sentences of `batch` that 4 mask-predict iterations (length beam 1) decode exactly.
-int64_t exact_after_4_iterations(const Transformer& model, const TokenBatch& batch) {
+// Sentences of `batch` that `iterations` mask-predict iterations (length beam 1) decode exactly.
+int64_t exact_after(int64_t iterations, const Transformer& model, const TokenBatch& batch) {
   const decode::Decoded out = transformer::mask_predict(model, batch.src, batch.src_len,
-                                                        {.iterations = 4, .length_beam = 1, .max_len = 0});
+                                                        {.iterations = iterations, .length_beam = 1, .max_len = 0});
   int64_t right = 0;
   const int64_t T = batch.tgt.dim(1);
   for (int64_t b = 0; b < batch.tgt.dim(0); ++b) {
@@ -521,7 +615,7 @@ TEST_CASE("a CMLM learns reverse: sequence accuracy >= 0.95 with 4 mask-predict 
   for (int64_t i = 0; i < 200; ++i) tail[static_cast<size_t>(i)] = 2000 + i;
   // Length beam 1: with 3, this model scored 0.925, every miss a wrong length whose tokens were
   // surer on average (a 1-token candidate beside a 4-token reference): the paper's rule, kept.
-  const int64_t right = exact_after_4_iterations(model, train::gather_token_batch(more, tail));
+  const int64_t right = exact_after(4, model, train::gather_token_batch(more, tail));
   INFO("sequence accuracy " << right / 200.0);
   CHECK(right >= 190);
 }
@@ -549,7 +643,25 @@ TEST_CASE("a CMLM learns sort: sequence accuracy >= 0.95 with 4 mask-predict ite
   const data::TokenSplit test_split = sort_split(200, 74);
   std::vector<int64_t> all(200);
   std::iota(all.begin(), all.end(), int64_t{0});
-  const int64_t right = exact_after_4_iterations(model, train::gather_token_batch(test_split, all));
+  const int64_t right = exact_after(4, model, train::gather_token_batch(test_split, all));
   INFO("sequence accuracy " << right / 200.0);
   CHECK(right >= 190);
+}
+
+TEST_CASE("one-pass NATs learn reverse: vanilla (all masked) and GLAT, sequence accuracy >= 0.95 in one pass",
+          "[integration][nat]") {
+  // Reversal is a function of the source alone, so one parallel pass can get it exactly: the
+  // vanilla NAT learns it from position queries; GLAT too, with a glance of the references.
+  const int32_t kVocab = 12;
+  const data::TokenSplit train = test::reversal_split(2000, kVocab, 2, 6);
+  const data::TokenSplit more = test::reversal_split(2200, kVocab, 2, 6);
+  std::vector<int64_t> tail(200);
+  for (int64_t i = 0; i < 200; ++i) tail[static_cast<size_t>(i)] = 2000 + i;
+  const TokenBatch unseen = train::gather_token_batch(more, tail);
+  for (const TargetMasking masking : {TargetMasking::all, TargetMasking::glancing}) {
+    const Transformer model = trained_cmlm(train, kVocab, 81, 82, masking);
+    const int64_t right = exact_after(1, model, unseen);
+    INFO(transformer::target_masking_name(masking) << ": one-pass sequence accuracy " << right / 200.0);
+    CHECK(right >= 190);
+  }
 }

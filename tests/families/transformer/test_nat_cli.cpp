@@ -102,13 +102,21 @@ TEST_CASE("attn-transformer refuses NAT options it cannot honour: exit 2 naming 
       {translate + "nat.h5 --iterations 0", "--iterations must be > 0, got 0"},
       {translate + "nat.h5 --length-beam 1000000", "--length-beam must be in [1, 257]"},
       {translate + "nat.h5 --beam 4", "use --length-beam"},
-      {translate + "nat.h5 --dump-attention", "--dump-attention is not available for a cmlm model"},
       {translate + "at.h5 --iterations 4", "--iterations and --length-beam need a non-autoregressive model"},
       {"{tf} generate --model nat.h5", "generate needs a language model"},
       {"{tf} train --data d.h5 --model x.h5 --length-loss-weight 0.5 --steps 1 " + std::string(kTiny),
        "--length-loss-weight needs a cmlm model"},
       {"{tf} train --data d.h5 --model x.h5 --arch cmlm --length-loss-weight -1 --steps 1 " + std::string(kTiny),
        "--length-loss-weight"},
+      {"{tf} train --data d.h5 --model x.h5 --target-masking all --steps 1 " + std::string(kTiny),
+       "--target-masking needs a non-autoregressive model (--arch cmlm), this model is 'encdec'"},
+      {"{tf} train --data d.h5 --model x.h5 --arch cmlm --target-masking most --steps 1 " + std::string(kTiny),
+       "--target-masking"},
+      {"{tf} train --data d.h5 --model x.h5 --arch cmlm --glancing-ratio 0.3 --steps 1 " + std::string(kTiny),
+       "--glancing-ratio needs glancing training"},
+      {"{tf} train --data d.h5 --model x.h5 --arch cmlm --target-masking glancing --glancing-ratio 2 --steps 1 " +
+           std::string(kTiny),
+       "--glancing-ratio"},
   };
   for (const Case& c : cases) {
     const Result r = run(dir, c.command);
@@ -117,4 +125,33 @@ TEST_CASE("attn-transformer refuses NAT options it cannot honour: exit 2 naming 
     CHECK_THAT(r.err, Contains(c.message));
   }
   CHECK_THAT(run(dir, translate + "nat.h5 --length-beam 1000000").err, Contains("got 1000000"));
+}
+
+TEST_CASE("one-pass NAT: train --target-masking glancing -> translate in one pass, with --dump-attention",
+          "[cli][nat]") {
+  test::TempDir dir;
+  REQUIRE(run(dir, std::string(kData) + " --out d.h5").code == 0);
+  const Result train = run(dir, "{tf} train --data d.h5 --model g.h5 --arch cmlm --target-masking glancing "
+                                "--glancing-ratio 0.3 --steps 4 " +
+                                    std::string(kTiny));
+  INFO(train.err);
+  REQUIRE(train.code == 0);
+  {
+    const io::File m = io::File::open_read(dir.file("g.h5"));
+    CHECK(m.attr_string("/config", "target_masking") == "glancing");
+    CHECK(m.attr_double("/config", "glancing_ratio") == Approx(0.3));
+  }
+  // The model's default: one pass (no --iterations), with every layer's weights.
+  const Result tr =
+      run(dir, "{tf} translate --model g.h5 --data d.h5 --split test --dump-attention --out p.h5 --quiet");
+  INFO(tr.err);
+  REQUIRE(tr.code == 0);
+  const io::File p = io::File::open_read(dir.file("p.h5"));
+  const Shape pred = p.shape("/predictions");
+  CHECK(p.shape("/iterations/tokens") == Shape{20, 1, pred[1]});
+  const Shape self = p.shape("/attention/self/layer0"), cross = p.shape("/attention/cross/layer0");
+  REQUIRE(self.size() == 4);
+  CHECK(self == Shape{20, 2, pred[1], pred[1]});
+  REQUIRE(cross.size() == 4);
+  CHECK(Shape(cross.begin(), cross.begin() + 3) == Shape{20, 2, pred[1]});   // then the sources' width
 }

@@ -55,6 +55,10 @@ struct FieldWriter {
   void operator()(const char* key, const T& x, AbsentMeans<T>) {
     (*this)(key, x);
   }
+  template <class Enum, class Name, class Parse>
+  void operator()(const char* key, const Enum& x, Name name, Parse parse, AbsentMeans<Enum>) {
+    (*this)(key, x, name, parse);
+  }
 };
 
 struct FieldReader {
@@ -70,6 +74,11 @@ struct FieldReader {
   template <class T>
   void operator()(const char* key, T& x, AbsentMeans<T> absent) const {
     if (r.has(key)) (*this)(key, x);
+    else x = absent.value;
+  }
+  template <class Enum, class Name, class Parse>
+  void operator()(const char* key, Enum& x, Name name, Parse parse, AbsentMeans<Enum> absent) const {
+    if (r.has(key)) (*this)(key, x, name, parse);
     else x = absent.value;
   }
 };

@@ -38,12 +38,18 @@ constexpr EnumNames<PositionalKind, 2> kPositionalNames{
 constexpr EnumNames<nn::NormPosition, 2> kNormNames{{{nn::NormPosition::post, "post"}, {nn::NormPosition::pre, "pre"}}};
 constexpr EnumNames<TieEmbeddings, 3> kTieNames{
     {{TieEmbeddings::none, "none"}, {TieEmbeddings::output, "output"}, {TieEmbeddings::all, "all"}}};
+constexpr EnumNames<TargetMasking, 3> kTargetMaskingNames{
+    {{TargetMasking::uniform, "uniform"}, {TargetMasking::all, "all"}, {TargetMasking::glancing, "glancing"}}};
 }  // namespace
 
 const char* arch_name(TransformerArch arch) { return enum_name(kArchNames, arch); }
 const char* positional_name(PositionalKind kind) { return enum_name(kPositionalNames, kind); }
 const char* norm_name(nn::NormPosition norm) { return enum_name(kNormNames, norm); }
 const char* tie_embeddings_name(TieEmbeddings tie) { return enum_name(kTieNames, tie); }
+const char* target_masking_name(TargetMasking masking) { return enum_name(kTargetMaskingNames, masking); }
+TargetMasking target_masking_from_string(const std::string& name) {
+  return parse_enum(kTargetMaskingNames, "target_masking", name);
+}
 TransformerArch arch_from_string(const std::string& name) { return parse_enum(kArchNames, "arch", name); }
 PositionalKind positional_from_string(const std::string& name) {
   return parse_enum(kPositionalNames, "positional encoding", name);
@@ -75,6 +81,7 @@ void TransformerConfig::validate() const {
   unit_interval("label_smoothing", label_smoothing);
   if (!(length_loss_weight >= 0.0f && std::isfinite(length_loss_weight)))
     bad("length_loss_weight", ">= 0", str(length_loss_weight));
+  if (!(glancing_ratio >= 0.0f && glancing_ratio <= 1.0f)) bad("glancing_ratio", "in [0, 1]", str(glancing_ratio));
 }
 
 std::map<std::string, io::AttrValue> TransformerConfig::to_attrs() const { return io::write_fields(*this); }
@@ -152,7 +159,7 @@ namespace {
 
 // cmlm_mask with row b drawing from row_rng(b).
 template <class RowRng>
-CmlmBatch cmlm_rows(const data::TokenBatch& batch, RowRng&& row_rng, int32_t mask_id) {
+CmlmBatch cmlm_rows(const data::TokenBatch& batch, RowRng&& row_rng, int32_t mask_id, TargetMasking masking) {
   check_tensor(batch.src, {kAny, kAny}, "cmlm_mask: src [B, S]", DType::i32);
   const int64_t B = batch.src.dim(0);
   check_tensor(batch.src_len, {B}, "cmlm_mask: src_len [B]", DType::i32);
@@ -181,6 +188,11 @@ CmlmBatch cmlm_rows(const data::TokenBatch& batch, RowRng&& row_rng, int32_t mas
     int32_t* tgt = out.targets.idata() + b * Ty;
     std::copy_n(y, n, in);
     if (n == 0) continue;
+    if (masking != TargetMasking::uniform) {   // every position
+      std::copy_n(y, n, tgt);
+      std::fill_n(in, n, mask_id);
+      continue;
+    }
     Rng& rng = row_rng(b);
     const int64_t k = 1 + rng.uniform_int(n);   // masked tokens, uniform in 1..n
     order.resize(static_cast<size_t>(n));
@@ -197,19 +209,50 @@ CmlmBatch cmlm_rows(const data::TokenBatch& batch, RowRng&& row_rng, int32_t mas
 
 }  // namespace
 
-CmlmBatch cmlm_mask(const data::TokenBatch& batch, Rng& rng, int32_t mask_id) {
+CmlmBatch cmlm_mask(const data::TokenBatch& batch, Rng& rng, int32_t mask_id, TargetMasking masking) {
   return cmlm_rows(
-      batch, [&](int64_t) -> Rng& { return rng; }, mask_id);
+      batch, [&](int64_t) -> Rng& { return rng; }, mask_id, masking);
 }
 
 CmlmBatch cmlm_mask_examples(const data::TokenBatch& batch, uint64_t seed, std::span<const int64_t> examples,
-                             int32_t mask_id) {
+                             int32_t mask_id, TargetMasking masking) {
   if (static_cast<int64_t>(examples.size()) != batch.src.dim(0))
     throw ShapeError("cmlm_mask_examples: " + std::to_string(examples.size()) + " example ids for a batch of " +
                      std::to_string(batch.src.dim(0)) + " rows");
   Rng row;
   return cmlm_rows(
-      batch, [&](int64_t b) -> Rng& { return row = Rng(seed).fork(static_cast<uint64_t>(examples[b])); }, mask_id);
+      batch, [&](int64_t b) -> Rng& { return row = Rng(seed).fork(static_cast<uint64_t>(examples[b])); }, mask_id,
+      masking);
+}
+
+CmlmBatch glance_targets(const CmlmBatch& all_masked, const Tensor& predictions, float ratio, Rng& rng) {
+  const int64_t B = all_masked.dec_in.dim(0), T = all_masked.dec_in.dim(1);
+  check_tensor(predictions, {B, T}, "glance_targets: predictions [B, T]", DType::i32);
+  if (!(ratio >= 0.0f && ratio <= 1.0f))
+    throw ConfigError("glance_targets: ratio must be in [0, 1], got " + std::to_string(ratio));
+  CmlmBatch out = all_masked;
+  out.dec_in = all_masked.dec_in.clone();
+  out.targets = all_masked.targets.clone();
+  std::vector<int64_t> order;
+  for (int64_t b = 0; b < B; ++b) {
+    const int64_t n = all_masked.tgt_len.idata()[b];
+    int32_t* in = out.dec_in.idata() + b * T;
+    int32_t* tgt = out.targets.idata() + b * T;
+    const int32_t* pred = predictions.idata() + b * T;
+    int64_t wrong = 0;
+    for (int64_t t = 0; t < n; ++t) wrong += pred[t] != tgt[t];
+    const int64_t reveal = std::min<int64_t>(std::max<int64_t>(n - 1, 0),
+                                             static_cast<int64_t>(std::floor(ratio * static_cast<float>(wrong) + 0.5f)));
+    order.resize(static_cast<size_t>(n));
+    std::iota(order.begin(), order.end(), int64_t{0});
+    for (int64_t i = 0; i < reveal; ++i) {   // the first `reveal` of a uniform random permutation
+      std::swap(order[static_cast<size_t>(i)], order[static_cast<size_t>(i + rng.uniform_int(n - i))]);
+      const int64_t t = order[static_cast<size_t>(i)];
+      in[t] = tgt[t];
+      tgt[t] = data::kPad;
+    }
+  }
+  return out;
 }
 
 }  // namespace attn::transformer

@@ -41,10 +41,64 @@ void predict_masked(const Tensor& logits, const std::vector<uint8_t>& is_masked,
   }
 }
 
+// The weights of the pass behind the final tokens (nat.hpp, mask_predict): the decoder re-run on
+// the last iteration's inputs, history and masked [N, I, L]; memory [N, 1 + S, D].
+NamedTensors last_pass_attention(const Transformer& model, const Tensor& memory, const Tensor& src_len,
+                                 const Tensor& history, const Tensor& masked) {
+  const int64_t N = history.dim(0), I = history.dim(1), L = history.dim(2), S = memory.dim(1) - 1;
+  Tensor inputs({N, L}, DType::i32), lengths({N}, DType::i32);
+  for (int64_t n = 0; n < N; ++n) {
+    const int32_t* tok = history.idata() + (n * I + I - 1) * L;
+    const int32_t* was_masked = masked.idata() + (n * I + I - 1) * L;
+    int64_t len = 0;
+    while (len < L && tok[len] != data::kPad) ++len;
+    lengths.idata()[n] = static_cast<int32_t>(len);
+    for (int64_t t = 0; t < L; ++t) inputs.idata()[n * L + t] = was_masked[t] ? model.mask_token_id() : tok[t];
+  }
+  std::vector<Tensor> self, cross;
+  model.nat_logits(inputs, lengths, memory, src_len, &self, &cross);
+  NamedTensors out;
+  for (size_t l = 0; l < self.size(); ++l) {
+    Tensor& w = self[l];   // [N, H, L, L]
+    const int64_t H = w.dim(1);
+    Tensor c({N, H, L, S});   // [LENGTH]'s column dropped
+    for (int64_t n = 0; n < N; ++n) {
+      const int64_t len = lengths.idata()[n];
+      for (int64_t h = 0; h < H; ++h)
+        for (int64_t t = 0; t < L; ++t) {
+          float* row = w.data() + ((n * H + h) * L + t) * L;
+          if (t >= len) {
+            std::fill_n(row, L, 0.0f);
+            continue;
+          }
+          std::copy_n(cross[l].data() + ((n * H + h) * L + t) * (S + 1) + 1, S, c.data() + ((n * H + h) * L + t) * S);
+        }
+    }
+    out.emplace_back("self/layer" + std::to_string(l), std::move(w));
+    out.emplace_back("cross/layer" + std::to_string(l), std::move(c));
+  }
+  return out;
+}
+
 }  // namespace
 
+CmlmBatch glancing_batch(const Transformer& model, const data::TokenBatch& batch, Rng& rng) {
+  const CmlmBatch all = cmlm_mask(batch, rng, model.mask_token_id(), TargetMasking::all);
+  const Tensor memory = model.encode(all.src, all.src_len);
+  const Tensor logits = model.nat_logits(all.dec_in, all.tgt_len, memory, all.src_len);   // [B, T, V]
+  const int64_t rows = all.dec_in.numel(), V = logits.dim(2);
+  Tensor predictions(all.dec_in.shape(), DType::i32);
+  for (int64_t i = 0; i < rows; ++i) {
+    const float* row = logits.data() + i * V;
+    predictions.idata()[i] = static_cast<int32_t>(std::max_element(row, row + V) - row);
+  }
+  return glance_targets(all, predictions, model.config().glancing_ratio, rng);
+}
+
 void check_mask_predict_options(const TransformerConfig& config, const MaskPredictOptions& o) {
-  if (o.iterations < 1) throw ConfigError("mask-predict: iterations must be >= 1, got " + std::to_string(o.iterations));
+  if (o.iterations < 0)
+    throw ConfigError("mask-predict: iterations must be >= 1 (or 0: the model's default), got " +
+                      std::to_string(o.iterations));
   if (o.length_beam < 1 || o.length_beam > config.max_len + 1)
     throw ConfigError("mask-predict: length_beam must be in [1, max_len + 1 = " + std::to_string(config.max_len + 1) +
                       "] (the target lengths 0.." + std::to_string(config.max_len) + " the model can produce), got " +
@@ -103,11 +157,13 @@ MaskPredictSearch mask_predict_search(const NatScorer& score, const std::vector<
 }
 
 decode::Decoded mask_predict(const Transformer& model, const Tensor& src, const Tensor& src_len,
-                             const MaskPredictOptions& o) {
+                             const MaskPredictOptions& options) {
   const TransformerConfig& cfg = model.config();
   if (cfg.arch != TransformerArch::cmlm)
     throw ConfigError("mask-predict needs a cmlm model, this one is '" + std::string(arch_name(cfg.arch)) + "'");
-  check_mask_predict_options(cfg, o);
+  check_mask_predict_options(cfg, options);
+  MaskPredictOptions o = options;
+  if (o.iterations == 0) o.iterations = cfg.default_iterations();
   check_tensor(src, {kAny, kAny}, "mask-predict: src [N, S]", DType::i32);
   const int64_t N = src.dim(0);
   check_tensor(src_len, {N}, "mask-predict: src_len [N]", DType::i32);
@@ -174,6 +230,7 @@ decode::Decoded mask_predict(const Transformer& model, const Tensor& src, const 
       std::copy_n(s.history.idata() + from, width, history.idata() + to);
       std::copy_n(s.masked.idata() + from, width, masked.idata() + to);
     }
+  if (o.want_attention) out.attention = last_pass_attention(model, memory, src_len, history, masked);
   out.outputs.emplace_back("iterations/tokens", std::move(history));
   out.outputs.emplace_back("iterations/masked", std::move(masked));
   return out;

@@ -13,6 +13,7 @@
 #include "attn/core/thread_governor.hpp"
 #include "attn/data/batching.hpp"
 #include "attn/families/transformer/classifier.hpp"
+#include "attn/families/transformer/nat.hpp"
 #include "attn/train/checkpoints.hpp"
 #include "attn/train/data_fingerprint.hpp"
 
@@ -28,6 +29,12 @@ std::span<const int32_t> ints(const Tensor& t) { return {t.idata(), static_cast<
 data::TokenBatch mlm_batch(const data::TokenSplit& split, std::span<const int64_t> index) {
   const data::TokenBatch rows = train::gather_token_batch(split, index);
   return bert_input(rows.src, rows.src_len, rows.segments);
+}
+
+// A cmlm model is validated on the inputs it decodes first: masks drawn as in training
+// (uniform), or every position masked (all, glancing: decoded in one pass).
+TargetMasking validation_masking(const TransformerConfig& c) {
+  return c.target_masking == TargetMasking::uniform ? TargetMasking::uniform : TargetMasking::all;
 }
 
 }  // namespace
@@ -86,9 +93,13 @@ train::TrainTask transformer_task(Transformer& model, const data::TokenSplit& tr
   describe_token_task(task);
   task.train_lengths = transformer_lengths(arch, train);
   task.train_batch = [&model, &train, arch, masking](std::span<const int64_t> index, Rng& rng) {
-    if (arch == TransformerArch::cmlm)
-      return train::to_stats(
-          model.train_step(cmlm_mask(train::gather_token_batch(train, index), rng, model.mask_token_id()), rng));
+    if (arch == TransformerArch::cmlm) {
+      const data::TokenBatch rows = train::gather_token_batch(train, index);
+      const TargetMasking m = model.config().target_masking;
+      return train::to_stats(model.train_step(
+          m == TargetMasking::glancing ? glancing_batch(model, rows, rng) : cmlm_mask(rows, rng, model.mask_token_id(), m),
+          rng));
+    }
     if (arch == TransformerArch::mlm)
       return train::to_stats(model.train_step(
           mask_tokens(mlm_batch(train, index), rng, model.mask_token_id(), model.config().tgt_vocab, masking), rng));
@@ -99,7 +110,8 @@ train::TrainTask transformer_task(Transformer& model, const data::TokenSplit& tr
     task.valid_batch = [&model, valid, arch, masking](std::span<const int64_t> index) {
       if (arch == TransformerArch::cmlm)
         return train::to_stats(model.evaluate(cmlm_mask_examples(train::gather_token_batch(*valid, index),
-                                                                 kValidMaskSeed, index, model.mask_token_id())));
+                                                                 kValidMaskSeed, index, model.mask_token_id(),
+                                                                 validation_masking(model.config()))));
       if (arch == TransformerArch::mlm)
         return train::to_stats(model.evaluate(mask_examples(mlm_batch(*valid, index), kValidMaskSeed, index,
                                                             model.mask_token_id(), model.config().tgt_vocab, masking)));
@@ -147,7 +159,8 @@ train::EvalResult evaluate_transformer(const Transformer& model, const data::Tok
         train::EvalResult r;
         if (arch == TransformerArch::cmlm) {   // fixed masks, as validation: no sequence accuracy
           r.stats = train::to_stats(model.evaluate(cmlm_mask_examples(train::gather_token_batch(split, index),
-                                                                      kValidMaskSeed, index, model.mask_token_id())));
+                                                                      kValidMaskSeed, index, model.mask_token_id(),
+                                                                      validation_masking(model.config()))));
           return r;
         }
         if (arch == TransformerArch::mlm) {   // the masked tokens only: no sequence accuracy
@@ -172,10 +185,9 @@ train::Translation translate(const Transformer& model, const data::TokenSplit& s
       throw ConfigError("translate: beam search is autoregressive; a cmlm model decodes with mask-predict, whose "
                         "length beam decodes several target lengths (beam must be 1, got " +
                         std::to_string(options.decode.beam) + ")");
-    if (options.decode.want_attention)
-      throw ConfigError("translate: the attention weights of a cmlm model are not available yet");
     check_mask_predict_options(model.config(), nat);
     MaskPredictOptions o = nat;
+    o.want_attention = options.decode.want_attention;
     if (o.max_len == 0) o.max_len = options.decode.max_len;   // --max-len caps the lengths too
     return train::translate_split(split, options.max_tokens, [&](const data::PaddedBatch& src) {
       return mask_predict(model, src.tokens, src.lengths, o);

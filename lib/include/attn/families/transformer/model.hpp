@@ -66,16 +66,30 @@ enum class PositionalKind { sinusoidal, learned };
 // vocabulary).
 enum class TieEmbeddings { none, output, all };
 
+// How a cmlm model's training masks its targets (the decoder inputs it learns to complete):
+//   uniform   CMLM (Ghazvininejad et al. 2019): a number drawn uniformly from 1..|y|, decoded by
+//             mask-predict's iterations;
+//   all       the vanilla NAT of Gu et al. (2018) without fertility, with position queries for
+//             decoder inputs: every target position is [MASK], decoded in one parallel pass;
+//   glancing  GLAT (Qian et al. 2021): a first pass over all-[MASK] inputs, then the decoder sees
+//             round(glancing_ratio x (tokens the first pass got wrong)) reference tokens at random
+//             positions and learns the others (glance_targets); decoded in one pass.
+enum class TargetMasking { uniform, all, glancing };
+
 // The names are attn-transformer's option values: "encdec", "lm", "mlm", "cmlm" / "sinusoidal",
-// "learned" / "post", "pre" / "none", "output", "all"; parsing throws ConfigError listing them.
+// "learned" / "post", "pre" / "none", "output", "all" / "uniform", "all", "glancing"; parsing
+// throws ConfigError listing them.
 const char* arch_name(TransformerArch arch);
 const char* positional_name(PositionalKind kind);
 const char* norm_name(nn::NormPosition norm);
 const char* tie_embeddings_name(TieEmbeddings tie);
+const char* target_masking_name(TargetMasking masking);
 TransformerArch arch_from_string(const std::string& name);
 PositionalKind positional_from_string(const std::string& name);
 nn::NormPosition norm_from_string(const std::string& name);
 TieEmbeddings tie_embeddings_from_string(const std::string& name);
+TargetMasking target_masking_from_string(const std::string& name);
+
 
 struct TransformerConfig {
   TransformerArch arch = TransformerArch::encdec;
@@ -90,6 +104,8 @@ struct TransformerConfig {
   int64_t attn_window = -1;                       // >= 0: truncated self-attention radius
   float label_smoothing = 0.1f;
   float length_loss_weight = 0.1f;   // cmlm: weight of the length loss (paper: 0.1)
+  TargetMasking target_masking = TargetMasking::uniform;   // cmlm: the training objective (above)
+  float glancing_ratio = 0.5f;                             // cmlm, glancing: the paper's 0.5
 
   // The fields of /config, each once (io/config_fields.hpp).
   template <class C, class V>
@@ -110,6 +126,9 @@ struct TransformerConfig {
     v("attn_window", c.attn_window);
     v("label_smoothing", c.label_smoothing);
     v("length_loss_weight", c.length_loss_weight, io::AbsentMeans{0.1f});   // added with cmlm
+    v("target_masking", c.target_masking, target_masking_name, target_masking_from_string,
+      io::AbsentMeans{TargetMasking::uniform});   // added with vanilla NAT and GLAT
+    v("glancing_ratio", c.glancing_ratio, io::AbsentMeans{0.5f});
   }
 
   bool tie_output() const { return tie_embeddings != TieEmbeddings::none; }   // output = target embedding^T
@@ -118,6 +137,9 @@ struct TransformerConfig {
   bool shared_vocab() const { return tie_embeddings == TieEmbeddings::all && encoder_decoder(); }
   // cmlm: the classes of the length predictor, offsets |y| - |x| in [-max_len, max_len].
   int64_t length_classes() const { return 2 * max_len + 1; }
+  // cmlm: mask-predict's iterations by default: 10 (the paper's) after uniform masking, 1 (one
+  // parallel pass) after all or glancing.
+  int64_t default_iterations() const { return target_masking == TargetMasking::uniform ? 10 : 1; }
 
   // Throws ConfigError naming the field for anything out of range.
   void validate() const;
@@ -163,11 +185,20 @@ struct CmlmBatch {
 // CMLM's masking of batch (src, src_len, tgt ending with EOS, tgt_len): for each row, the number
 // of masked tokens is drawn uniformly from 1..|y| (none when |y| = 0), then that many of its
 // positions uniformly without replacement. mask_id is Transformer::mask_token_id().
-CmlmBatch cmlm_mask(const data::TokenBatch& batch, Rng& rng, int32_t mask_id);
+// With TargetMasking::all every position is masked (no draw); glancing first masks all too
+// (glance_targets then reveals some).
+CmlmBatch cmlm_mask(const data::TokenBatch& batch, Rng& rng, int32_t mask_id,
+                    TargetMasking masking = TargetMasking::uniform);
 // The same with row b drawing from Rng(seed).fork(examples[b]) (validation and evaluation, as
 // mask_examples).
 CmlmBatch cmlm_mask_examples(const data::TokenBatch& batch, uint64_t seed, std::span<const int64_t> examples,
-                             int32_t mask_id);
+                             int32_t mask_id, TargetMasking masking = TargetMasking::uniform);
+// GLAT's glancing (Qian et al. 2021, sec. 3): from an all-masked batch (cmlm_mask with
+// TargetMasking::all) and a first pass's predictions [B, T] (int32, read at t < tgt_len), row b
+// with d_b wrong predictions reveals N_b = min(|y| - 1, round(ratio x d_b)) reference tokens at
+// positions drawn uniformly without replacement (dec_in = y_t, targets = PAD: not scored); the
+// others stay masked and scored. A first pass without mistakes reveals nothing.
+CmlmBatch glance_targets(const CmlmBatch& all_masked, const Tensor& predictions, float ratio, Rng& rng);
 
 // The incremental decoding state of one batch of B rows (hypotheses): the encoder memory, its
 // key lengths and projected cross-attention keys/values, and each decoder layer's

@@ -28,9 +28,10 @@
 namespace attn::transformer {
 
 struct MaskPredictOptions {
-  int64_t iterations = 10;   // T >= 1 (the paper's default 10)
+  int64_t iterations = 0;    // T >= 1, or 0: the model's TransformerConfig::default_iterations()
   int64_t length_beam = 1;   // L in [1, max_len + 1] candidate lengths per source
   int64_t max_len = 0;       // > 0: no candidate longer (a cap below the model's max_len); 0: none
+  bool want_attention = false;   // the last iteration's weights (mask_predict)
 };
 
 // Throws ConfigError naming the option and its range for options out of range for `config`.
@@ -41,9 +42,22 @@ void check_mask_predict_options(const TransformerConfig& config, const MaskPredi
 //   "iterations/tokens"  int32 [N, I, Lmax]  the tokens after each iteration (PAD past the length)
 //   "iterations/masked"  int32 [N, I, Lmax]  1 where the position was masked and predicted at that
 //                                            iteration (iteration 0: every position), else 0
-// (Lmax the longest output, at least 1). ConfigError for another architecture or bad options.
+// (Lmax the longest output, at least 1). With want_attention, `attention` holds the weights of
+// the pass that produced the final tokens (the last iteration's inputs: the output with that
+// iteration's masked positions [MASK]) of every decoder layer, as the autoregressive decoder's:
+//   "self/layer<l>"   [N, H, Lmax, Lmax]
+//   "cross/layer<l>"  [N, H, Lmax, S]  over the source tokens (the rest of a row, 1 - its sum,
+//                                      went to [LENGTH])
+// rows and columns past an output's length zero. ConfigError for another architecture or bad
+// options.
 decode::Decoded mask_predict(const Transformer& model, const Tensor& src, const Tensor& src_len,
                              const MaskPredictOptions& options);
+
+// GLAT's training batch (model.hpp, TargetMasking::glancing): the first pass over every target
+// position [MASK]ed (the model's inference forward: no dropout, no gradient), its argmax
+// predictions, then glance_targets with the model's glancing_ratio. ConfigError for another
+// architecture.
+CmlmBatch glancing_batch(const Transformer& model, const data::TokenBatch& batch, Rng& rng);
 
 // ---- the search itself, over any scorer (tests drive it with logits they choose) ----
 
