@@ -178,7 +178,7 @@ TEST_CASE("cmlm_mask with all masks every target position, glance_targets reveal
         CHECK(tgt == all.targets.idata()[t]);   // masked: scored on its reference token
       } else {
         CHECK(in == all.targets.idata()[t]);   // revealed: the reference token is the input ...
-        CHECK(tgt == 0);                        // ... and is not scored
+        CHECK(tgt == 0);                       // ... and is not scored
         ++revealed;
       }
     }
@@ -187,7 +187,8 @@ TEST_CASE("cmlm_mask with all masks every target position, glance_targets reveal
   }
   // Every token wrong at ratio 1: |y| - 1 revealed, one still scored.
   Rng draw(1);
-  const CmlmBatch most = transformer::glance_targets(all, Tensor::from_ints({2, 4}, {9, 9, 9, 9, 4, 4, 0, 0}), 1.0f, draw);
+  const CmlmBatch most = transformer::glance_targets(all, Tensor::from_ints({2, 4}, {9, 9, 9, 9, 4, 4, 0, 0}), 1.0f,
+                                                     draw);
   CHECK(std::count(most.dec_in.idata(), most.dec_in.idata() + 4, kMask) == 1);
   CHECK(std::count(most.dec_in.idata() + 4, most.dec_in.idata() + 6, kMask) == 1);
   REQUIRE_THROWS_WITH(transformer::glance_targets(all, Tensor::from_ints({2, 3}, {0, 0, 0, 0, 0, 0}), 0.5f, draw),

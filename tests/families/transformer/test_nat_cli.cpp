@@ -142,8 +142,8 @@ TEST_CASE("one-pass NAT: train --target-masking glancing -> translate in one pas
     CHECK(m.attr_double("/config", "glancing_ratio") == Approx(0.3));
   }
   // The model's default: one pass (no --iterations), with every layer's weights.
-  const Result tr =
-      run(dir, "{tf} translate --model g.h5 --data d.h5 --split test --dump-attention --out p.h5 --quiet");
+  const Result tr = run(dir,
+                        "{tf} translate --model g.h5 --data d.h5 --split test --dump-attention --out p.h5 --quiet");
   INFO(tr.err);
   REQUIRE(tr.code == 0);
   const io::File p = io::File::open_read(dir.file("p.h5"));

@@ -78,8 +78,10 @@ struct FieldReader {
   }
   template <class Enum, class Name, class Parse>
   void operator()(const char* key, Enum& x, Name name, Parse parse, AbsentMeans<Enum> absent) const {
-    if (r.has(key)) (*this)(key, x, name, parse);
-    else x = absent.value;
+    if (r.has(key))
+      (*this)(key, x, name, parse);
+    else
+      x = absent.value;
   }
 };
 

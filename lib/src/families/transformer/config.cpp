@@ -241,8 +241,8 @@ CmlmBatch glance_targets(const CmlmBatch& all_masked, const Tensor& predictions,
     const int32_t* pred = predictions.idata() + b * T;
     int64_t wrong = 0;
     for (int64_t t = 0; t < n; ++t) wrong += pred[t] != tgt[t];
-    const int64_t reveal = std::min<int64_t>(std::max<int64_t>(n - 1, 0),
-                                             static_cast<int64_t>(std::floor(ratio * static_cast<float>(wrong) + 0.5f)));
+    const int64_t reveal = std::min<int64_t>(
+        std::max<int64_t>(n - 1, 0), static_cast<int64_t>(std::floor(ratio * static_cast<float>(wrong) + 0.5f)));
     order.resize(static_cast<size_t>(n));
     std::iota(order.begin(), order.end(), int64_t{0});
     for (int64_t i = 0; i < reveal; ++i) {   // the first `reveal` of a uniform random permutation

@@ -96,9 +96,10 @@ train::TrainTask transformer_task(Transformer& model, const data::TokenSplit& tr
     if (arch == TransformerArch::cmlm) {
       const data::TokenBatch rows = train::gather_token_batch(train, index);
       const TargetMasking m = model.config().target_masking;
-      return train::to_stats(model.train_step(
-          m == TargetMasking::glancing ? glancing_batch(model, rows, rng) : cmlm_mask(rows, rng, model.mask_token_id(), m),
-          rng));
+      return train::to_stats(model.train_step(m == TargetMasking::glancing
+                                                  ? glancing_batch(model, rows, rng)
+                                                  : cmlm_mask(rows, rng, model.mask_token_id(), m),
+                                              rng));
     }
     if (arch == TransformerArch::mlm)
       return train::to_stats(model.train_step(
@@ -109,9 +110,9 @@ train::TrainTask transformer_task(Transformer& model, const data::TokenSplit& tr
     task.valid_lengths = transformer_lengths(arch, *valid);
     task.valid_batch = [&model, valid, arch, masking](std::span<const int64_t> index) {
       if (arch == TransformerArch::cmlm)
-        return train::to_stats(model.evaluate(cmlm_mask_examples(train::gather_token_batch(*valid, index),
-                                                                 kValidMaskSeed, index, model.mask_token_id(),
-                                                                 validation_masking(model.config()))));
+        return train::to_stats(
+            model.evaluate(cmlm_mask_examples(train::gather_token_batch(*valid, index), kValidMaskSeed, index,
+                                              model.mask_token_id(), validation_masking(model.config()))));
       if (arch == TransformerArch::mlm)
         return train::to_stats(model.evaluate(mask_examples(mlm_batch(*valid, index), kValidMaskSeed, index,
                                                             model.mask_token_id(), model.config().tgt_vocab, masking)));
@@ -158,9 +159,9 @@ train::EvalResult evaluate_transformer(const Transformer& model, const data::Tok
       [&](std::span<const int64_t> index) {
         train::EvalResult r;
         if (arch == TransformerArch::cmlm) {   // fixed masks, as validation: no sequence accuracy
-          r.stats = train::to_stats(model.evaluate(cmlm_mask_examples(train::gather_token_batch(split, index),
-                                                                      kValidMaskSeed, index, model.mask_token_id(),
-                                                                      validation_masking(model.config()))));
+          r.stats = train::to_stats(
+              model.evaluate(cmlm_mask_examples(train::gather_token_batch(split, index), kValidMaskSeed, index,
+                                                model.mask_token_id(), validation_masking(model.config()))));
           return r;
         }
         if (arch == TransformerArch::mlm) {   // the masked tokens only: no sequence accuracy

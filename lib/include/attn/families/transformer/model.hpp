@@ -90,7 +90,6 @@ nn::NormPosition norm_from_string(const std::string& name);
 TieEmbeddings tie_embeddings_from_string(const std::string& name);
 TargetMasking target_masking_from_string(const std::string& name);
 
-
 struct TransformerConfig {
   TransformerArch arch = TransformerArch::encdec;
   int64_t src_vocab = 0, tgt_vocab = 0;           // lm/mlm use tgt_vocab only
@@ -103,7 +102,7 @@ struct TransformerConfig {
   int64_t max_len = 256;                          // learned positions and decoding limit
   int64_t attn_window = -1;                       // >= 0: truncated self-attention radius
   float label_smoothing = 0.1f;
-  float length_loss_weight = 0.1f;   // cmlm: weight of the length loss (paper: 0.1)
+  float length_loss_weight = 0.1f;                         // cmlm: weight of the length loss (paper: 0.1)
   TargetMasking target_masking = TargetMasking::uniform;   // cmlm: the training objective (above)
   float glancing_ratio = 0.5f;                             // cmlm, glancing: the paper's 0.5
 

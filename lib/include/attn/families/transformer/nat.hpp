@@ -28,9 +28,9 @@
 namespace attn::transformer {
 
 struct MaskPredictOptions {
-  int64_t iterations = 0;    // T >= 1, or 0: the model's TransformerConfig::default_iterations()
-  int64_t length_beam = 1;   // L in [1, max_len + 1] candidate lengths per source
-  int64_t max_len = 0;       // > 0: no candidate longer (a cap below the model's max_len); 0: none
+  int64_t iterations = 0;        // T >= 1, or 0: the model's TransformerConfig::default_iterations()
+  int64_t length_beam = 1;       // L in [1, max_len + 1] candidate lengths per source
+  int64_t max_len = 0;           // > 0: no candidate longer (a cap below the model's max_len); 0: none
   bool want_attention = false;   // the last iteration's weights (mask_predict)
 };
 
