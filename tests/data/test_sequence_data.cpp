@@ -17,7 +17,7 @@ data::SequenceSplit two_examples() {
   data::SequenceSplit s;
   s.inputs = Tensor::from({2, 2, 3}, {1, 2, 3, 4, 5, 6, 7, 8, 9, 0, 0, 0});
   s.input_len = Tensor::from_ints({2}, {2, 1});
-  s.targets = Tensor::from({2, 3, 1}, {1, 0, 0, 2, 3, 4});
+  s.targets = Tensor::from({2, 3, 1}, {1, 0, 0, 0, 1, 1});
   s.target_len = Tensor::from_ints({2}, {1, 3});
   return s;
 }
@@ -43,11 +43,12 @@ TEST_CASE("sequence data: write, read back, gather", "[io][sequence_data]") {
   CHECK(g.inputs.shape() == Shape{1, 1, 3});
   CHECK(g.inputs.at(0) == 7.0f);
   CHECK(g.targets.shape() == Shape{1, 3, 1});
-  CHECK(g.targets.at(2) == 4.0f);
+  CHECK(g.targets.at(1) == 1.0f);
+  CHECK(g.targets.at(2) == 1.0f);
   REQUIRE_THROWS_WITH(data::read_sequence_split(f, "test"), Contains("s.h5: no split '/test' (found: /train)"));
 }
 
-TEST_CASE("sequence data: bad lengths, NaN values and mismatched rows are refused", "[io][sequence_data]") {
+TEST_CASE("sequence data: bad lengths, NaN values, targets that are not bits and mismatched rows are refused", "[io][sequence_data]") {
   test::TempDir dir;
   auto write = [&](const data::SequenceSplit& s) {
     io::File f = io::File::create(dir.file("bad.h5"));
@@ -59,6 +60,13 @@ TEST_CASE("sequence data: bad lengths, NaN values and mismatched rows are refuse
   s.inputs.all().at(4) = NAN;
   REQUIRE_THROWS_WITH(data::read_sequence_split(write(s), "train"),
                       Contains("bad.h5: dataset '/train/inputs' row 0 holds nan; every value must be finite"));
+  for (const float value : {0.5f, 7.0f, -1.0f}) {   // the targets are bits (binary cross-entropy)
+    s = two_examples();
+    s.targets.all().at(4) = value;
+    REQUIRE_THROWS_WITH(data::read_sequence_split(write(s), "train"),
+                        Contains("bad.h5: dataset '/train/targets' row 1 holds " + std::to_string(value) +
+                                 "; a target must be a bit, 0 or 1"));
+  }
   s = two_examples();
   s.target_len = Tensor::from_ints({2}, {1, 4});
   REQUIRE_THROWS_WITH(data::read_sequence_split(write(s), "train"),

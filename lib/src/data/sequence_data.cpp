@@ -39,6 +39,15 @@ void check_finite(const io::File& file, const std::string& dataset, const Tensor
                       " holds " + std::to_string(x.data()[i]) + "; every value must be finite");
 }
 
+// The targets are bits: the NTM's loss is the binary cross-entropy of each.
+void check_bits(const io::File& file, const std::string& dataset, const Tensor& x, const io::RowSet& rows) {
+  const int64_t row = x.numel() / std::max<int64_t>(x.dim(0), 1);
+  for (int64_t i = 0; i < x.numel(); ++i)
+    if (x.data()[i] != 0.0f && x.data()[i] != 1.0f)
+      throw DataError(file.display_name() + ": dataset '" + dataset + "' row " + std::to_string(rows.file_row(i / row)) +
+                      " holds " + std::to_string(x.data()[i]) + "; a target must be a bit, 0 or 1");
+}
+
 }  // namespace
 
 SequenceBatch SequenceSplit::gather(std::span<const int64_t> index) const {
@@ -75,7 +84,7 @@ SequenceSplit read_sequence_split(const io::File& file, const std::string& split
   check_lengths(file, g + "input_len", s.input_len, inputs.dim(1), rows);
   check_lengths(file, g + "target_len", s.target_len, targets.dim(1), rows);
   check_finite(file, g + "inputs", inputs, rows);
-  check_finite(file, g + "targets", targets, rows);
+  check_bits(file, g + "targets", targets, rows);
   s.inputs = inputs;
   s.targets = targets;
   return s;

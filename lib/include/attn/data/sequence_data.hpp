@@ -3,8 +3,8 @@
 // it. Per split:
 //   /<split>/inputs      float32 [N, Tin, I]    the input phase; rows t >= input_len[i] are 0
 //   /<split>/input_len   int32   [N]            in [1, Tin]
-//   /<split>/targets     float32 [N, Tout, O]   the outputs wanted after the input phase; rows
-//                                               t >= target_len[i] are 0
+//   /<split>/targets     float32 [N, Tout, O]   the bits (0 or 1) wanted after the input phase;
+//                                               rows t >= target_len[i] are 0
 //   /<split>/target_len  int32   [N]            in [1, Tout]
 #pragma once
 #include <cstdint>
@@ -44,8 +44,8 @@ struct SequenceSplit {
 // Writes the four datasets of `split` ("train", ...).
 void write_sequence_split(io::File& file, const std::string& split, const SequenceSplit& s);
 
-// Reads and checks one split: ranks and row counts (ShapeError), lengths in range, every value
-// finite (DataError naming the file, dataset and row); a missing split or dataset is a
+// Reads and checks one split: ranks and row counts (ShapeError), lengths in range, every input
+// finite and every target 0 or 1 (DataError naming the file, dataset and row); a missing split or dataset is a
 // FormatError listing what the file has. Reads rows `rows` (all by default) into memory.
 SequenceSplit read_sequence_split(const io::File& file, const std::string& split,
                                   const io::RowSet& rows = io::RowSet::all());
