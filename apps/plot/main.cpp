@@ -11,5 +11,6 @@ int main(int argc, char** argv) {
       {"overlay", cmd_overlay, "attention maps blended over their image, one panel per word"},
       {"curve", cmd_curve, "line chart of one or more series (training curves), linear or log axes"},
       {"table", cmd_table, "a labelled matrix of numbers, cells shaded by value (memory-network hops)"},
+      {"refinement", cmd_refinement, "mask-predict's output after every iteration, re-predicted tokens marked"},
   });
 }
