@@ -145,7 +145,7 @@ class Options {
   bool quiet_ = false;
   bool echo_ = true;
   bool distributed_ = false;
-  std::pair<std::string, std::string> text_out_;                    // (flag, value): text_out_when
+  std::pair<std::string, std::string> text_out_;                     // (flag, value): text_out_when
   std::vector<std::string> outputs_{"out"};                          // output file options
   std::vector<std::pair<std::string, std::string>> may_share_;      // (input, output)
 

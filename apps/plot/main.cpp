@@ -5,6 +5,7 @@
 
 int main(int argc, char** argv) {
   using namespace attn::plot_tool;
+  // clang-format off
   return attn::cli::dispatch(kTool, argc, argv, {
       {"heatmap", cmd_heatmap, "an attention matrix (or all heads) with token labels and a colour bar"},
       {"weights", cmd_weights, "memory weightings over time with inputs and outputs (NTM figures)"},
@@ -13,4 +14,5 @@ int main(int argc, char** argv) {
       {"table", cmd_table, "a labelled matrix of numbers, cells shaded by value (memory-network hops)"},
       {"refinement", cmd_refinement, "mask-predict's output after every iteration, re-predicted tokens marked"},
   });
+  // clang-format on
 }

@@ -46,10 +46,11 @@ void add_picture_options(cli::Options& opts, bool text) {
     formats.emplace_back("txt");
     opts.text_out_when("format", "txt");
   }
-  const std::string out_help = text ? "picture to write, .png, .svg or .pdf, or a text table, .txt (written atomically); - "
-                                      "writes to stdout (give --format)"
-                                    : "picture to write, .png, .svg or .pdf (written atomically); - writes to stdout "
-                                      "(give --format)";
+  const std::string out_help =
+      text ? "picture to write, .png, .svg or .pdf, or a text table, .txt (written atomically); - "
+             "writes to stdout (give --format)"
+           : "picture to write, .png, .svg or .pdf (written atomically); - writes to stdout "
+             "(give --format)";
   // clang-format off
   opts.add()
       ("out", po::value<std::string>()->value_name("PICTURE")->required(), out_help.c_str())
@@ -74,7 +75,8 @@ bool text_output(const cli::Options& opts) {
   const std::string out = opts.get<std::string>("out");
   if (out == "-") throw ConfigError("--out - writes to stdout: say which format with --format png|svg|pdf|txt");
   std::string ext = std::filesystem::path(out).extension().string();
-  std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  std::transform(ext.begin(), ext.end(), ext.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   if (ext == ".txt") return true;
   if (ext != ".png" && ext != ".svg" && ext != ".pdf")
     throw ConfigError("cannot tell the format of '" + out + "': name it .png, .svg, .pdf or .txt");

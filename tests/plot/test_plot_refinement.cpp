@@ -16,18 +16,16 @@ using namespace attn::plot;
 namespace {
 
 // The fixture's text tables, with the legend.
-const std::string kSentence0 =
-    "iteration  0     1     2\n"
-    "0         [a]   [a]   [sleeps]\n"
-    "1          a    [man]  sleeps\n"
-    "2         [the]  man   sleeps\n"
-    "[token]: re-masked and predicted at that iteration\n";
-const std::string kSentence1 =
-    "iteration  0     1     2      3\n"
-    "0         [the] [dog] [dog]  [café]\n"
-    "1          the   dog  [runs] [café]\n"
-    "2          the  [dog]  runs   café\n"
-    "[token]: re-masked and predicted at that iteration\n";
+const std::string kSentence0 = "iteration  0     1     2\n"
+                               "0         [a]   [a]   [sleeps]\n"
+                               "1          a    [man]  sleeps\n"
+                               "2         [the]  man   sleeps\n"
+                               "[token]: re-masked and predicted at that iteration\n";
+const std::string kSentence1 = "iteration  0     1     2      3\n"
+                               "0         [the] [dog] [dog]  [café]\n"
+                               "1          the   dog  [runs] [café]\n"
+                               "2          the  [dog]  runs   café\n"
+                               "[token]: re-masked and predicted at that iteration\n";
 
 // Runs `attn-plot <args>` in dir (a shell command line).
 test::ShellResult attn_plot(const test::TempDir& dir, const std::string& args) {
@@ -90,7 +88,8 @@ TEST_CASE("read_refinement: bad files name the file and the dataset, expected an
                                                 "is outside the vocabulary '/vocab/short' of 5 words"));
   }
   const std::string path = dir.file("t.h5");
-  const Tensor tokens = Tensor::from_ints({1, 2, 3}, {4, 4, 6, 4, 5, 6}), masked = Tensor::from_ints({1, 2, 3}, {1, 1, 1, 0, 1, 0});
+  const Tensor tokens = Tensor::from_ints({1, 2, 3}, {4, 4, 6, 4, 5, 6}),
+               masked = Tensor::from_ints({1, 2, 3}, {1, 1, 1, 0, 1, 0});
   auto message = [&] {
     const io::File f = io::File::open_read(path);
     try {
@@ -198,7 +197,8 @@ TEST_CASE("attn-plot refinement writes the text table, PNG, SVG and PDF", "[cli]
   REQUIRE(r.code == 0);
   CHECK(r.out == "attn-plot refinement: wrote r1.txt (txt, 3 iterations x 4 positions)\n");
   CHECK(test::slurp(dir.file("r1.txt")) == kSentence1);
-  r = attn_plot(dir, "refinement --data pred.h5 --index 0 --format txt --title 'sentence 0' --no-legend --out - --quiet");
+  r = attn_plot(dir,
+                "refinement --data pred.h5 --index 0 --format txt --title 'sentence 0' --no-legend --out - --quiet");
   INFO(r.err);
   REQUIRE(r.code == 0);
   CHECK(r.out == "sentence 0\n" + kSentence0.substr(0, kSentence0.find("[token]")));

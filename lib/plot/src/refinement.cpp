@@ -84,7 +84,7 @@ Refinement read_refinement(const io::File& file, int64_t sentence, const std::st
     throw ShapeError(where + "; --index " + std::to_string(sentence) + " is out of range for its " + std::to_string(N) +
                      " sentences");
 
-  const Tensor ids = file.read_rows(tokens_name, DType::i32, sentence, sentence + 1);      // [1, I, L]
+  const Tensor ids = file.read_rows(tokens_name, DType::i32, sentence, sentence + 1);     // [1, I, L]
   const Tensor masks = file.read_rows(masked_name, DType::i32, sentence, sentence + 1);   // [1, I, L]
   const std::string row = " sentence " + std::to_string(sentence);
   for (int64_t k = 0; k < I * L; ++k) {
@@ -110,8 +110,8 @@ Refinement read_refinement(const io::File& file, int64_t sentence, const std::st
       const int32_t id = ids.idata()[i * L + l];
       if (id < 0 || static_cast<size_t>(id) >= words.size())
         throw DataError(name + ": id " + std::to_string(id) + " at iteration " + std::to_string(i) + ", position " +
-                        std::to_string(l) + " of '" + tokens_name + "'" + row + " is outside the vocabulary '" +
-                        vocab + "' of " + std::to_string(words.size()) + " words");
+                        std::to_string(l) + " of '" + tokens_name + "'" + row + " is outside the vocabulary '" + vocab +
+                        "' of " + std::to_string(words.size()) + " words");
       r.tokens.push_back(words[static_cast<size_t>(id)]);
       r.predicted.push_back(static_cast<uint8_t>(masks.idata()[i * L + l]));
     }
@@ -153,7 +153,8 @@ Picture refinement_table(const Refinement& r, const RefinementOptions& opts) {
   const double x0 = std::round((W - table_w) / 2), y0 = style::kMargin + title_h;
   const Rect grid{x0 + label_w, y0 + head_h, col_x.back(), cell_h * static_cast<double>(I)};
   std::vector<Rect> panels{grid};
-  if (!opts.title.empty()) cv.text(opts.title, W / 2, style::kMargin, title_font, style::kText, HAlign::center, VAlign::top);
+  if (!opts.title.empty())
+    cv.text(opts.title, W / 2, style::kMargin, title_font, style::kText, HAlign::center, VAlign::top);
   cv.text(row_title, x0 + pad, y0 + head_h / 2, head_font, style::kText, HAlign::left, VAlign::middle);
   for (int64_t l = 0; l < L; ++l)
     cv.text(std::to_string(l), grid.x + col_x[static_cast<size_t>(l)] + col_w[static_cast<size_t>(l)] / 2,
@@ -209,7 +210,8 @@ std::string refinement_text(const Refinement& r, const RefinementOptions& opts) 
     end_line(out, line);
   }
   append_column(line, row_title, label_w);
-  for (int64_t l = 0; l < L; ++l) append_column(line, bracketed(std::to_string(l), false), width[static_cast<size_t>(l)]);
+  for (int64_t l = 0; l < L; ++l)
+    append_column(line, bracketed(std::to_string(l), false), width[static_cast<size_t>(l)]);
   end_line(out, line);
   for (int64_t i = 0; i < I; ++i) {
     append_column(line, std::to_string(i), label_w);

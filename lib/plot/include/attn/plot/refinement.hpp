@@ -21,10 +21,10 @@ inline constexpr const char* kIterationMasked = "/iterations/masked";
 // One sentence's refinement: I iterations of L positions, row-major (iteration i, position l at
 // i * L + l).
 struct Refinement {
-  int64_t sentence = 0;                // its row in the file
-  int64_t iterations = 0, length = 0;  // I, L
-  std::vector<std::string> tokens;     // [I * L] the word at each position after each iteration
-  std::vector<uint8_t> predicted;      // [I * L] 1 where the position was re-masked and predicted
+  int64_t sentence = 0;                 // its row in the file
+  int64_t iterations = 0, length = 0;   // I, L
+  std::vector<std::string> tokens;      // [I * L] the word at each position after each iteration
+  std::vector<uint8_t> predicted;       // [I * L] 1 where the position was re-masked and predicted
   const std::string& token(int64_t i, int64_t l) const { return tokens[static_cast<size_t>(i * length + l)]; }
   bool is_predicted(int64_t i, int64_t l) const { return predicted[static_cast<size_t>(i * length + l)] != 0; }
 };
