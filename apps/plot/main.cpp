@@ -1,4 +1,5 @@
-// attn-plot: turns the matrices and curves in attnlab HDF5 files into PNG, SVG or PDF figures.
+// attn-plot: turns the matrices and curves in attnlab HDF5 files into PNG, SVG or PDF figures (and
+// mask-predict's refinement tables also into text).
 // Adding a verb is one line here plus its function (verbs.hpp).
 #include "common/cli.hpp"
 #include "verbs.hpp"
