@@ -332,8 +332,11 @@ bool Options::parse(int argc, char** argv) {
   po::notify(vm_);   // required options and the range checks
   check_ranks();
   check_files();
-  // "-" moves a binary HDF5 image through a pipe; a terminal can neither show nor type one.
-  if (has("out") && get<std::string>("out") == "-" && ::isatty(STDOUT_FILENO))
+  // "-" moves a binary HDF5 image through a pipe; a terminal can neither show nor type one. Text
+  // (text_out_when) it can show.
+  const bool text_out = !text_out_.first.empty() && has(text_out_.first) &&
+                        get<std::string>(text_out_.first) == text_out_.second;
+  if (has("out") && get<std::string>("out") == "-" && !text_out && ::isatty(STDOUT_FILENO))
     throw ConfigError("--out -: standard output is a terminal; redirect it to a file or pipe it into "
                       "another tool");
   if (has("data") && get<std::string>("data") == "-" && ::isatty(STDIN_FILENO))

@@ -103,6 +103,13 @@ class Options {
   // (only rank 0 has standard input). Only rank 0 echoes the configuration.
   Options& distributed() { distributed_ = true; return *this; }
 
+  // For verbs that can write text (attn-plot refinement --format txt): parse() lets --out - be a
+  // terminal when --<flag> has `value`, where it refuses every binary output to one.
+  Options& text_out_when(const std::string& flag, const std::string& value) {
+    text_out_ = {flag, value};
+    return *this;
+  }
+
   // Parses argv (argv[0] is the verb). Returns false when --help or --version was printed
   // (the verb then returns 0). Throws po::error or ConfigError on a usage error.
   bool parse(int argc, char** argv);
@@ -138,6 +145,7 @@ class Options {
   bool quiet_ = false;
   bool echo_ = true;
   bool distributed_ = false;
+  std::pair<std::string, std::string> text_out_;                     // (flag, value): text_out_when
   std::vector<std::string> outputs_{"out"};                          // output file options
   std::vector<std::pair<std::string, std::string>> may_share_;      // (input, output)
 

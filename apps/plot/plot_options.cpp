@@ -1,10 +1,14 @@
 // What the attn-plot verbs share: the input file, picture options, selections, labels, and
 // writing the picture (verbs.hpp).
+#include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <sstream>
 
 #include "attn/core/error.hpp"
+#include "attn/io/output_file.hpp"
 #include "attn/plot/color.hpp"
 #include "common/cli.hpp"
 #include "verbs.hpp"
@@ -35,13 +39,23 @@ std::string Input::path(const cli::Options& opts) const {
   return first_;
 }
 
-void add_picture_options(cli::Options& opts) {
+void add_picture_options(cli::Options& opts, bool text) {
   opts.data("input HDF5 file, when not given as the first argument", /*required=*/false);
+  std::vector<std::string> formats{"png", "svg", "pdf"};
+  if (text) {
+    formats.emplace_back("txt");
+    opts.text_out_when("format", "txt");
+  }
+  const std::string out_help =
+      text ? "picture to write, .png, .svg or .pdf, or a text table, .txt (written atomically); - "
+             "writes to stdout (give --format)"
+           : "picture to write, .png, .svg or .pdf (written atomically); - writes to stdout "
+             "(give --format)";
   // clang-format off
   opts.add()
-      ("out", po::value<std::string>()->value_name("PICTURE")->required(),
-       "picture to write, .png, .svg or .pdf (written atomically); - writes to stdout (give --format)")
-      ("format", po::value<std::string>()->value_name("png|svg|pdf")->notifier(cli::one_of("format", {"png", "svg", "pdf"})),
+      ("out", po::value<std::string>()->value_name("PICTURE")->required(), out_help.c_str())
+      ("format", po::value<std::string>()->value_name(text ? "png|svg|pdf|txt" : "png|svg|pdf")
+                     ->notifier(cli::one_of("format", formats)),
        "picture format (default: from the --out extension)")
       ("scale", po::value<double>()->value_name("X")->default_value(1.0, "1")->notifier(cli::in_range<double>("scale", 0.1, 16)),
        "PNG pixels per unit (2 for a high-resolution PNG of the same layout)")
@@ -54,6 +68,29 @@ plot::Format picture_format(const cli::Options& opts) {
   const std::string out = opts.get<std::string>("out");
   if (out == "-") throw ConfigError("--out - writes to stdout: say which format with --format png|svg|pdf");
   return plot::format_for_path(out);
+}
+
+bool text_output(const cli::Options& opts) {
+  if (opts.has("format")) return opts.get<std::string>("format") == "txt";   // one_of checked the name
+  const std::string out = opts.get<std::string>("out");
+  if (out == "-") throw ConfigError("--out - writes to stdout: say which format with --format png|svg|pdf|txt");
+  std::string ext = std::filesystem::path(out).extension().string();
+  std::transform(ext.begin(), ext.end(), ext.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  if (ext == ".txt") return true;
+  if (ext != ".png" && ext != ".svg" && ext != ".pdf")
+    throw ConfigError("cannot tell the format of '" + out + "': name it .png, .svg, .pdf or .txt");
+  return false;
+}
+
+void write_text(const cli::Options& opts, const std::string& text, const std::string& what) {
+  const std::string out = opts.get<std::string>("out");
+  try {
+    io::write_bytes(out, text);
+  } catch (const IoError& e) {
+    throw cli::OutputError(e.what());   // the output, not the input, failed: exit 1
+  }
+  cli::print_summary(opts, std::string(kTool) + " " + opts.verb() + ": wrote " + out + " (txt, " + what + ")");
 }
 
 void write_picture(const cli::Options& opts, const plot::Picture& pic) {

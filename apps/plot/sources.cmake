@@ -6,5 +6,6 @@ attn_add_tool(attn-plot SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/cmd_weights.cpp
   ${CMAKE_CURRENT_LIST_DIR}/cmd_overlay.cpp
   ${CMAKE_CURRENT_LIST_DIR}/cmd_curve.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/cmd_table.cpp)
+  ${CMAKE_CURRENT_LIST_DIR}/cmd_table.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/cmd_refinement.cpp)
 target_link_libraries(attn-plot PRIVATE attn_plot)

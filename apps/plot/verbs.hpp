@@ -21,6 +21,7 @@ int cmd_weights(int argc, char** argv);
 int cmd_overlay(int argc, char** argv);
 int cmd_curve(int argc, char** argv);
 int cmd_table(int argc, char** argv);
+int cmd_refinement(int argc, char** argv);
 
 // The input file may come first, as in `attn-plot heatmap pred.h5 --dataset ...` (DESIGN.md),
 // or as --data FILE. Input takes it off the command line before the options are parsed.
@@ -41,14 +42,20 @@ class Input {
   std::string first_;
 };
 
-// --data (optional), --out, --format, --scale, --title.
-void add_picture_options(cli::Options& opts);
+// --data (optional), --out, --format, --scale, --title. With `text`, --out may also be a text
+// table: --format txt, or an --out named .txt (text_output), which may go to a terminal.
+void add_picture_options(cli::Options& opts, bool text = false);
 // The format of --out (from --format, else its extension); call right after parse so a bad
 // name is a usage error before any reading.
 plot::Format picture_format(const cli::Options& opts);
+// For verbs with a text output (add_picture_options with text): whether --out is text; else
+// checks the picture format as picture_format does. Call right after parse.
+bool text_output(const cli::Options& opts);
 // Writes the picture atomically to --out (a failure is cli::OutputError, exit 1) and prints
 // the one-line summary.
 void write_picture(const cli::Options& opts, const plot::Picture& pic);
+// The same for a text output; `what` describes it in the summary ("3 iterations x 4 positions").
+void write_text(const cli::Options& opts, const std::string& text, const std::string& what);
 
 // --index, --layer, --head as a plot::Selection.
 void add_selection_options(cli::Options& opts, bool with_heads);

@@ -44,6 +44,7 @@ const std::map<std::string, std::string> kWriters = {
     {"attn-plot overlay", "d.h5 --image /x --attention /y --format png --out d.h5"},
     {"attn-plot curve", "d.h5 --series /x --format png --out d.h5"},
     {"attn-plot table", "d.h5 --dataset /x --format png --out d.h5"},
+    {"attn-plot refinement", "d.h5 --index 0 --format png --out d.h5"},
     {"attn-transformer average", "--inputs d.h5 --out d.h5"},
 };
 

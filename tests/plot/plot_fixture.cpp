@@ -31,9 +31,22 @@ void write_plot_fixture(const std::string& path) {
 
   f.write_strings("/vocab/src", {"<pad>", "<s>", "</s>", "<unk>", "ein", "Mann", "schläft"});
   f.write_strings("/vocab/short", {"<pad>", "<s>", "</s>", "<unk>", "x"});
-  f.write_strings("/vocab/tgt", {"<pad>", "<s>", "</s>", "<unk>", "a", "man", "sleeps"});
+  f.write_strings("/vocab/tgt", {"<pad>", "<s>", "</s>", "<unk>", "a", "man", "sleeps", "the", "dog", "runs", "café"});
   f.write("/test/src", Tensor::from_ints({2, 5}, {4, 5, 2, 0, 0, 4, 5, 6, 2, 0}));
   f.write("/predictions", Tensor::from_ints({2, 4}, {4, 5, 2, 0, 4, 5, 6, 0}));
+  // Mask-predict's refinement, 3 iterations (tokens, then 1 where re-masked and predicted).
+  f.write("/iterations/tokens", Tensor::from_ints({2, 3, 4}, {4, 4, 6, 0,       // a a sleeps
+                                                              4, 5, 6, 0,       // a man sleeps
+                                                              7, 5, 6, 0,       // the man sleeps
+                                                              7, 8, 8, 10,      // the dog dog café
+                                                              7, 8, 9, 10,      // the dog runs café
+                                                              7, 8, 9, 10}));   // the dog runs café
+  f.write("/iterations/masked", Tensor::from_ints({2, 3, 4}, {1, 1, 1, 0,       //
+                                                              0, 1, 0, 0,       //
+                                                              1, 0, 0, 0,       //
+                                                              1, 1, 1, 1,       //
+                                                              0, 0, 1, 1,       //
+                                                              0, 1, 0, 0}));
 
   Tensor inputs({1, 6, 4}), write({1, 6, 10}), read({1, 6, 2, 10});
   for (int64_t t = 0; t < 6; ++t) {

@@ -15,6 +15,10 @@ namespace attn::test {
 // /test/src [2, 5] int32: row 0 "ein Mann </s>" (then padding), row 1 "ein Mann schläft </s>"
 // /predictions [2, 4] int32: row 0 "a man </s>", row 1 "a man sleeps" (then padding)
 // /vocab/src, /vocab/tgt: <pad> <s> </s> <unk> then the words; /vocab/short: too short for them
+// /iterations/tokens, /iterations/masked [2, 3, 4] int32: a mask-predict refinement of its own
+//   (not of /predictions), 3 iterations; the bracketed tokens were re-masked and predicted:
+//   sentence 0: [a] [a] [sleeps] / a [man] sleeps / [the] man sleeps, then padding
+//   sentence 1: [the] [dog] [dog] [café] / the dog [runs] [café] / the [dog] runs café
 // /ntm/inputs [1, 6, 4], /ntm/write [1, 6, 10], /ntm/read [1, 6, 2, 10] (two read heads)
 // /images [1, 3, 8, 8] (grey 0.5), /visual [1, 3, 4] (3 steps over a 2 x 2 grid), /captions [1, 3]
 //   "a man </s>"... with the third step padding: [8, 9, 0]

@@ -179,7 +179,7 @@ TEST_CASE("attn-plot: help lists the verbs, and each verb's options with default
   CHECK(help.code == 0);
   CHECK_THAT(help.out, Catch::Contains("--colormap viridis|gray|greys|blues (=viridis)") && Catch::Contains("--cell X (=0)"));
   const Result tool_help = attn_plot(dir, "--help");
-  for (const char* verb : {"heatmap", "weights", "overlay", "curve", "table"})
+  for (const char* verb : {"heatmap", "weights", "overlay", "curve", "table", "refinement"})
     CHECK_THAT(tool_help.out, Catch::Contains(std::string("  ") + verb + " "));
 }
 
@@ -287,7 +287,8 @@ TEST_CASE("attn-plot: an --out that is the input file, or a link to it, is refus
       {"weights", "--index 0 --inputs /ntm/inputs --write /ntm/write --read /ntm/read"},
       {"overlay", "--index 0 --image /images --attention /visual"},
       {"curve", "--series /metrics/train_loss"},
-      {"table", "--dataset /memnet/hops --index 0"}};
+      {"table", "--dataset /memnet/hops --index 0"},
+      {"refinement", "--index 0"}};
   for (const auto& [verb, args] : verbs) {
     INFO(verb);
     const Result fine = attn_plot(fx.dir, verb + " pred.h5 " + args + " --out fine.png --quiet");

@@ -5,6 +5,7 @@ attn_add_test(test_plot
           ${CMAKE_CURRENT_LIST_DIR}/test_plot_basics.cpp
           ${CMAKE_CURRENT_LIST_DIR}/test_plot_charts.cpp
           ${CMAKE_CURRENT_LIST_DIR}/test_plot_inputs.cpp
+          ${CMAKE_CURRENT_LIST_DIR}/test_plot_refinement.cpp
           ${CMAKE_CURRENT_LIST_DIR}/test_attn_plot.cpp
   LIBS attn_plot PkgConfig::ATTN_CAIRO)
 attn_tests_run_tools(test_plot attn-plot)
