@@ -88,7 +88,12 @@ std::unique_ptr<cli::TrainRun> prepare(const cli::Options& opts, cli::TrainInput
   const memnet::MemN2NConfig config = in.resume.empty()
                                           ? config_from_options(opts, run->vocab, run->train)
                                           : memnet::MemN2NConfig::from_attrs(in.resumed_config("memnet"), in.resume);
-  memnet::check_vocab(config, run->vocab, in.data.display_name());
+  std::optional<data::Vocab> resumed_vocab;   // the words the resumed model was trained with
+  if (!in.resume.empty()) {
+    const io::File checkpoint = io::File::open_read(in.resume);
+    if (checkpoint.exists(memnet::kQaVocab)) resumed_vocab = data::read_vocab(checkpoint, memnet::kQaVocab);
+  }
+  memnet::check_vocab(config, run->vocab, in.data.display_name(), resumed_vocab ? &*resumed_vocab : nullptr);
   run->model.emplace(config, in.init_rng);
   memnet::MemnetTraining options;
   options.linear_start = opts.get<bool>("linear-start");

@@ -135,6 +135,11 @@ void check_resumed_vocabs(const std::map<std::string, io::AttrValue>& config, co
     throw FormatError(data.display_name() + ": the vocabularies (/vocab/src " + std::to_string(vocabs.src.size()) +
                       ", /vocab/tgt " + std::to_string(vocabs.tgt.size()) + " tokens) differ from those of " +
                       checkpoint + " (" + std::to_string(src) + ", " + std::to_string(tgt) + ")");
+  const io::File file = io::File::open_read(checkpoint);
+  for (const auto& [dataset, vocab] : {std::pair{"/vocab/src", &vocabs.src}, std::pair{"/vocab/tgt", &vocabs.tgt}})
+    if (file.exists(dataset) && data::read_vocab(file, dataset).tokens() != vocab->tokens())
+      throw FormatError(data.display_name() + ": its vocabulary differs from " + checkpoint + "'s '" + dataset +
+                        "' (the same size, other tokens or another order): the model was trained on another data set");
 }
 
 std::map<std::string, io::AttrValue> resumed_config(const std::string& checkpoint, const std::string& kind,

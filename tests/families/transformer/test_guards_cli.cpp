@@ -149,7 +149,33 @@ TEST_CASE("train --resume refuses another data set, and --allow-new-data continu
   REQUIRE(run(dir, train("--data pa.h5 --model p.h5 --steps 2")).code == 0);
   const Result words = run(dir, train("--data pb.h5 --model p.h5 --steps 3 --resume --allow-new-data"));
   CHECK(words.code == 3);
-  CHECK_THAT(words.err, Contains("p.h5: was trained with other vocabularies than 'pb.h5' has"));
+  CHECK_THAT(words.err, Contains("pb.h5: its vocabulary differs from p.h5's '/vocab/src'"));
+}
+
+TEST_CASE("train --resume refuses a model whose /vocab was changed: the same size, two words swapped",
+          "[cli][guards]") {
+  test::TempDir dir;
+  REQUIRE(run(dir, std::string(kData) + " --seed 3 --out d.h5").code == 0);
+  REQUIRE(run(dir, train("--data d.h5 --model m.h5 --steps 3")).code == 0);
+  {   // the model with its /vocab/tgt edited, everything else (the data's fingerprint included) kept
+    const io::File m = io::File::open_read(dir.file("m.h5"));
+    io::File edited = io::File::create(dir.file("edited.h5"));
+    io::write_checkpoint(edited, io::read_checkpoint(m));
+    std::vector<std::string> tgt = m.read_strings("/vocab/tgt");
+    std::swap(tgt[4], tgt[5]);
+    edited.write_strings("/vocab/src", m.read_strings("/vocab/src"));
+    edited.write_strings("/vocab/tgt", tgt);
+    for (const char* key : {"data", "vocab_fingerprint", "train_fingerprint"})
+      edited.set_attr("/trained_on", key, m.attr_string("/trained_on", key));
+    edited.set_attr("/trained_on", "train_fingerprint_block", m.attr_int("/trained_on", "train_fingerprint_block"));
+    edited.commit();
+  }
+  const Result refused = run(dir, train("--data d.h5 --model r.h5 --steps 5 --resume edited.h5"));
+  CHECK(refused.code == 3);
+  CHECK_THAT(refused.err, Contains("d.h5: its vocabulary differs from edited.h5's '/vocab/tgt'") &&
+                              Contains("trained on another data set"));
+  CHECK_FALSE(std::filesystem::exists(dir.file("r.h5")));
+  CHECK(run(dir, train("--data d.h5 --model r.h5 --steps 5 --resume m.h5")).code == 0);   // the unedited one
 }
 
 TEST_CASE("train --resume from a model without optimizer state needs --reset-optimizer", "[cli][guards]") {

@@ -128,8 +128,10 @@ data::TokenSplit read_model_split(const io::File& data, const std::string& split
                             const data::Vocab* src_vocab, const data::Vocab* tgt_vocab);
 
 // Checks that the vocabulary sizes of a checkpoint's /config (attributes src_vocab and
-// tgt_vocab; 0: not used) are those of `vocabs`, read from the data set `data`. FormatError
-// naming both files otherwise.
+// tgt_vocab; 0: not used) are those of `vocabs`, read from the data set `data`, and that the
+// checkpoint's /vocab/src and /vocab/tgt (when it has them) hold the same tokens in the same
+// order: a vocabulary of the same size but other words (a data set rebuilt, or a file edited)
+// would train on silently remapped ids. FormatError naming both files otherwise.
 void check_resumed_vocabs(const std::map<std::string, io::AttrValue>& config, const std::string& checkpoint,
                           const io::File& data, const Vocabs& vocabs);
 // The /config of the checkpoint of `kind` that a run resumes from, checked so.
