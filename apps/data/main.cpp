@@ -5,6 +5,7 @@
 
 int main(int argc, char** argv) {
   using namespace attn::data_tool;
+  // clang-format off
   return attn::cli::dispatch(kTool, argc, argv, {
       {"copy", cmd_copy, "NTM copy task: random bit vectors, then copy them (Graves et al. 2014, 4.1)"},
       {"repeat-copy", cmd_repeat_copy, "NTM repeat copy: copy a sequence a given number of times (4.2)"},
@@ -15,6 +16,7 @@ int main(int argc, char** argv) {
       {"posenc", cmd_posenc, "print the sinusoidal positional-encoding table (Vaswani et al. 2017, 3.5)"},
       {"multi30k", cmd_multi30k, "Multi30k translation (Elliott et al. 2016): tokenised, vocabularies, splits"},
       {"parallel", cmd_parallel, "any line-aligned parallel text pair (plain or gzip) as a translation set"},
+      {"distil", cmd_distil, "a translation set whose training targets are a teacher's translations (Kim & Rush 2016)"},
       {"babi", cmd_babi, "bAbI question answering v1.2 (Weston et al. 2015): stories, questions, supporting facts"},
       {"mnist-strips", cmd_mnist_strips, "image captioning: strips of MNIST digits, captioned with the digits' words"},
       {"shapes", cmd_shapes, "image captioning: two coloured shapes, captioned with their spatial relation"},
@@ -23,4 +25,5 @@ int main(int argc, char** argv) {
       {"pairs", cmd_pairs, "sentence pairs of a parallel corpus: is B the translation of A (BERT's pair task)"},
       {"info", cmd_info, "summarise any attnlab HDF5 file: format, command, datasets, attributes"},
   });
+  // clang-format on
 }

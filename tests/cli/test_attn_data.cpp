@@ -32,7 +32,8 @@ TEST_CASE("attn-data --help lists the verbs, --version prints the version", "[cl
   test::TempDir dir;
   const Result help = attn_data(dir, "--help");
   CHECK(help.code == 0);
-  for (const char* verb : {"copy", "repeat-copy", "assoc-recall", "priority-sort", "reverse", "sort", "mnist-strips", "shapes", "info"})
+  for (const char* verb : {"copy", "repeat-copy", "assoc-recall", "priority-sort", "reverse", "sort", "mnist-strips",
+                           "shapes", "distil", "info"})
     CHECK_THAT(help.out, Catch::Contains(std::string("  ") + verb + " "));
   const Result version = attn_data(dir, "--version");
   CHECK(version.code == 0);
