@@ -276,9 +276,9 @@ TEST_CASE("a distilled set whose vocabularies are not the model's is refused by 
       {"{tf} train --data x_e.h5 --model nat2.h5 --resume nat.h5 --allow-new-data --steps 4 " + kTiny,
        "differ from those of nat.h5"},
       {"{tf} train --data x_w.h5 --model nat2.h5 --resume nat.h5 --steps 4 " + kTiny,
-       "nat.h5: was trained with other vocabularies than 'x_w.h5' has"},
+       "x_w.h5: its vocabulary differs from nat.h5's '/vocab/src'"},
       {"{tf} train --data x_w.h5 --model nat2.h5 --resume nat.h5 --allow-new-data --steps 4 " + kTiny,
-       "nat.h5: was trained with other vocabularies than 'x_w.h5' has"},
+       "x_w.h5: its vocabulary differs from nat.h5's '/vocab/src'"},
   };
   for (const Case& c : cases) {
     const Result r = run(dir, c.command);
