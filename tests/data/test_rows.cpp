@@ -69,7 +69,9 @@ TEST_CASE("rows: every layout opened for training reads the batches of the split
     support.idata()[i * 2 + 1] = -1;
     task.idata()[i] = static_cast<int32_t>(1 + i % 20);
   }
-  const Tensor inputs = uniform(rng, {kN, 5, 3}), targets = uniform(rng, {kN, 4, 2}), images = uniform(rng, {kN, 1, 4, 6});
+  const Tensor inputs = uniform(rng, {kN, 5, 3}), images = uniform(rng, {kN, 1, 4, 6});
+  Tensor targets = uniform(rng, {kN, 4, 2});   // the NTM's targets are bits
+  for (float& v : targets.values()) v = v < 0.5f ? 0.0f : 1.0f;
   Tensor in_len({kN}, DType::i32), out_len({kN}, DType::i32);
   for (int64_t i = 0; i < kN; ++i) in_len.idata()[i] = 1 + i % 5, out_len.idata()[i] = 1 + i % 4;
   {

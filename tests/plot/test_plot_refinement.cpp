@@ -223,7 +223,7 @@ TEST_CASE("attn-plot refinement writes the text table, PNG, SVG and PDF", "[cli]
   CHECK(test::slurp(dir.file("r1.out")).substr(0, 5) == "%PDF-");
 }
 
-TEST_CASE("attn-plot refinement: bad input exits 3, bad usage 2, naming what is wrong; nothing written",
+TEST_CASE("attn-plot refinement: bad input exits 3, bad usage 2, naming what is wrong, and nothing is written",
           "[cli][attn-plot]") {
   test::TempDir dir;
   test::write_plot_fixture(dir.file("pred.h5"));
