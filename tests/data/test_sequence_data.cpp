@@ -48,7 +48,8 @@ TEST_CASE("sequence data: write, read back, gather", "[io][sequence_data]") {
   REQUIRE_THROWS_WITH(data::read_sequence_split(f, "test"), Contains("s.h5: no split '/test' (found: /train)"));
 }
 
-TEST_CASE("sequence data: bad lengths, NaN values, targets that are not bits and mismatched rows are refused", "[io][sequence_data]") {
+TEST_CASE("sequence data: bad lengths, NaN values, targets that are not bits and mismatched rows are refused",
+          "[io][sequence_data]") {
   test::TempDir dir;
   auto write = [&](const data::SequenceSplit& s) {
     io::File f = io::File::create(dir.file("bad.h5"));

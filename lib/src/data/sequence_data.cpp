@@ -44,8 +44,9 @@ void check_bits(const io::File& file, const std::string& dataset, const Tensor& 
   const int64_t row = x.numel() / std::max<int64_t>(x.dim(0), 1);
   for (int64_t i = 0; i < x.numel(); ++i)
     if (x.data()[i] != 0.0f && x.data()[i] != 1.0f)
-      throw DataError(file.display_name() + ": dataset '" + dataset + "' row " + std::to_string(rows.file_row(i / row)) +
-                      " holds " + std::to_string(x.data()[i]) + "; a target must be a bit, 0 or 1");
+      throw DataError(file.display_name() + ": dataset '" + dataset + "' row " +
+                      std::to_string(rows.file_row(i / row)) + " holds " + std::to_string(x.data()[i]) +
+                      "; a target must be a bit, 0 or 1");
 }
 
 }  // namespace
