@@ -62,6 +62,11 @@ void add_model_options(cli::Options& opts) {
        "cmlm: the targets masked in training: uniform (CMLM, decoded by mask-predict's iterations; the "
        "default), all (vanilla NAT with position queries, one pass; Gu et al. 2018), glancing (GLAT, one "
        "pass; Qian et al. 2021)")
+      ("decoder-inputs", po::value<std::string>()->value_name("KIND")
+                             ->notifier(cli::one_of("decoder-inputs", {"mask", "copy"})),
+       "cmlm: what a [MASK]ed target position reads: mask, the [MASK] embedding (the default; position "
+       "queries when every position is masked), or copy, the embedding of the source token copied "
+       "uniformly to it (Gu et al. 2018)")
       ("glancing-ratio", po::value<double>()->value_name("F")->notifier(cli::in_range<double>("glancing-ratio", 0.0, 1.0)),
        "glancing: the share of the first pass's wrong tokens revealed to the second (default: the paper's 0.5)");
   // clang-format on
@@ -111,6 +116,12 @@ transformer::TransformerConfig config_from_options(const cli::Options& opts, con
       throw ConfigError("--target-masking needs a non-autoregressive model (--arch cmlm), this model is '" +
                         std::string(transformer::arch_name(c.arch)) + "'");
     c.target_masking = transformer::target_masking_from_string(opts.get<std::string>("target-masking"));
+  }
+  if (opts.has("decoder-inputs")) {
+    if (c.arch != TransformerArch::cmlm)
+      throw ConfigError("--decoder-inputs needs a non-autoregressive model (--arch cmlm), this model is '" +
+                        std::string(transformer::arch_name(c.arch)) + "'");
+    c.decoder_inputs = transformer::decoder_inputs_from_string(opts.get<std::string>("decoder-inputs"));
   }
   if (opts.has("glancing-ratio")) {
     if (c.target_masking != transformer::TargetMasking::glancing)

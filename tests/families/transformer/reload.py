@@ -130,12 +130,13 @@ class Transformer:
             x = self.sublayer(x, lambda y: self.ffn(y, f"{n}/ffn"), f"{n}/norm2")
         return self.norm(x, "encoder/final_norm") if self.pre else x
 
-    def decoder(self, fed, lengths, memory=None, src_len=None):
+    def decoder(self, fed, lengths, memory=None, src_len=None, x=None):
         """The decoder's final states [B, T, D] for the ids it is fed [B, T] (BOS first; cmlm: y
         with [MASK]s), keys j < lengths[b] visible (and j <= i but for cmlm), cross-attending to
-        `memory` when given."""
+        `memory` when given. x: the embedded input when it is not the target table's (cmlm copy)."""
         B, T = fed.shape
-        x = self.embed(self.tgt_table, fed, "decoder")
+        if x is None:
+            x = self.embed(self.tgt_table, fed, "decoder")
         vis = visible_keys(lengths, T, T, causal=self.arch != "cmlm", window=self.window)
         cross = None if memory is None else visible_keys(src_len, T, memory.shape[1], causal=False, window=-1)
         for l in range(self.c["dec_layers"]):
@@ -164,7 +165,16 @@ def transformer_logits(c, p, batch):
     if t.arch == "cmlm":   # [LENGTH] x, the non-causal decoder on the fed y, the offset classifier at [LENGTH]
         src, src_len = batch["src"], batch["src_len"]
         memory = t.encoder(np.concatenate([np.full((src.shape[0], 1), t.length_id), src], axis=1), src_len + 1)
-        h = t.decoder(batch["tgt"], batch["tgt_len"], memory, src_len + 1)
+        fed, tgt_len = batch["tgt"], batch["tgt_len"]
+        x = t.embed(t.tgt_table, fed, "decoder")
+        if c.get("decoder_inputs", "mask") == "copy":   # a [MASK] reads the uniformly copied source token
+            B, T = fed.shape
+            copied = np.zeros_like(fed)
+            for b in range(B):
+                for i in range(tgt_len[b]):
+                    copied[b, i] = src[b, i * src_len[b] // tgt_len[b]]
+            x = np.where((fed == t.V)[..., None], t.embed(t.src_table, copied, "decoder"), x)
+        h = t.decoder(fed, tgt_len, memory, src_len + 1, x)
         C = 2 * t.L + 1
         return t.output(h), linear(memory[:, 0], p("length/W", (C, t.D)), p("length/b", (C,)))
     if t.arch == "encdec":

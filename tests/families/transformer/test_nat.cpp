@@ -327,17 +327,97 @@ TEST_CASE("cmlm length predictor alone (no masked token) gradient matches finite
   check_cmlm_gradient(tiny_cmlm(), 44, /*no_masked_tokens=*/true);
 }
 
+TEST_CASE("uniform_copy_ids: the source spread evenly over the target, PAD past its length", "[unit][nat]") {
+  const Tensor src = Tensor::from_ints({3, 5}, {4, 5, 6, 7, 8, 9, 10, 11, 0, 0, 12, 13, 0, 0, 0});
+  const Tensor src_len = Tensor::from_ints({3}, {5, 3, 2});
+  const Tensor ids = transformer::uniform_copy_ids(src, src_len, Tensor::from_ints({3}, {4, 2, 5}), 5);
+  // floor(t x / n): row 0 (x 5, n 4) 0 1 2 3; row 1 (x 3, n 2) 0 1; row 2 (x 2, n 5) 0 0 0 1 1.
+  CHECK(ints(ids) == std::vector<int32_t>{4, 5, 6, 7, 0, 9, 10, 0, 0, 0, 12, 12, 12, 13, 13});
+  REQUIRE_THROWS_WITH(transformer::uniform_copy_ids(src, src_len, Tensor::from_ints({3}, {4, 2, 6}), 5),
+                      Catch::Contains("row 2 has source length 2 (of at most 5) and target length 6 (of at most 5)"));
+}
+
+TEST_CASE("cmlm with copied decoder inputs: a [MASK] reads the copied source token's embedding", "[unit][nat]") {
+  // With the memory held fixed, changing a source token changes the logits of the [MASK]ed positions
+  // that copy it (every position sees every other: all of the row's) and of no other row; with
+  // [MASK] inputs the source tokens reach the decoder through the memory only.
+  for (const auto inputs : {transformer::DecoderInputs::copy, transformer::DecoderInputs::mask}) {
+    TransformerConfig c = tiny_cmlm();
+    c.decoder_inputs = inputs;
+    Rng rng(22);
+    const Transformer model(c, rng);
+    const CmlmBatch b = tiny_masked_batch(model, rng);   // row 1: x 3, n 2, position 1 masked
+    const Tensor memory = model.encode(b.src, b.src_len);
+    Tensor changed = b.src.clone();
+    changed.idata()[5 + 1] = changed.idata()[5 + 1] == 4 ? 5 : 4;   // row 1's source token 1, copied at t = 1
+    const Tensor before = model.nat_logits(b.dec_in, b.tgt_len, memory, b.src, b.src_len);
+    const Tensor after = model.nat_logits(b.dec_in, b.tgt_len, memory, changed, b.src_len);
+    const int64_t V = c.tgt_vocab, row = 4 * V;
+    double row0 = 0, row1 = 0;
+    for (int64_t i = 0; i < row; ++i) {
+      row0 += std::abs(after.at(i) - before.at(i));
+      row1 += std::abs(after.at(row + i) - before.at(row + i));
+    }
+    CHECK(row0 == 0.0);
+    if (inputs == transformer::DecoderInputs::copy) {
+      CHECK(row1 > 1e-4);
+    } else {
+      CHECK(row1 == 0.0);
+    }
+  }
+  TransformerConfig c = tiny_cmlm();
+  auto attrs = c.to_attrs();
+  CHECK(std::get<std::string>(attrs.at("decoder_inputs")) == "mask");
+  attrs.erase("decoder_inputs");   // a file written before the copy
+  CHECK(TransformerConfig::from_attrs(attrs, "old.h5").decoder_inputs == transformer::DecoderInputs::mask);
+  attrs["decoder_inputs"] = std::string("copy");
+  CHECK(TransformerConfig::from_attrs(attrs, "new.h5").decoder_inputs == transformer::DecoderInputs::copy);
+}
+
+TEST_CASE("cmlm with copied decoder inputs (untied, one table for all): gradient matches finite differences, the "
+          "whole source table included",
+          "[gradcheck][nat]") {
+  for (const auto tie : {transformer::TieEmbeddings::none, transformer::TieEmbeddings::all}) {
+    TransformerConfig c = tiny_cmlm();
+    c.decoder_inputs = transformer::DecoderInputs::copy;
+    c.tie_embeddings = tie;
+    if (tie == transformer::TieEmbeddings::all) c.src_vocab = c.tgt_vocab;
+    INFO("tie_embeddings " << transformer::tie_embeddings_name(tie));
+    check_cmlm_gradient(c, 48);
+    // Every entry of the table the copies read (the encoder's source table, or the one table).
+    Rng rng(48);
+    Transformer model(c, rng);
+    const CmlmBatch batch = tiny_masked_batch(model, rng);
+    ParamList params = model.params();
+    zero_grads(params);
+    Rng dropout_rng(1);
+    (void)model.train_step(batch, dropout_rng);
+    const std::string name = tie == transformer::TieEmbeddings::all ? "embed/table" : "src_embed/table";
+    Param* table = nullptr;
+    for (Param* p : params)
+      if (p->name == name) table = p;
+    REQUIRE(table != nullptr);
+    const Tensor numeric = test::numeric_grad(
+        [&] {
+          const data::LossStats st = model.evaluate(batch);
+          return st.loss_sum / static_cast<double>(st.tokens);
+        },
+        table->value, 1e-3);   // at 3e-3 a ReLU of the encoder lies within the step of one [LENGTH] entry
+    CHECK_THAT(table->grad, test::close_to(numeric, 2e-3));
+  }
+}
+
 TEST_CASE("cmlm decoder is not causal: a later input changes earlier logits, a [MASK] is an input", "[unit][nat]") {
   Rng rng(21);
   const Transformer model(tiny_cmlm(), rng);
   const CmlmBatch b = tiny_masked_batch(model, rng);
   const Tensor memory = model.encode(b.src, b.src_len);
   REQUIRE(memory.shape() == Shape{2, 6, 8});                                        // [LENGTH] + 5
-  const Tensor before = model.nat_logits(b.dec_in, b.tgt_len, memory, b.src_len);   // [2, 4, V]
+  const Tensor before = model.nat_logits(b.dec_in, b.tgt_len, memory, b.src, b.src_len);   // [2, 4, V]
   REQUIRE(before.shape() == Shape{2, 4, 10});
   Tensor changed = b.dec_in.clone();
   changed.idata()[3] = changed.idata()[3] == 5 ? 6 : 5;   // row 0, position 3 (the last)
-  const Tensor after = model.nat_logits(changed, b.tgt_len, memory, b.src_len);
+  const Tensor after = model.nat_logits(changed, b.tgt_len, memory, b.src, b.src_len);
   double change = 0;
   for (int64_t i = 0; i < 10; ++i) change += std::abs(after.at(i) - before.at(i));   // row 0, position 0
   CHECK(change > 1e-4);
@@ -345,7 +425,7 @@ TEST_CASE("cmlm decoder is not causal: a later input changes earlier logits, a [
   // Positions past a row's length are never attended: changing one changes nothing real.
   Tensor pad = b.dec_in.clone();
   pad.idata()[4 + 3] = 7;   // row 1, position 3 >= tgt_len 2
-  const Tensor padded = model.nat_logits(pad, b.tgt_len, memory, b.src_len);
+  const Tensor padded = model.nat_logits(pad, b.tgt_len, memory, b.src, b.src_len);
   for (int64_t i = 40; i < 60; ++i) CHECK(padded.at(i) == Approx(before.at(i)).margin(1e-6));
 }
 
@@ -565,10 +645,12 @@ namespace {
 // A CMLM of 2 + 2 layers of width 32 trained by train::fit for 30 epochs on `train`, the tool's
 // Adam and warm-up; shared by the tasks it must learn.
 Transformer trained_cmlm(const data::TokenSplit& train, int32_t vocab_size, uint64_t init_seed, uint64_t train_seed,
-                         TargetMasking masking = TargetMasking::uniform) {
+                         TargetMasking masking = TargetMasking::uniform,
+                         transformer::DecoderInputs inputs = transformer::DecoderInputs::mask) {
   TransformerConfig c;
   c.arch = TransformerArch::cmlm;
   c.target_masking = masking;
+  c.decoder_inputs = inputs;
   c.src_vocab = c.tgt_vocab = vocab_size;
   c.d_model = 32;
   c.heads = 2;
@@ -649,7 +731,7 @@ TEST_CASE("a CMLM learns sort: sequence accuracy >= 0.95 with 4 mask-predict ite
   CHECK(right >= 190);
 }
 
-TEST_CASE("one-pass NATs learn reverse: vanilla (all masked) and GLAT, sequence accuracy >= 0.95 in one pass",
+TEST_CASE("one-pass NATs learn reverse: vanilla (all masked, copied inputs) and GLAT, sequence accuracy >= 0.95 in one pass",
           "[integration][nat]") {
   // Reversal is a function of the source alone, so one parallel pass can get it exactly: the
   // vanilla NAT learns it from position queries; GLAT too, with a glance of the references.
@@ -659,10 +741,13 @@ TEST_CASE("one-pass NATs learn reverse: vanilla (all masked) and GLAT, sequence 
   std::vector<int64_t> tail(200);
   for (int64_t i = 0; i < 200; ++i) tail[static_cast<size_t>(i)] = 2000 + i;
   const TokenBatch unseen = train::gather_token_batch(more, tail);
-  for (const TargetMasking masking : {TargetMasking::all, TargetMasking::glancing}) {
-    const Transformer model = trained_cmlm(train, kVocab, 81, 82, masking);
+  // The vanilla NAT with Gu et al.'s copied source embeddings, GLAT with position queries.
+  for (const auto& [masking, inputs] : {std::pair{TargetMasking::all, transformer::DecoderInputs::copy},
+                                        std::pair{TargetMasking::glancing, transformer::DecoderInputs::mask}}) {
+    const Transformer model = trained_cmlm(train, kVocab, 81, 82, masking, inputs);
     const int64_t right = exact_after(1, model, unseen);
-    INFO(transformer::target_masking_name(masking) << ": one-pass sequence accuracy " << right / 200.0);
+    INFO(transformer::target_masking_name(masking) << ", " << transformer::decoder_inputs_name(inputs)
+                                                   << " inputs: one-pass sequence accuracy " << right / 200.0);
     CHECK(right >= 190);
   }
 }

@@ -112,6 +112,10 @@ TEST_CASE("attn-transformer refuses NAT options it cannot honour: exit 2 naming 
        "--target-masking needs a non-autoregressive model (--arch cmlm), this model is 'encdec'"},
       {"{tf} train --data d.h5 --model x.h5 --arch cmlm --target-masking most --steps 1 " + std::string(kTiny),
        "--target-masking"},
+      {"{tf} train --data d.h5 --model x.h5 --decoder-inputs copy --steps 1 " + std::string(kTiny),
+       "--decoder-inputs needs a non-autoregressive model (--arch cmlm), this model is 'encdec'"},
+      {"{tf} train --data d.h5 --model x.h5 --arch cmlm --decoder-inputs source --steps 1 " + std::string(kTiny),
+       "--decoder-inputs"},
       {"{tf} train --data d.h5 --model x.h5 --arch cmlm --glancing-ratio 0.3 --steps 1 " + std::string(kTiny),
        "--glancing-ratio needs glancing training"},
       {"{tf} train --data d.h5 --model x.h5 --arch cmlm --target-masking glancing --glancing-ratio 2 --steps 1 " +
@@ -127,12 +131,13 @@ TEST_CASE("attn-transformer refuses NAT options it cannot honour: exit 2 naming 
   CHECK_THAT(run(dir, translate + "nat.h5 --length-beam 1000000").err, Contains("got 1000000"));
 }
 
-TEST_CASE("one-pass NAT: train --target-masking glancing -> translate in one pass, with --dump-attention",
+TEST_CASE("one-pass NAT: train --target-masking glancing --decoder-inputs copy -> translate in one pass, with "
+          "--dump-attention",
           "[cli][nat]") {
   test::TempDir dir;
   REQUIRE(run(dir, std::string(kData) + " --out d.h5").code == 0);
   const Result train = run(dir, "{tf} train --data d.h5 --model g.h5 --arch cmlm --target-masking glancing "
-                                "--glancing-ratio 0.3 --steps 4 " +
+                                "--glancing-ratio 0.3 --decoder-inputs copy --steps 4 " +
                                     std::string(kTiny));
   INFO(train.err);
   REQUIRE(train.code == 0);
@@ -140,6 +145,7 @@ TEST_CASE("one-pass NAT: train --target-masking glancing -> translate in one pas
     const io::File m = io::File::open_read(dir.file("g.h5"));
     CHECK(m.attr_string("/config", "target_masking") == "glancing");
     CHECK(m.attr_double("/config", "glancing_ratio") == Approx(0.3));
+    CHECK(m.attr_string("/config", "decoder_inputs") == "copy");
   }
   // The model's default: one pass (no --iterations), with every layer's weights.
   const Result tr = run(dir,

@@ -53,7 +53,7 @@ void transformer_case(const test::TempDir& dir, const std::string& name, const s
                       {"src_len", cb.src_len},
                       {"tgt", cb.dec_in},
                       {"tgt_len", cb.tgt_len},
-                      {"logits", m.model.nat_logits(cb.dec_in, cb.tgt_len, memory, cb.src_len)},
+                      {"logits", m.model.nat_logits(cb.dec_in, cb.tgt_len, memory, cb.src, cb.src_len)},
                       {"length_logits", m.model.length_logits(memory)}});
     f.commit();
     return;
@@ -177,13 +177,13 @@ TEST_CASE("formats: numpy reloads a Transformer mlm ([MASK] inputs, self-attenti
   check_reload(dir, {"mlm"});
 }
 
-TEST_CASE("formats: numpy reloads a Transformer cmlm ([MASK] inputs, [LENGTH], pre-norm, untied) and reproduces its "
-          "logits and length logits",
+TEST_CASE("formats: numpy reloads a Transformer cmlm ([MASK]s reading copied source tokens, [LENGTH], pre-norm, "
+          "untied) and reproduces its logits and length logits",
           "[integration][formats]") {
   test::TempDir dir;
   transformer_case(dir, "cmlm",
-                   "--arch cmlm --norm pre --pos-encoding learned --tie-embeddings none --d-model 8 --heads 2 "
-                   "--d-ff 16 --layers 1");
+                   "--arch cmlm --decoder-inputs copy --norm pre --pos-encoding learned --tie-embeddings none "
+                   "--d-model 8 --heads 2 --d-ff 16 --layers 1");
   check_reload(dir, {"cmlm"});
 }
 

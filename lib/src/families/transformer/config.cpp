@@ -38,6 +38,8 @@ constexpr EnumNames<PositionalKind, 2> kPositionalNames{
 constexpr EnumNames<nn::NormPosition, 2> kNormNames{{{nn::NormPosition::post, "post"}, {nn::NormPosition::pre, "pre"}}};
 constexpr EnumNames<TieEmbeddings, 3> kTieNames{
     {{TieEmbeddings::none, "none"}, {TieEmbeddings::output, "output"}, {TieEmbeddings::all, "all"}}};
+constexpr EnumNames<DecoderInputs, 2> kDecoderInputsNames{
+    {{DecoderInputs::mask, "mask"}, {DecoderInputs::copy, "copy"}}};
 constexpr EnumNames<TargetMasking, 3> kTargetMaskingNames{
     {{TargetMasking::uniform, "uniform"}, {TargetMasking::all, "all"}, {TargetMasking::glancing, "glancing"}}};
 }  // namespace
@@ -47,6 +49,10 @@ const char* positional_name(PositionalKind kind) { return enum_name(kPositionalN
 const char* norm_name(nn::NormPosition norm) { return enum_name(kNormNames, norm); }
 const char* tie_embeddings_name(TieEmbeddings tie) { return enum_name(kTieNames, tie); }
 const char* target_masking_name(TargetMasking masking) { return enum_name(kTargetMaskingNames, masking); }
+const char* decoder_inputs_name(DecoderInputs inputs) { return enum_name(kDecoderInputsNames, inputs); }
+DecoderInputs decoder_inputs_from_string(const std::string& name) {
+  return parse_enum(kDecoderInputsNames, "decoder_inputs", name);
+}
 TargetMasking target_masking_from_string(const std::string& name) {
   return parse_enum(kTargetMaskingNames, "target_masking", name);
 }
@@ -251,6 +257,23 @@ CmlmBatch glance_targets(const CmlmBatch& all_masked, const Tensor& predictions,
       in[t] = tgt[t];
       tgt[t] = data::kPad;
     }
+  }
+  return out;
+}
+
+Tensor uniform_copy_ids(const Tensor& src, const Tensor& src_len, const Tensor& tgt_len, int64_t T) {
+  check_tensor(src, {kAny, kAny}, "uniform_copy_ids: src [B, S]", DType::i32);
+  const int64_t B = src.dim(0), S = src.dim(1);
+  check_tensor(src_len, {B}, "uniform_copy_ids: src_len [B]", DType::i32);
+  check_tensor(tgt_len, {B}, "uniform_copy_ids: tgt_len [B]", DType::i32);
+  Tensor out({B, T}, DType::i32);   // PAD-filled
+  for (int64_t b = 0; b < B; ++b) {
+    const int64_t x = src_len.idata()[b], n = tgt_len.idata()[b];
+    if (x < 1 || x > S || n < 0 || n > T)
+      throw DataError("uniform_copy_ids: row " + std::to_string(b) + " has source length " + std::to_string(x) +
+                      " (of at most " + std::to_string(S) + ") and target length " + std::to_string(n) +
+                      " (of at most " + std::to_string(T) + ")");
+    for (int64_t t = 0; t < n; ++t) out.idata()[b * T + t] = src.idata()[b * S + t * x / n];
   }
   return out;
 }

@@ -16,6 +16,9 @@ struct Transformer::EmbedCache {
   ops::EmbeddingCache tokens, segments;
   Tensor segment_ids;   // the zeros used when a batch has no segments
   ops::DropoutCache drop;
+  // cmlm with DecoderInputs::copy: the source table's lookup and the rows it fills ([MASK]s)
+  ops::EmbeddingCache copied;
+  std::vector<uint8_t> copied_rows;
 };
 
 struct Transformer::StepCache {
@@ -163,7 +166,14 @@ Tensor Transformer::embed(const nn::Embedding& table, const std::optional<nn::Le
   if (offset + L > config_.max_len)
     throw ShapeError("transformer: positions [" + std::to_string(offset) + ", " + std::to_string(offset + L) +
                      ") exceed max_len " + std::to_string(config_.max_len) + " (raise max_len)");
-  Tensor x = table.forward(ids, cache ? &cache->tokens : nullptr);   // [B, S or T, D], fresh
+  if (cache) cache->copied_rows.clear();
+  return finish_embedding(table.forward(ids, cache ? &cache->tokens : nullptr), pos, ids, segments, offset, training,
+                          rng, cache);
+}
+
+Tensor Transformer::finish_embedding(Tensor x, const std::optional<nn::LearnedPositionalEmbedding>& pos,
+                                     const Tensor& ids, const Tensor& segments, int64_t offset, bool training, Rng& rng,
+                                     EmbedCache* cache) const {
   scale_inplace(x, std::sqrt(static_cast<float>(config_.d_model)));
   if (segment_embed_) {
     Tensor seg = segments;
@@ -180,7 +190,19 @@ void Transformer::embed_backward(const Tensor& dx, nn::Embedding& table,
   const Tensor d = ops::dropout_backward(dx, cache.drop);
   if (pos) pos->backward(d);
   if (segment_embed_) segment_embed_->backward(d, cache.segments);
-  table.backward(ops::scale_forward(d, std::sqrt(static_cast<float>(config_.d_model))), cache.tokens);
+  Tensor dtokens = ops::scale_forward(d, std::sqrt(static_cast<float>(config_.d_model)));
+  if (!cache.copied_rows.empty()) {   // the copied rows' gradient goes to the source table
+    const int64_t D = config_.d_model;
+    Tensor dcopied(dtokens.shape());
+    for (size_t r = 0; r < cache.copied_rows.size(); ++r)
+      if (cache.copied_rows[r]) {
+        float* row = dtokens.data() + static_cast<int64_t>(r) * D;
+        std::copy_n(row, D, dcopied.data() + static_cast<int64_t>(r) * D);
+        std::fill_n(row, D, 0.0f);
+      }
+    src_embedding().backward(dcopied, cache.copied);
+  }
+  table.backward(dtokens, cache.tokens);
 }
 
 Tensor Transformer::run_encoder(const Tensor& src, const Tensor& src_len, const Tensor& segments, bool training,
@@ -198,7 +220,37 @@ Tensor Transformer::run_encoder(const Tensor& src, const Tensor& src_len, const 
 Tensor Transformer::run_decoder(const Tensor& dec_in, const Tensor& dec_len, const Tensor& memory,
                                 const Tensor& src_len, bool training, Rng& rng, StepCache* cache,
                                 std::vector<Tensor>* self, std::vector<Tensor>* cross) const {
-  Tensor x = embed(tgt_embed_, dec_pos_, dec_in, {}, 0, training, rng, cache ? &cache->tgt : nullptr);
+  return decoder_layers(embed(tgt_embed_, dec_pos_, dec_in, {}, 0, training, rng, cache ? &cache->tgt : nullptr),
+                        dec_len, memory, src_len, training, rng, cache, self, cross);
+}
+
+Tensor Transformer::nat_decoder(const Tensor& dec_in, const Tensor& tgt_len, const Tensor& memory, const Tensor& src,
+                                const Tensor& src_len, bool training, Rng& rng, StepCache* cache,
+                                std::vector<Tensor>* self, std::vector<Tensor>* cross) const {
+  const Tensor memory_len = plus_one(src_len);
+  if (config_.decoder_inputs == DecoderInputs::mask)
+    return run_decoder(dec_in, tgt_len, memory, memory_len, training, rng, cache, self, cross);
+  // Copy: the [MASK] rows of the target table's lookup replaced by the source table's rows of the
+  // uniformly copied source tokens.
+  EmbedCache* ec = cache ? &cache->tgt : nullptr;
+  const int64_t T = dec_in.dim(1), D = config_.d_model;
+  Tensor x = tgt_embed_.forward(dec_in, ec ? &ec->tokens : nullptr);
+  const Tensor copied = src_embedding().forward(uniform_copy_ids(src, src_len, tgt_len, T), ec ? &ec->copied : nullptr);
+  std::vector<uint8_t> rows(static_cast<size_t>(dec_in.numel()));
+  const int32_t mask = mask_token_id();
+  for (int64_t r = 0; r < dec_in.numel(); ++r)
+    if (dec_in.idata()[r] == mask) {
+      rows[static_cast<size_t>(r)] = 1;
+      std::copy_n(copied.data() + r * D, D, x.data() + r * D);
+    }
+  if (ec) ec->copied_rows = std::move(rows);
+  return decoder_layers(finish_embedding(std::move(x), dec_pos_, dec_in, {}, 0, training, rng, ec), tgt_len, memory,
+                        memory_len, training, rng, cache, self, cross);
+}
+
+Tensor Transformer::decoder_layers(Tensor x, const Tensor& dec_len, const Tensor& memory, const Tensor& src_len,
+                                   bool training, Rng& rng, StepCache* cache, std::vector<Tensor>* self,
+                                   std::vector<Tensor>* cross) const {
   // CMLM's decoder sees the whole target (Ghazvininejad et al. 2019, sec. 3.1).
   const ops::AttentionMask smask = self_mask(dec_len, /*causal=*/config_.arch != TransformerArch::cmlm);
   const ops::AttentionMask cmask = ops::AttentionMask::padding(src_len);
@@ -436,7 +488,7 @@ Tensor Transformer::cmlm_forward(const CmlmBatch& batch, bool training, Rng& rng
   const Tensor memory_len = plus_one(batch.src_len);
   const Tensor memory = run_encoder(with_length_token(batch.src), memory_len, {}, training, rng, cache);
   *length_logits = length_->forward(first_positions(memory), cache ? &cache->length : nullptr);   // [B, C]
-  const Tensor h = run_decoder(batch.dec_in, batch.tgt_len, memory, memory_len, training, rng, cache);
+  const Tensor h = nat_decoder(batch.dec_in, batch.tgt_len, memory, batch.src, batch.src_len, training, rng, cache);
   return project(h, cache);
 }
 
@@ -478,8 +530,8 @@ Tensor Transformer::length_logits(const Tensor& memory) const {
   return length_->forward(first_positions(memory), nullptr);
 }
 
-Tensor Transformer::nat_logits(const Tensor& tokens, const Tensor& tgt_len, const Tensor& memory, const Tensor& src_len,
-                               std::vector<Tensor>* self, std::vector<Tensor>* cross) const {
+Tensor Transformer::nat_logits(const Tensor& tokens, const Tensor& tgt_len, const Tensor& memory, const Tensor& src,
+                               const Tensor& src_len, std::vector<Tensor>* self, std::vector<Tensor>* cross) const {
   if (config_.arch != TransformerArch::cmlm)
     throw ConfigError("transformer: nat_logits needs a cmlm model, this one is '" +
                       std::string(arch_name(config_.arch)) + "'");
@@ -487,9 +539,10 @@ Tensor Transformer::nat_logits(const Tensor& tokens, const Tensor& tgt_len, cons
   const int64_t B = tokens.dim(0);
   check_tensor(tgt_len, {B}, "transformer: tgt_len [B]", DType::i32);
   check_tensor(memory, {B, kAny, config_.d_model}, "transformer: memory [B, 1 + S, D]");
+  check_tensor(src, {B, memory.dim(1) - 1}, "transformer: src [B, S]", DType::i32);
   check_tensor(src_len, {B}, "transformer: src_len [B]", DType::i32);
-  const Tensor h = run_decoder(tokens, tgt_len, memory, plus_one(src_len), /*training=*/false, unused_rng(), nullptr,
-                               self, cross);
+  const Tensor h =
+      nat_decoder(tokens, tgt_len, memory, src, src_len, /*training=*/false, unused_rng(), nullptr, self, cross);
   return output_logits(h);
 }
 

@@ -43,8 +43,8 @@ void predict_masked(const Tensor& logits, const std::vector<uint8_t>& is_masked,
 
 // The weights of the pass behind the final tokens (nat.hpp, mask_predict): the decoder re-run on
 // the last iteration's inputs, history and masked [N, I, L]; memory [N, 1 + S, D].
-NamedTensors last_pass_attention(const Transformer& model, const Tensor& memory, const Tensor& src_len,
-                                 const Tensor& history, const Tensor& masked) {
+NamedTensors last_pass_attention(const Transformer& model, const Tensor& memory, const Tensor& src,
+                                 const Tensor& src_len, const Tensor& history, const Tensor& masked) {
   const int64_t N = history.dim(0), I = history.dim(1), L = history.dim(2), S = memory.dim(1) - 1;
   Tensor inputs({N, L}, DType::i32), lengths({N}, DType::i32);
   for (int64_t n = 0; n < N; ++n) {
@@ -56,7 +56,7 @@ NamedTensors last_pass_attention(const Transformer& model, const Tensor& memory,
     for (int64_t t = 0; t < L; ++t) inputs.idata()[n * L + t] = was_masked[t] ? model.mask_token_id() : tok[t];
   }
   std::vector<Tensor> self, cross;
-  model.nat_logits(inputs, lengths, memory, src_len, &self, &cross);
+  model.nat_logits(inputs, lengths, memory, src, src_len, &self, &cross);
   NamedTensors out;
   for (size_t l = 0; l < self.size(); ++l) {
     Tensor& w = self[l];   // [N, H, L, L]
@@ -85,7 +85,7 @@ NamedTensors last_pass_attention(const Transformer& model, const Tensor& memory,
 CmlmBatch glancing_batch(const Transformer& model, const data::TokenBatch& batch, Rng& rng) {
   const CmlmBatch all = cmlm_mask(batch, rng, model.mask_token_id(), TargetMasking::all);
   const Tensor memory = model.encode(all.src, all.src_len);
-  const Tensor logits = model.nat_logits(all.dec_in, all.tgt_len, memory, all.src_len);   // [B, T, V]
+  const Tensor logits = model.nat_logits(all.dec_in, all.tgt_len, memory, all.src, all.src_len);   // [B, T, V]
   const int64_t rows = all.dec_in.numel(), V = logits.dim(2);
   Tensor predictions(all.dec_in.shape(), DType::i32);
   for (int64_t i = 0; i < rows; ++i) {
@@ -194,9 +194,12 @@ decode::Decoded mask_predict(const Transformer& model, const Tensor& src, const 
     }
     first[static_cast<size_t>(n) + 1] = static_cast<int64_t>(sentence.size());
   }
-  const Tensor cand_memory = gather_rows(memory, sentence), cand_src_len = gather_rows(src_len, sentence);
+  const Tensor cand_memory = gather_rows(memory, sentence), cand_src = gather_rows(src, sentence),
+               cand_src_len = gather_rows(src_len, sentence);
   const MaskPredictSearch s = mask_predict_search(
-      [&](const Tensor& tokens, const Tensor& len) { return model.nat_logits(tokens, len, cand_memory, cand_src_len); },
+      [&](const Tensor& tokens, const Tensor& len) {
+        return model.nat_logits(tokens, len, cand_memory, cand_src, cand_src_len);
+      },
       lengths, cfg.tgt_vocab, model.mask_token_id(), o.iterations);
 
   // The best candidate of each source by mean log-probability.
@@ -230,7 +233,7 @@ decode::Decoded mask_predict(const Transformer& model, const Tensor& src, const 
       std::copy_n(s.history.idata() + from, width, history.idata() + to);
       std::copy_n(s.masked.idata() + from, width, masked.idata() + to);
     }
-  if (o.want_attention) out.attention = last_pass_attention(model, memory, src_len, history, masked);
+  if (o.want_attention) out.attention = last_pass_attention(model, memory, src, src_len, history, masked);
   out.outputs.emplace_back("iterations/tokens", std::move(history));
   out.outputs.emplace_back("iterations/masked", std::move(masked));
   return out;

@@ -76,19 +76,27 @@ enum class TieEmbeddings { none, output, all };
 //             positions and learns the others (glance_targets); decoded in one pass.
 enum class TargetMasking { uniform, all, glancing };
 
+// What a cmlm decoder reads at a [MASK]ed position: mask, the [MASK] row of the target table
+// (CMLM; with target_masking all, the position queries of a vanilla NAT); copy, the source table's
+// row of the source token uniform_copy_ids picks (Gu et al. 2018's uniform copy of the source
+// embeddings). Positions that hold target tokens read the target table either way.
+enum class DecoderInputs { mask, copy };
+
 // The names are attn-transformer's option values: "encdec", "lm", "mlm", "cmlm" / "sinusoidal",
-// "learned" / "post", "pre" / "none", "output", "all" / "uniform", "all", "glancing"; parsing
-// throws ConfigError listing them.
+// "learned" / "post", "pre" / "none", "output", "all" / "uniform", "all", "glancing" / "mask",
+// "copy"; parsing throws ConfigError listing them.
 const char* arch_name(TransformerArch arch);
 const char* positional_name(PositionalKind kind);
 const char* norm_name(nn::NormPosition norm);
 const char* tie_embeddings_name(TieEmbeddings tie);
 const char* target_masking_name(TargetMasking masking);
+const char* decoder_inputs_name(DecoderInputs inputs);
 TransformerArch arch_from_string(const std::string& name);
 PositionalKind positional_from_string(const std::string& name);
 nn::NormPosition norm_from_string(const std::string& name);
 TieEmbeddings tie_embeddings_from_string(const std::string& name);
 TargetMasking target_masking_from_string(const std::string& name);
+DecoderInputs decoder_inputs_from_string(const std::string& name);
 
 struct TransformerConfig {
   TransformerArch arch = TransformerArch::encdec;
@@ -105,6 +113,7 @@ struct TransformerConfig {
   float length_loss_weight = 0.1f;                         // cmlm: weight of the length loss (paper: 0.1)
   TargetMasking target_masking = TargetMasking::uniform;   // cmlm: the training objective (above)
   float glancing_ratio = 0.5f;                             // cmlm, glancing: the paper's 0.5
+  DecoderInputs decoder_inputs = DecoderInputs::mask;      // cmlm: what a [MASK]ed position reads
 
   // The fields of /config, each once (io/config_fields.hpp).
   template <class C, class V>
@@ -128,6 +137,8 @@ struct TransformerConfig {
     v("target_masking", c.target_masking, target_masking_name, target_masking_from_string,
       io::AbsentMeans{TargetMasking::uniform});   // added with vanilla NAT and GLAT
     v("glancing_ratio", c.glancing_ratio, io::AbsentMeans{0.5f});
+    v("decoder_inputs", c.decoder_inputs, decoder_inputs_name, decoder_inputs_from_string,
+      io::AbsentMeans{DecoderInputs::mask});
   }
 
   bool tie_output() const { return tie_embeddings != TieEmbeddings::none; }   // output = target embedding^T
@@ -198,6 +209,12 @@ CmlmBatch cmlm_mask_examples(const data::TokenBatch& batch, uint64_t seed, std::
 // positions drawn uniformly without replacement (dec_in = y_t, targets = PAD: not scored); the
 // others stay masked and scored. A first pass without mistakes reveals nothing.
 CmlmBatch glance_targets(const CmlmBatch& all_masked, const Tensor& predictions, float ratio, Rng& rng);
+
+// Gu et al. (2018)'s uniform copy, the source token each decoder position reads with
+// DecoderInputs::copy: [B, T] int32, position t < tgt_len[b] = n holding src[b, floor(t x / n)]
+// (x = src_len[b]: the source stretched or squeezed evenly over the target), PAD from n on.
+// src: int32 [B, S], src_len, tgt_len: int32 [B].
+Tensor uniform_copy_ids(const Tensor& src, const Tensor& src_len, const Tensor& tgt_len, int64_t T);
 
 // The incremental decoding state of one batch of B rows (hypotheses): the encoder memory, its
 // key lengths and projected cross-attention keys/values, and each decoder layer's
@@ -271,10 +288,12 @@ class Transformer {
   // k is the offset |y| - |x| = k - max_len.
   Tensor length_logits(const Tensor& memory) const;
   // The non-causal decoder over tokens [B, T] (y with [MASK]s) whose first tgt_len [B] positions
-  // are real, attending over the cmlm memory [B, 1 + S, D] of sources of src_len [B] tokens ->
+  // are real, attending over the cmlm memory [B, 1 + S, D] of sources src [B, S] (read by the
+  // [MASK]s with DecoderInputs::copy) of src_len [B] tokens ->
   // logits [B, T, V]. With self/cross not null, every layer's weights [B, NH, T, T] and
   // [B, NH, T, 1 + S] (column 0: [LENGTH]).
-  Tensor nat_logits(const Tensor& tokens, const Tensor& tgt_len, const Tensor& memory, const Tensor& src_len,
+  Tensor nat_logits(const Tensor& tokens, const Tensor& tgt_len, const Tensor& memory, const Tensor& src,
+                    const Tensor& src_len,
                     std::vector<Tensor>* self = nullptr, std::vector<Tensor>* cross = nullptr) const;
   // A fresh decoding state for B rows of up to `capacity` decoder positions (<= max_len); for
   // encdec it projects the memory's cross-attention keys and values once. memory/src_len are
@@ -299,11 +318,15 @@ class Transformer {
   struct EmbedCache;
 
   const nn::Embedding& src_embedding() const { return shared_embed() ? tgt_embed_ : src_embed_; }
+  nn::Embedding& src_embedding() { return shared_embed() ? tgt_embed_ : src_embed_; }
   bool shared_embed() const;
   // ids [B, S or T] -> sqrt(D) table[ids] + positions (+ segments), dropped out.
   Tensor embed(const nn::Embedding& table, const std::optional<nn::LearnedPositionalEmbedding>& pos,
                const Tensor& ids, const Tensor& segments, int64_t offset, bool training, Rng& rng,
                EmbedCache* cache) const;
+  // The rest of embed after the table lookup x = table[ids] [B, L, D].
+  Tensor finish_embedding(Tensor x, const std::optional<nn::LearnedPositionalEmbedding>& pos, const Tensor& ids,
+                          const Tensor& segments, int64_t offset, bool training, Rng& rng, EmbedCache* cache) const;
   void embed_backward(const Tensor& dx, nn::Embedding& table,
                       std::optional<nn::LearnedPositionalEmbedding>& pos, const EmbedCache& cache);
   Tensor run_encoder(const Tensor& src, const Tensor& src_len, const Tensor& segments, bool training, Rng& rng,
@@ -316,6 +339,14 @@ class Transformer {
   Tensor run_decoder(const Tensor& dec_in, const Tensor& dec_len, const Tensor& memory, const Tensor& src_len,
                      bool training, Rng& rng, StepCache* cache, std::vector<Tensor>* self = nullptr,
                      std::vector<Tensor>* cross = nullptr) const;
+  // The decoder's layers over embedded inputs x [B, T, D].
+  Tensor decoder_layers(Tensor x, const Tensor& dec_len, const Tensor& memory, const Tensor& src_len, bool training,
+                        Rng& rng, StepCache* cache, std::vector<Tensor>* self, std::vector<Tensor>* cross) const;
+  // cmlm: the decoder over dec_in [B, T] (y with [MASK]s; DecoderInputs above) for sources src
+  // [B, S] of src_len tokens whose memory is [B, 1 + S, D] -> final hidden states [B, T, D].
+  Tensor nat_decoder(const Tensor& dec_in, const Tensor& tgt_len, const Tensor& memory, const Tensor& src,
+                     const Tensor& src_len, bool training, Rng& rng, StepCache* cache,
+                     std::vector<Tensor>* self = nullptr, std::vector<Tensor>* cross = nullptr) const;
   // The shared forward of train_step/evaluate/logits: logits [B*T, V] and targets [B*T].
   Tensor forward_logits(const data::TokenBatch& batch, bool training, Rng& rng, StepCache* cache,
                         Tensor* targets) const;
