@@ -412,7 +412,7 @@ TEST_CASE("cmlm decoder is not causal: a later input changes earlier logits, a [
   const Transformer model(tiny_cmlm(), rng);
   const CmlmBatch b = tiny_masked_batch(model, rng);
   const Tensor memory = model.encode(b.src, b.src_len);
-  REQUIRE(memory.shape() == Shape{2, 6, 8});                                        // [LENGTH] + 5
+  REQUIRE(memory.shape() == Shape{2, 6, 8});                                               // [LENGTH] + 5
   const Tensor before = model.nat_logits(b.dec_in, b.tgt_len, memory, b.src, b.src_len);   // [2, 4, V]
   REQUIRE(before.shape() == Shape{2, 4, 10});
   Tensor changed = b.dec_in.clone();
@@ -731,8 +731,9 @@ TEST_CASE("a CMLM learns sort: sequence accuracy >= 0.95 with 4 mask-predict ite
   CHECK(right >= 190);
 }
 
-TEST_CASE("one-pass NATs learn reverse: vanilla (all masked, copied inputs) and GLAT, sequence accuracy >= 0.95 in one pass",
-          "[integration][nat]") {
+TEST_CASE(
+    "one-pass NATs learn reverse: vanilla (all masked, copied inputs) and GLAT, sequence accuracy >= 0.95 in one pass",
+    "[integration][nat]") {
   // Reversal is a function of the source alone, so one parallel pass can get it exactly: the
   // vanilla NAT learns it from position queries; GLAT too, with a glance of the references.
   const int32_t kVocab = 12;

@@ -541,8 +541,8 @@ Tensor Transformer::nat_logits(const Tensor& tokens, const Tensor& tgt_len, cons
   check_tensor(memory, {B, kAny, config_.d_model}, "transformer: memory [B, 1 + S, D]");
   check_tensor(src, {B, memory.dim(1) - 1}, "transformer: src [B, S]", DType::i32);
   check_tensor(src_len, {B}, "transformer: src_len [B]", DType::i32);
-  const Tensor h =
-      nat_decoder(tokens, tgt_len, memory, src, src_len, /*training=*/false, unused_rng(), nullptr, self, cross);
+  const Tensor h = nat_decoder(tokens, tgt_len, memory, src, src_len, /*training=*/false, unused_rng(), nullptr, self,
+                               cross);
   return output_logits(h);
 }
 

@@ -293,8 +293,8 @@ class Transformer {
   // logits [B, T, V]. With self/cross not null, every layer's weights [B, NH, T, T] and
   // [B, NH, T, 1 + S] (column 0: [LENGTH]).
   Tensor nat_logits(const Tensor& tokens, const Tensor& tgt_len, const Tensor& memory, const Tensor& src,
-                    const Tensor& src_len,
-                    std::vector<Tensor>* self = nullptr, std::vector<Tensor>* cross = nullptr) const;
+                    const Tensor& src_len, std::vector<Tensor>* self = nullptr,
+                    std::vector<Tensor>* cross = nullptr) const;
   // A fresh decoding state for B rows of up to `capacity` decoder positions (<= max_len); for
   // encdec it projects the memory's cross-attention keys and values once. memory/src_len are
   // ignored (pass empty tensors) for lm, in which case `rows` gives B.
