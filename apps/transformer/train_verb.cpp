@@ -67,6 +67,12 @@ void add_model_options(cli::Options& opts) {
        "cmlm: what a [MASK]ed target position reads: mask, the [MASK] embedding (the default; position "
        "queries when every position is masked), or copy, the embedding of the source token copied "
        "uniformly to it (Gu et al. 2018)")
+      ("length-rule", po::value<std::string>()->value_name("RULE")
+                          ->notifier(cli::one_of("length-rule", {"predictor", "eos"})),
+       "cmlm: how the output length is decided: predictor (a classifier over the offset from the "
+       "source length; the default) or eos (fill |x| + --eos-margin positions, cut at </s>)")
+      ("eos-margin", po::value<int64_t>()->value_name("K")->notifier(cli::at_least<int64_t>("eos-margin", 0)),
+       "--length-rule eos: positions beyond the source length the decoder fills (default 10)")
       ("glancing-ratio", po::value<double>()->value_name("F")->notifier(cli::in_range<double>("glancing-ratio", 0.0, 1.0)),
        "glancing: the share of the first pass's wrong tokens revealed to the second (default: the paper's 0.5)");
   // clang-format on
@@ -122,6 +128,17 @@ transformer::TransformerConfig config_from_options(const cli::Options& opts, con
       throw ConfigError("--decoder-inputs needs a non-autoregressive model (--arch cmlm), this model is '" +
                         std::string(transformer::arch_name(c.arch)) + "'");
     c.decoder_inputs = transformer::decoder_inputs_from_string(opts.get<std::string>("decoder-inputs"));
+  }
+  if (opts.has("length-rule")) {
+    if (c.arch != TransformerArch::cmlm)
+      throw ConfigError("--length-rule needs a non-autoregressive model (--arch cmlm), this model is '" +
+                        std::string(transformer::arch_name(c.arch)) + "'");
+    c.length_rule = transformer::length_rule_from_string(opts.get<std::string>("length-rule"));
+  }
+  if (opts.has("eos-margin")) {
+    if (c.length_rule != transformer::LengthRule::eos)
+      throw ConfigError("--eos-margin needs the cut at </s> (--arch cmlm --length-rule eos)");
+    c.eos_margin = opts.get<int64_t>("eos-margin");
   }
   if (opts.has("glancing-ratio")) {
     if (c.target_masking != transformer::TargetMasking::glancing)

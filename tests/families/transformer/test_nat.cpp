@@ -327,6 +327,59 @@ TEST_CASE("cmlm length predictor alone (no masked token) gradient matches finite
   check_cmlm_gradient(tiny_cmlm(), 44, /*no_masked_tokens=*/true);
 }
 
+TEST_CASE("eos_padded_targets: y, then </s> to |x| + eos_margin positions (or |y| + 1), then the final EOS",
+          "[unit][nat]") {
+  TransformerConfig c = tiny_cmlm();
+  c.length_rule = transformer::LengthRule::eos;
+  c.eos_margin = 1;
+  TokenBatch batch;
+  batch.src = Tensor::from_ints({3, 3}, {4, 5, 6, 7, 8, 0, 9, 0, 0});
+  batch.src_len = Tensor::from_ints({3}, {3, 2, 1});
+  batch.tgt = Tensor::from_ints({3, 4}, {4, 5, data::kEos, 0, 6, data::kEos, 0, 0, 7, 8, 9, data::kEos});
+  batch.tgt_len = Tensor::from_ints({3}, {3, 2, 4});
+  const TokenBatch out = transformer::eos_padded_targets(batch, c);
+  const int32_t E = data::kEos;
+  // Row 0: 4 positions (3 + 1); row 1: 3 (2 + 1); row 2: y of 3 tokens beside a 1-token source,
+  // so |y| + 1 = 4 positions rather than 1 + 1.
+  CHECK(ints(out.tgt) == std::vector<int32_t>{4, 5, E, E, E, 6, E, E, E, 0, 7, 8, 9, E, E});
+  CHECK(ints(out.tgt_len) == std::vector<int32_t>{5, 4, 5});
+  CHECK(ints(out.src) == ints(batch.src));
+  c.eos_margin = 20;   // capped by max_len 12
+  CHECK(transformer::eos_padded_targets(batch, c).tgt_len.idata()[0] == 13);
+  CHECK(c.eos_positions(3) == 12);
+  c.eos_margin = 13;
+  REQUIRE_THROWS_WITH(c.validate(), Catch::Contains("eos_margin"));
+}
+
+TEST_CASE("mask_predict with the cut at </s>: one candidate of |x| + eos_margin positions, output before the first EOS",
+          "[unit][nat]") {
+  TransformerConfig c = tiny_cmlm();
+  c.length_rule = transformer::LengthRule::eos;
+  c.eos_margin = 2;
+  Rng rng(9);
+  const Transformer model(c, rng);
+  const Tensor src = Tensor::from_ints({2, 3}, {4, 5, 6, 7, 8, 0});
+  const Tensor src_len = Tensor::from_ints({2}, {3, 2});
+  const decode::Decoded out = transformer::mask_predict(model, src, src_len, {.iterations = 2, .length_beam = 1});
+  const Tensor& hist = out.outputs[0].second;   // [2, 2, 5]: every position filled, EOS included
+  REQUIRE(hist.shape() == Shape{2, 2, 5});
+  for (int64_t n = 0; n < 2; ++n) {
+    const auto& tokens = out.tokens[static_cast<size_t>(n)];
+    const int64_t filled = n == 0 ? 5 : 4, len = static_cast<int64_t>(tokens.size());
+    REQUIRE(len <= filled);
+    for (int64_t t = 0; t < filled; ++t) {
+      const int32_t tok = hist.idata()[(n * 2 + 1) * 5 + t];
+      CHECK(tok >= data::kEos);   // never PAD or BOS; EOS allowed
+      if (t < len) CHECK(tok == tokens[static_cast<size_t>(t)]);
+      if (t < len) CHECK(tok != data::kEos);
+      if (t == len) CHECK(tok == data::kEos);   // the cut
+    }
+    if (n == 1) CHECK(hist.idata()[(n * 2 + 1) * 5 + 4] == 0);   // past the 4 filled positions
+  }
+  REQUIRE_THROWS_WITH(transformer::mask_predict(model, src, src_len, {.iterations = 2, .length_beam = 2}),
+                      Catch::Contains("cuts its output at </s>") && Catch::Contains("got 2"));
+}
+
 TEST_CASE("uniform_copy_ids: the source spread evenly over the target, PAD past its length", "[unit][nat]") {
   const Tensor src = Tensor::from_ints({3, 5}, {4, 5, 6, 7, 8, 9, 10, 11, 0, 0, 12, 13, 0, 0, 0});
   const Tensor src_len = Tensor::from_ints({3}, {5, 3, 2});
@@ -646,11 +699,14 @@ namespace {
 // Adam and warm-up; shared by the tasks it must learn.
 Transformer trained_cmlm(const data::TokenSplit& train, int32_t vocab_size, uint64_t init_seed, uint64_t train_seed,
                          TargetMasking masking = TargetMasking::uniform,
-                         transformer::DecoderInputs inputs = transformer::DecoderInputs::mask) {
+                         transformer::DecoderInputs inputs = transformer::DecoderInputs::mask,
+                         transformer::LengthRule length = transformer::LengthRule::predictor) {
   TransformerConfig c;
   c.arch = TransformerArch::cmlm;
   c.target_masking = masking;
   c.decoder_inputs = inputs;
+  c.length_rule = length;
+  c.eos_margin = 3;
   c.src_vocab = c.tgt_vocab = vocab_size;
   c.d_model = 32;
   c.heads = 2;
@@ -743,12 +799,21 @@ TEST_CASE(
   for (int64_t i = 0; i < 200; ++i) tail[static_cast<size_t>(i)] = 2000 + i;
   const TokenBatch unseen = train::gather_token_batch(more, tail);
   // The vanilla NAT with Gu et al.'s copied source embeddings, GLAT with position queries.
-  for (const auto& [masking, inputs] : {std::pair{TargetMasking::all, transformer::DecoderInputs::copy},
-                                        std::pair{TargetMasking::glancing, transformer::DecoderInputs::mask}}) {
-    const Transformer model = trained_cmlm(train, kVocab, 81, 82, masking, inputs);
+  // And the vanilla NAT that fills |x| + 3 positions and cuts its output at </s>.
+  struct Variant {
+    TargetMasking masking;
+    transformer::DecoderInputs inputs;
+    transformer::LengthRule length;
+  };
+  for (const Variant v : {Variant{TargetMasking::all, transformer::DecoderInputs::copy, transformer::LengthRule::predictor},
+                          Variant{TargetMasking::glancing, transformer::DecoderInputs::mask,
+                                  transformer::LengthRule::predictor},
+                          Variant{TargetMasking::all, transformer::DecoderInputs::mask, transformer::LengthRule::eos}}) {
+    const Transformer model = trained_cmlm(train, kVocab, 81, 82, v.masking, v.inputs, v.length);
     const int64_t right = exact_after(1, model, unseen);
-    INFO(transformer::target_masking_name(masking) << ", " << transformer::decoder_inputs_name(inputs)
-                                                   << " inputs: one-pass sequence accuracy " << right / 200.0);
+    INFO(transformer::target_masking_name(v.masking)
+         << ", " << transformer::decoder_inputs_name(v.inputs) << " inputs, length by "
+         << transformer::length_rule_name(v.length) << ": one-pass sequence accuracy " << right / 200.0);
     CHECK(right >= 190);
   }
 }

@@ -112,6 +112,10 @@ TEST_CASE("attn-transformer refuses NAT options it cannot honour: exit 2 naming 
        "--target-masking needs a non-autoregressive model (--arch cmlm), this model is 'encdec'"},
       {"{tf} train --data d.h5 --model x.h5 --arch cmlm --target-masking most --steps 1 " + std::string(kTiny),
        "--target-masking"},
+      {"{tf} train --data d.h5 --model x.h5 --length-rule eos --steps 1 " + std::string(kTiny),
+       "--length-rule needs a non-autoregressive model (--arch cmlm), this model is 'encdec'"},
+      {"{tf} train --data d.h5 --model x.h5 --arch cmlm --eos-margin 4 --steps 1 " + std::string(kTiny),
+       "--eos-margin needs the cut at </s>"},
       {"{tf} train --data d.h5 --model x.h5 --decoder-inputs copy --steps 1 " + std::string(kTiny),
        "--decoder-inputs needs a non-autoregressive model (--arch cmlm), this model is 'encdec'"},
       {"{tf} train --data d.h5 --model x.h5 --arch cmlm --decoder-inputs source --steps 1 " + std::string(kTiny),
@@ -160,4 +164,32 @@ TEST_CASE("one-pass NAT: train --target-masking glancing --decoder-inputs copy -
   CHECK(self == Shape{20, 2, pred[1], pred[1]});
   REQUIRE(cross.size() == 4);
   CHECK(Shape(cross.begin(), cross.begin() + 3) == Shape{20, 2, pred[1]});   // then the sources' width
+}
+
+TEST_CASE("cut at </s>: train --length-rule eos -> translate, one length per sentence", "[cli][nat]") {
+  test::TempDir dir;
+  REQUIRE(run(dir, std::string(kData) + " --out d.h5").code == 0);
+  const Result train = run(dir, "{tf} train --data d.h5 --model e.h5 --arch cmlm --target-masking all "
+                                "--length-rule eos --eos-margin 3 --steps 4 " +
+                                    std::string(kTiny));
+  INFO(train.err);
+  REQUIRE(train.code == 0);
+  {
+    const io::File m = io::File::open_read(dir.file("e.h5"));
+    CHECK(m.attr_string("/config", "length_rule") == "eos");
+    CHECK(m.attr_int("/config", "eos_margin") == 3);
+  }
+  const Result tr = run(dir, "{tf} translate --model e.h5 --data d.h5 --split test --out p.h5 --quiet");
+  INFO(tr.err);
+  REQUIRE(tr.code == 0);
+  {   // every source has at most 6 tokens: the decoder fills at most 6 + 3 positions, EOS included
+    const io::File p = io::File::open_read(dir.file("p.h5"));
+    const Shape it = p.shape("/iterations/tokens");
+    CHECK(it[1] == 1);
+    CHECK(it[2] <= 9);
+    CHECK(p.shape("/predictions")[1] <= it[2]);
+  }
+  const Result beam = run(dir, "{tf} translate --model e.h5 --data d.h5 --split test --length-beam 2 --out q.h5");
+  CHECK(beam.code == 2);
+  CHECK_THAT(beam.err, Contains("cuts its output at </s>"));
 }

@@ -40,6 +40,7 @@ constexpr EnumNames<TieEmbeddings, 3> kTieNames{
     {{TieEmbeddings::none, "none"}, {TieEmbeddings::output, "output"}, {TieEmbeddings::all, "all"}}};
 constexpr EnumNames<DecoderInputs, 2> kDecoderInputsNames{
     {{DecoderInputs::mask, "mask"}, {DecoderInputs::copy, "copy"}}};
+constexpr EnumNames<LengthRule, 2> kLengthRuleNames{{{LengthRule::predictor, "predictor"}, {LengthRule::eos, "eos"}}};
 constexpr EnumNames<TargetMasking, 3> kTargetMaskingNames{
     {{TargetMasking::uniform, "uniform"}, {TargetMasking::all, "all"}, {TargetMasking::glancing, "glancing"}}};
 }  // namespace
@@ -49,6 +50,8 @@ const char* positional_name(PositionalKind kind) { return enum_name(kPositionalN
 const char* norm_name(nn::NormPosition norm) { return enum_name(kNormNames, norm); }
 const char* tie_embeddings_name(TieEmbeddings tie) { return enum_name(kTieNames, tie); }
 const char* target_masking_name(TargetMasking masking) { return enum_name(kTargetMaskingNames, masking); }
+const char* length_rule_name(LengthRule rule) { return enum_name(kLengthRuleNames, rule); }
+LengthRule length_rule_from_string(const std::string& name) { return parse_enum(kLengthRuleNames, "length_rule", name); }
 const char* decoder_inputs_name(DecoderInputs inputs) { return enum_name(kDecoderInputsNames, inputs); }
 DecoderInputs decoder_inputs_from_string(const std::string& name) {
   return parse_enum(kDecoderInputsNames, "decoder_inputs", name);
@@ -88,6 +91,7 @@ void TransformerConfig::validate() const {
   if (!(length_loss_weight >= 0.0f && std::isfinite(length_loss_weight)))
     bad("length_loss_weight", ">= 0", str(length_loss_weight));
   if (!(glancing_ratio >= 0.0f && glancing_ratio <= 1.0f)) bad("glancing_ratio", "in [0, 1]", str(glancing_ratio));
+  io::check_range("transformer", "eos_margin", eos_margin, 0, max_len);
 }
 
 std::map<std::string, io::AttrValue> TransformerConfig::to_attrs() const { return io::write_fields(*this); }
@@ -274,6 +278,35 @@ Tensor uniform_copy_ids(const Tensor& src, const Tensor& src_len, const Tensor& 
                       " (of at most " + std::to_string(S) + ") and target length " + std::to_string(n) +
                       " (of at most " + std::to_string(T) + ")");
     for (int64_t t = 0; t < n; ++t) out.idata()[b * T + t] = src.idata()[b * S + t * x / n];
+  }
+  return out;
+}
+
+data::TokenBatch eos_padded_targets(const data::TokenBatch& batch, const TransformerConfig& config) {
+  check_tensor(batch.src_len, {kAny}, "eos_padded_targets: src_len [B]", DType::i32);
+  const int64_t B = batch.src_len.dim(0);
+  check_tensor(batch.tgt, {B, kAny}, "eos_padded_targets: tgt [B, T]", DType::i32);
+  check_tensor(batch.tgt_len, {B}, "eos_padded_targets: tgt_len [B]", DType::i32);
+  const int64_t T = batch.tgt.dim(1);
+  std::vector<int64_t> positions(static_cast<size_t>(B));   // per row: y and its EOS padding
+  int64_t width = 1;
+  for (int64_t b = 0; b < B; ++b) {
+    const int64_t n = batch.tgt_len.idata()[b];   // |y| + 1
+    if (n < 1 || n > T)
+      throw DataError("eos_padded_targets: target length " + std::to_string(n) + " of row " + std::to_string(b) +
+                      " is outside [1, " + std::to_string(T) + "] (a target ends with EOS)");
+    positions[static_cast<size_t>(b)] = std::max(config.eos_positions(batch.src_len.idata()[b]), n);
+    width = std::max(width, positions[static_cast<size_t>(b)] + 1);
+  }
+  data::TokenBatch out = batch;
+  out.tgt = Tensor({B, width}, DType::i32);   // PAD-filled
+  out.tgt_len = Tensor({B}, DType::i32);
+  for (int64_t b = 0; b < B; ++b) {
+    const int64_t n = batch.tgt_len.idata()[b], L = positions[static_cast<size_t>(b)];
+    int32_t* row = out.tgt.idata() + b * width;
+    std::copy_n(batch.tgt.idata() + b * T, n - 1, row);
+    std::fill(row + n - 1, row + L + 1, data::kEos);
+    out.tgt_len.idata()[b] = static_cast<int32_t>(L + 1);
   }
   return out;
 }

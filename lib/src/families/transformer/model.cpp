@@ -502,8 +502,8 @@ data::LossStats Transformer::train_step(const CmlmBatch& batch, Rng& dropout_rng
   const ops::CrossEntropyResult tokens = ops::cross_entropy_forward_backward_inplace(
       logits, batch.targets.reshape({kAny}), {data::kPad, config_.label_smoothing}, 1.0f);
   const ops::CrossEntropyResult lengths = ops::cross_entropy_forward_backward_inplace(length_logits, len_targets, {},
-                                                                                      config_.length_loss_weight);
-  const data::LossStats stats = cmlm_stats(tokens, lengths, config_.length_loss_weight);
+                                                                                      config_.length_weight());
+  const data::LossStats stats = cmlm_stats(tokens, lengths, config_.length_weight());
   nn::announce_loss_count(static_cast<double>(stats.tokens));
 
   // Backward: the forward's steps in reverse.
@@ -521,7 +521,7 @@ data::LossStats Transformer::evaluate(const CmlmBatch& batch) const {
   const Tensor len_targets = length_targets(batch.src_len, batch.tgt_len, config_.max_len);
   return cmlm_stats(
       ops::cross_entropy_forward(logits, batch.targets.reshape({kAny}), {data::kPad, config_.label_smoothing}, nullptr),
-      ops::cross_entropy_forward(length_logits, len_targets, {}, nullptr), config_.length_loss_weight);
+      ops::cross_entropy_forward(length_logits, len_targets, {}, nullptr), config_.length_weight());
 }
 
 Tensor Transformer::length_logits(const Tensor& memory) const {

@@ -26,14 +26,15 @@ Tensor gather_rows(const Tensor& t, const std::vector<int64_t>& rows) {
 
 // Predicts the masked positions of `tokens` from their logits [R, Lmax, V]: argmax of the
 // log-softmax with PAD, BOS and EOS forbidden, written into tokens and log_probs.
-void predict_masked(const Tensor& logits, const std::vector<uint8_t>& is_masked, Tensor& tokens, Tensor& log_probs) {
+void predict_masked(const Tensor& logits, const std::vector<uint8_t>& is_masked, bool allow_eos, Tensor& tokens,
+                    Tensor& log_probs) {
   const int64_t V = logits.dim(2), rows = tokens.numel();
   std::vector<float> row(static_cast<size_t>(V));
   for (int64_t i = 0; i < rows; ++i) {
     if (!is_masked[static_cast<size_t>(i)]) continue;
     std::copy_n(logits.data() + i * V, V, row.data());
     data::forbid_unproducible(row.data(), 1, V);
-    if (data::kEos < V) row[data::kEos] = -std::numeric_limits<float>::infinity();
+    if (!allow_eos && data::kEos < V) row[data::kEos] = -std::numeric_limits<float>::infinity();
     ops::log_softmax_rows_inplace(row.data(), 1, V);
     const auto best = std::max_element(row.begin(), row.end());   // the lowest id among equals
     tokens.idata()[i] = static_cast<int32_t>(best - row.begin());
@@ -42,9 +43,13 @@ void predict_masked(const Tensor& logits, const std::vector<uint8_t>& is_masked,
 }
 
 // The weights of the pass behind the final tokens (nat.hpp, mask_predict): the decoder re-run on
-// the last iteration's inputs, history and masked [N, I, L]; memory [N, 1 + S, D].
+// the last iteration's inputs, history and masked [N, I, L] (the positions it filled: up to the
+// first PAD); memory [N, 1 + S, D]. Kept: the output's rows and columns, out_len[n] of them
+// (fewer than the filled positions after the cut at </s>), in [N, H, W, W] and [N, H, W, S], W the
+// longest output (at least 1).
 NamedTensors last_pass_attention(const Transformer& model, const Tensor& memory, const Tensor& src,
-                                 const Tensor& src_len, const Tensor& history, const Tensor& masked) {
+                                 const Tensor& src_len, const Tensor& history, const Tensor& masked,
+                                 const std::vector<int64_t>& out_len) {
   const int64_t N = history.dim(0), I = history.dim(1), L = history.dim(2), S = memory.dim(1) - 1;
   Tensor inputs({N, L}, DType::i32), lengths({N}, DType::i32);
   for (int64_t n = 0; n < N; ++n) {
@@ -57,21 +62,17 @@ NamedTensors last_pass_attention(const Transformer& model, const Tensor& memory,
   }
   std::vector<Tensor> self, cross;
   model.nat_logits(inputs, lengths, memory, src, src_len, &self, &cross);
+  const int64_t W = std::max<int64_t>(1, *std::max_element(out_len.begin(), out_len.end()));
   NamedTensors out;
   for (size_t l = 0; l < self.size(); ++l) {
-    Tensor& w = self[l];   // [N, H, L, L]
-    const int64_t H = w.dim(1);
-    Tensor c({N, H, L, S});   // [LENGTH]'s column dropped
+    const int64_t H = self[l].dim(1);
+    Tensor w({N, H, W, W}), c({N, H, W, S});   // zeros past an output; [LENGTH]'s column dropped
     for (int64_t n = 0; n < N; ++n) {
-      const int64_t len = lengths.idata()[n];
+      const int64_t len = out_len[static_cast<size_t>(n)];
       for (int64_t h = 0; h < H; ++h)
-        for (int64_t t = 0; t < L; ++t) {
-          float* row = w.data() + ((n * H + h) * L + t) * L;
-          if (t >= len) {
-            std::fill_n(row, L, 0.0f);
-            continue;
-          }
-          std::copy_n(cross[l].data() + ((n * H + h) * L + t) * (S + 1) + 1, S, c.data() + ((n * H + h) * L + t) * S);
+        for (int64_t t = 0; t < len; ++t) {
+          std::copy_n(self[l].data() + ((n * H + h) * L + t) * L, len, w.data() + ((n * H + h) * W + t) * W);
+          std::copy_n(cross[l].data() + ((n * H + h) * L + t) * (S + 1) + 1, S, c.data() + ((n * H + h) * W + t) * S);
         }
     }
     out.emplace_back("self/layer" + std::to_string(l), std::move(w));
@@ -99,6 +100,10 @@ void check_mask_predict_options(const TransformerConfig& config, const MaskPredi
   if (o.iterations < 0)
     throw ConfigError("mask-predict: iterations must be >= 1 (or 0: the model's default), got " +
                       std::to_string(o.iterations));
+  if (config.length_rule == LengthRule::eos && o.length_beam != 1)
+    throw ConfigError("mask-predict: a model that cuts its output at </s> decodes one length per sentence (length_beam "
+                      "must be 1, got " +
+                      std::to_string(o.length_beam) + ")");
   if (o.length_beam < 1 || o.length_beam > config.max_len + 1)
     throw ConfigError("mask-predict: length_beam must be in [1, max_len + 1 = " + std::to_string(config.max_len + 1) +
                       "] (the target lengths 0.." + std::to_string(config.max_len) + " the model can produce), got " +
@@ -107,7 +112,7 @@ void check_mask_predict_options(const TransformerConfig& config, const MaskPredi
 }
 
 MaskPredictSearch mask_predict_search(const NatScorer& score, const std::vector<int32_t>& lengths, int64_t V,
-                                      int32_t mask_id, int64_t iterations) {
+                                      int32_t mask_id, int64_t iterations, bool allow_eos) {
   if (iterations < 1) throw ConfigError("mask-predict: iterations must be >= 1, got " + std::to_string(iterations));
   const auto R = static_cast<int64_t>(lengths.size());
   int64_t L = 1;
@@ -145,7 +150,7 @@ MaskPredictSearch mask_predict_search(const NatScorer& score, const std::vector<
     if (any) {
       const Tensor logits = score(s.tokens, len);
       check_tensor(logits, {R, L, V}, "mask-predict: the scorer's logits [R, Lmax, V]");
-      predict_masked(logits, is_masked, s.tokens, s.log_probs);
+      predict_masked(logits, is_masked, allow_eos, s.tokens, s.log_probs);
     }
     for (int64_t r = 0; r < R; ++r)
       for (int64_t t = 0; t < L; ++t) {
@@ -162,6 +167,7 @@ decode::Decoded mask_predict(const Transformer& model, const Tensor& src, const 
   if (cfg.arch != TransformerArch::cmlm)
     throw ConfigError("mask-predict needs a cmlm model, this one is '" + std::string(arch_name(cfg.arch)) + "'");
   check_mask_predict_options(cfg, options);
+  const bool cut_at_eos = cfg.length_rule == LengthRule::eos;
   MaskPredictOptions o = options;
   if (o.iterations == 0) o.iterations = cfg.default_iterations();
   check_tensor(src, {kAny, kAny}, "mask-predict: src [N, S]", DType::i32);
@@ -183,6 +189,12 @@ decode::Decoded mask_predict(const Transformer& model, const Tensor& src, const 
   std::vector<int32_t> all(static_cast<size_t>(longest) + 1);
   for (int64_t n = 0; n < N; ++n) {
     const int64_t x = src_len.idata()[n];
+    if (cut_at_eos) {   // one candidate: the positions the model fills, cut at </s> below
+      sentence.push_back(n);
+      lengths.push_back(static_cast<int32_t>(std::min(cfg.eos_positions(x), longest)));
+      first[static_cast<size_t>(n) + 1] = static_cast<int64_t>(sentence.size());
+      continue;
+    }
     const float* lp = length_lp.data() + n * C;
     const auto cls = [&](int32_t len) { return lp[len - x + cfg.max_len]; };
     std::iota(all.begin(), all.end(), 0);
@@ -200,13 +212,27 @@ decode::Decoded mask_predict(const Transformer& model, const Tensor& src, const 
       [&](const Tensor& tokens, const Tensor& len) {
         return model.nat_logits(tokens, len, cand_memory, cand_src, cand_src_len);
       },
-      lengths, cfg.tgt_vocab, model.mask_token_id(), o.iterations);
+      lengths, cfg.tgt_vocab, model.mask_token_id(), o.iterations, /*allow_eos=*/cut_at_eos);
 
-  // The best candidate of each source by mean log-probability.
+  // The best candidate of each source by mean log-probability (with the cut at </s>: the one,
+  // its output the tokens before the first </s>, scored with that </s>).
   const int64_t L = s.tokens.dim(1), I = o.iterations;
-  std::vector<int64_t> chosen(static_cast<size_t>(N));
+  std::vector<int64_t> chosen(static_cast<size_t>(N)), out_len(static_cast<size_t>(N));
   int64_t width = 1;
   for (int64_t n = 0; n < N; ++n) {
+    if (cut_at_eos) {
+      const int64_t r = first[static_cast<size_t>(n)], filled = lengths[static_cast<size_t>(r)];
+      const int32_t* tok = s.tokens.idata() + r * L;
+      const int64_t len = std::find(tok, tok + filled, data::kEos) - tok, scored = std::min(len + 1, filled);
+      double sum = 0;
+      for (int64_t t = 0; t < scored; ++t) sum += s.log_probs.data()[r * L + t];
+      chosen[static_cast<size_t>(n)] = r;
+      out_len[static_cast<size_t>(n)] = len;
+      out.tokens[static_cast<size_t>(n)].assign(tok, tok + len);
+      out.scores[static_cast<size_t>(n)] = scored == 0 ? 0.0f : static_cast<float>(sum / static_cast<double>(scored));
+      width = std::max(width, filled);
+      continue;
+    }
     int64_t best = first[static_cast<size_t>(n)];
     double best_score = -std::numeric_limits<double>::infinity();
     for (int64_t r = first[static_cast<size_t>(n)]; r < first[static_cast<size_t>(n) + 1]; ++r) {
@@ -221,6 +247,7 @@ decode::Decoded mask_predict(const Transformer& model, const Tensor& src, const 
     }
     chosen[static_cast<size_t>(n)] = best;
     const int64_t len = lengths[static_cast<size_t>(best)];
+    out_len[static_cast<size_t>(n)] = len;
     const int32_t* tok = s.tokens.idata() + best * L;
     out.tokens[static_cast<size_t>(n)].assign(tok, tok + len);
     out.scores[static_cast<size_t>(n)] = len == 0 ? 0.0f : static_cast<float>(best_score);
@@ -233,7 +260,7 @@ decode::Decoded mask_predict(const Transformer& model, const Tensor& src, const 
       std::copy_n(s.history.idata() + from, width, history.idata() + to);
       std::copy_n(s.masked.idata() + from, width, masked.idata() + to);
     }
-  if (o.want_attention) out.attention = last_pass_attention(model, memory, src, src_len, history, masked);
+  if (o.want_attention) out.attention = last_pass_attention(model, memory, src, src_len, history, masked, out_len);
   out.outputs.emplace_back("iterations/tokens", std::move(history));
   out.outputs.emplace_back("iterations/masked", std::move(masked));
   return out;

@@ -31,6 +31,12 @@ data::TokenBatch mlm_batch(const data::TokenSplit& split, std::span<const int64_
   return bert_input(rows.src, rows.src_len, rows.segments);
 }
 
+// A cmlm model's rows as it trains on them: with the cut at </s>, targets padded with EOS.
+data::TokenBatch nat_rows(const Transformer& model, const data::TokenSplit& split, std::span<const int64_t> index) {
+  data::TokenBatch rows = train::gather_token_batch(split, index);
+  return model.config().length_rule == LengthRule::eos ? eos_padded_targets(rows, model.config()) : rows;
+}
+
 // A cmlm model is validated on the inputs it decodes first: masks drawn as in training
 // (uniform), or every position masked (all, glancing: decoded in one pass).
 TargetMasking validation_masking(const TransformerConfig& c) {
@@ -94,7 +100,7 @@ train::TrainTask transformer_task(Transformer& model, const data::TokenSplit& tr
   task.train_lengths = transformer_lengths(arch, train);
   task.train_batch = [&model, &train, arch, masking](std::span<const int64_t> index, Rng& rng) {
     if (arch == TransformerArch::cmlm) {
-      const data::TokenBatch rows = train::gather_token_batch(train, index);
+      const data::TokenBatch rows = nat_rows(model, train, index);
       const TargetMasking m = model.config().target_masking;
       return train::to_stats(model.train_step(m == TargetMasking::glancing
                                                   ? glancing_batch(model, rows, rng)
@@ -111,7 +117,7 @@ train::TrainTask transformer_task(Transformer& model, const data::TokenSplit& tr
     task.valid_batch = [&model, valid, arch, masking](std::span<const int64_t> index) {
       if (arch == TransformerArch::cmlm)
         return train::to_stats(
-            model.evaluate(cmlm_mask_examples(train::gather_token_batch(*valid, index), kValidMaskSeed, index,
+            model.evaluate(cmlm_mask_examples(nat_rows(model, *valid, index), kValidMaskSeed, index,
                                               model.mask_token_id(), validation_masking(model.config()))));
       if (arch == TransformerArch::mlm)
         return train::to_stats(model.evaluate(mask_examples(mlm_batch(*valid, index), kValidMaskSeed, index,
@@ -160,7 +166,7 @@ train::EvalResult evaluate_transformer(const Transformer& model, const data::Tok
         train::EvalResult r;
         if (arch == TransformerArch::cmlm) {   // fixed masks, as validation: no sequence accuracy
           r.stats = train::to_stats(
-              model.evaluate(cmlm_mask_examples(train::gather_token_batch(split, index), kValidMaskSeed, index,
+              model.evaluate(cmlm_mask_examples(nat_rows(model, split, index), kValidMaskSeed, index,
                                                 model.mask_token_id(), validation_masking(model.config()))));
           return r;
         }

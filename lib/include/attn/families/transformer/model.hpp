@@ -37,6 +37,7 @@
 // positions (their mean) + length_loss_weight x the plain cross-entropy of the offsets (its mean
 // over the sentences), sec. 3.3.
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -82,21 +83,29 @@ enum class TargetMasking { uniform, all, glancing };
 // embeddings). Positions that hold target tokens read the target table either way.
 enum class DecoderInputs { mask, copy };
 
+// How a cmlm model decides the output length (the two ways of the lecture notes): predictor, the
+// length predictor over offsets (above); eos, "generate a maximum length and cut at </s>": the
+// decoder fills |x| + eos_margin positions (at most max_len), trained on y followed by </s> in
+// every remaining position (eos_padded_targets), and the output ends before the first </s>.
+enum class LengthRule { predictor, eos };
+
 // The names are attn-transformer's option values: "encdec", "lm", "mlm", "cmlm" / "sinusoidal",
 // "learned" / "post", "pre" / "none", "output", "all" / "uniform", "all", "glancing" / "mask",
-// "copy"; parsing throws ConfigError listing them.
+// "copy" / "predictor", "eos"; parsing throws ConfigError listing them.
 const char* arch_name(TransformerArch arch);
 const char* positional_name(PositionalKind kind);
 const char* norm_name(nn::NormPosition norm);
 const char* tie_embeddings_name(TieEmbeddings tie);
 const char* target_masking_name(TargetMasking masking);
 const char* decoder_inputs_name(DecoderInputs inputs);
+const char* length_rule_name(LengthRule rule);
 TransformerArch arch_from_string(const std::string& name);
 PositionalKind positional_from_string(const std::string& name);
 nn::NormPosition norm_from_string(const std::string& name);
 TieEmbeddings tie_embeddings_from_string(const std::string& name);
 TargetMasking target_masking_from_string(const std::string& name);
 DecoderInputs decoder_inputs_from_string(const std::string& name);
+LengthRule length_rule_from_string(const std::string& name);
 
 struct TransformerConfig {
   TransformerArch arch = TransformerArch::encdec;
@@ -114,6 +123,8 @@ struct TransformerConfig {
   TargetMasking target_masking = TargetMasking::uniform;   // cmlm: the training objective (above)
   float glancing_ratio = 0.5f;                             // cmlm, glancing: the paper's 0.5
   DecoderInputs decoder_inputs = DecoderInputs::mask;      // cmlm: what a [MASK]ed position reads
+  LengthRule length_rule = LengthRule::predictor;          // cmlm: how the output length is decided
+  int64_t eos_margin = 10;                                 // cmlm, eos: positions beyond |x|
 
   // The fields of /config, each once (io/config_fields.hpp).
   template <class C, class V>
@@ -139,6 +150,9 @@ struct TransformerConfig {
     v("glancing_ratio", c.glancing_ratio, io::AbsentMeans{0.5f});
     v("decoder_inputs", c.decoder_inputs, decoder_inputs_name, decoder_inputs_from_string,
       io::AbsentMeans{DecoderInputs::mask});
+    v("length_rule", c.length_rule, length_rule_name, length_rule_from_string,
+      io::AbsentMeans{LengthRule::predictor});
+    v("eos_margin", c.eos_margin, io::AbsentMeans{int64_t{10}});
   }
 
   bool tie_output() const { return tie_embeddings != TieEmbeddings::none; }   // output = target embedding^T
@@ -150,6 +164,12 @@ struct TransformerConfig {
   // cmlm: mask-predict's iterations by default: 10 (the paper's) after uniform masking, 1 (one
   // parallel pass) after all or glancing.
   int64_t default_iterations() const { return target_masking == TargetMasking::uniform ? 10 : 1; }
+  // cmlm: the length loss's weight in the objective: length_loss_weight, 0 with LengthRule::eos
+  // (the predictor is not used: its parameters get no gradient).
+  float length_weight() const { return length_rule == LengthRule::eos ? 0.0f : length_loss_weight; }
+  // cmlm with LengthRule::eos: the positions the decoder fills for a source of x tokens,
+  // min(x + eos_margin, max_len).
+  int64_t eos_positions(int64_t x) const { return std::min(x + eos_margin, max_len); }
 
   // Throws ConfigError naming the field for anything out of range.
   void validate() const;
@@ -209,6 +229,11 @@ CmlmBatch cmlm_mask_examples(const data::TokenBatch& batch, uint64_t seed, std::
 // positions drawn uniformly without replacement (dec_in = y_t, targets = PAD: not scored); the
 // others stay masked and scored. A first pass without mistakes reveals nothing.
 CmlmBatch glance_targets(const CmlmBatch& all_masked, const Tensor& predictions, float ratio, Rng& rng);
+
+// LengthRule::eos's training targets: each row's target y (batch.tgt, ending with EOS) followed by
+// EOS up to config.eos_positions(|x|) positions (or |y| + 1, when y is longer), then the final EOS
+// that cmlm_mask drops: what the decoder learns to fill, </s> from |y| on. Sources unchanged.
+data::TokenBatch eos_padded_targets(const data::TokenBatch& batch, const TransformerConfig& config);
 
 // Gu et al. (2018)'s uniform copy, the source token each decoder position reads with
 // DecoderInputs::copy: [B, T] int32, position t < tgt_len[b] = n holding src[b, floor(t x / n)]

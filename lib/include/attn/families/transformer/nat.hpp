@@ -14,6 +14,10 @@
 // (length 0) is kept only when every candidate is empty, with score 0. Its score is that mean
 // (decode::Decoded::scores); there is no EOS.
 //
+// With LengthRule::eos (model.hpp) there is one candidate per source, of eos_positions(|x|)
+// positions (capped by max_len), EOS is a prediction like any token, and the output is the
+// tokens before the first EOS; its score the mean log-probability of those and of that EOS.
+//
 // Each iteration re-runs the whole decoder (no KV cache: every position sees every other), over
 // all N x length_beam candidates at once.
 #pragma once
@@ -39,7 +43,9 @@ void check_mask_predict_options(const TransformerConfig& config, const MaskPredi
 
 // mask-predict over a cmlm model. src: int32 [N, S], src_len: int32 [N]. The result's tokens and
 // scores (above), and in `outputs` the chosen candidates' refinement, I = options.iterations:
-//   "iterations/tokens"  int32 [N, I, Lmax]  the tokens after each iteration (PAD past the length)
+//   "iterations/tokens"  int32 [N, I, Lmax]  the tokens after each iteration (PAD past the length;
+//                                            with the cut at </s>, every position filled, EOS
+//                                            included)
 //   "iterations/masked"  int32 [N, I, Lmax]  1 where the position was masked and predicted at that
 //                                            iteration (iteration 0: every position), else 0
 // (Lmax the longest output, at least 1). With want_attention, `attention` holds the weights of
@@ -74,6 +80,6 @@ struct MaskPredictSearch {
 // mask-predict's iterations (above) for R rows of the given lengths [R] (Lmax = the longest, at
 // least 1), V the logits' width, mask_id the [MASK] id fed to the scorer.
 MaskPredictSearch mask_predict_search(const NatScorer& score, const std::vector<int32_t>& lengths, int64_t V,
-                                      int32_t mask_id, int64_t iterations);
+                                      int32_t mask_id, int64_t iterations, bool allow_eos = false);
 
 }  // namespace attn::transformer
