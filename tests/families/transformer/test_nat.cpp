@@ -805,10 +805,10 @@ TEST_CASE(
     transformer::DecoderInputs inputs;
     transformer::LengthRule length;
   };
-  for (const Variant v : {Variant{TargetMasking::all, transformer::DecoderInputs::copy, transformer::LengthRule::predictor},
-                          Variant{TargetMasking::glancing, transformer::DecoderInputs::mask,
-                                  transformer::LengthRule::predictor},
-                          Variant{TargetMasking::all, transformer::DecoderInputs::mask, transformer::LengthRule::eos}}) {
+  for (const Variant v :
+       {Variant{TargetMasking::all, transformer::DecoderInputs::copy, transformer::LengthRule::predictor},
+        Variant{TargetMasking::glancing, transformer::DecoderInputs::mask, transformer::LengthRule::predictor},
+        Variant{TargetMasking::all, transformer::DecoderInputs::mask, transformer::LengthRule::eos}}) {
     const Transformer model = trained_cmlm(train, kVocab, 81, 82, v.masking, v.inputs, v.length);
     const int64_t right = exact_after(1, model, unseen);
     INFO(transformer::target_masking_name(v.masking)

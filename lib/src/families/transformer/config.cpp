@@ -51,7 +51,9 @@ const char* norm_name(nn::NormPosition norm) { return enum_name(kNormNames, norm
 const char* tie_embeddings_name(TieEmbeddings tie) { return enum_name(kTieNames, tie); }
 const char* target_masking_name(TargetMasking masking) { return enum_name(kTargetMaskingNames, masking); }
 const char* length_rule_name(LengthRule rule) { return enum_name(kLengthRuleNames, rule); }
-LengthRule length_rule_from_string(const std::string& name) { return parse_enum(kLengthRuleNames, "length_rule", name); }
+LengthRule length_rule_from_string(const std::string& name) {
+  return parse_enum(kLengthRuleNames, "length_rule", name);
+}
 const char* decoder_inputs_name(DecoderInputs inputs) { return enum_name(kDecoderInputsNames, inputs); }
 DecoderInputs decoder_inputs_from_string(const std::string& name) {
   return parse_enum(kDecoderInputsNames, "decoder_inputs", name);

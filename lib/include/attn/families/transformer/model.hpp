@@ -150,8 +150,7 @@ struct TransformerConfig {
     v("glancing_ratio", c.glancing_ratio, io::AbsentMeans{0.5f});
     v("decoder_inputs", c.decoder_inputs, decoder_inputs_name, decoder_inputs_from_string,
       io::AbsentMeans{DecoderInputs::mask});
-    v("length_rule", c.length_rule, length_rule_name, length_rule_from_string,
-      io::AbsentMeans{LengthRule::predictor});
+    v("length_rule", c.length_rule, length_rule_name, length_rule_from_string, io::AbsentMeans{LengthRule::predictor});
     v("eos_margin", c.eos_margin, io::AbsentMeans{int64_t{10}});
   }
 
