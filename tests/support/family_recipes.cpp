@@ -1,7 +1,9 @@
 #include "family_recipes.hpp"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include "attn/families/registry.hpp"
 
@@ -27,6 +29,8 @@ FamilyRecipe read_recipe(const std::string& family) {
       r.data = value;
     else if (key == "train")
       r.train = value;
+    else if (key == "stateful")
+      r.stateful = value;
     else
       FAIL(path.string() << ": unknown key '" << key << "'");
   }
@@ -42,6 +46,29 @@ std::vector<FamilyRecipe> family_recipes() {
   for (const families::Family& f : families::all()) recipes.push_back(read_recipe(f.name));
   REQUIRE(!recipes.empty());
   return recipes;
+}
+
+FamilyRecipe with_stateful_options(FamilyRecipe recipe) {
+  auto words = [](const std::string& text) {
+    std::vector<std::string> out;
+    std::istringstream in(text);
+    for (std::string w; in >> w;) out.push_back(w);
+    return out;
+  };
+  auto is_option = [](const std::string& word) { return word.starts_with("--"); };
+  const std::vector<std::string> extra = words(recipe.stateful);
+  std::string train;
+  const std::vector<std::string> kept = words(recipe.train);
+  for (size_t i = 0; i < kept.size();) {
+    const bool replaced = is_option(kept[i]) && std::find(extra.begin(), extra.end(), kept[i]) != extra.end();
+    if (!replaced) {
+      train += (train.empty() ? "" : " ") + kept[i++];
+      continue;
+    }
+    for (++i; i < kept.size() && !is_option(kept[i]);) ++i;   // its value words go with it
+  }
+  recipe.train = train + (train.empty() || recipe.stateful.empty() ? "" : " ") + recipe.stateful;
+  return recipe;
 }
 
 bool make_recipe_data(const TempDir& dir, const FamilyRecipe& recipe, const std::string& file) {
