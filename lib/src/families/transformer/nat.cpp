@@ -25,7 +25,8 @@ Tensor gather_rows(const Tensor& t, const std::vector<int64_t>& rows) {
 }
 
 // Predicts the masked positions of `tokens` from their logits [R, Lmax, V]: argmax of the
-// log-softmax with PAD, BOS and EOS forbidden, written into tokens and log_probs.
+// log-softmax with PAD, BOS and (unless allow_eos: the cut at </s>) EOS forbidden, written into
+// tokens and log_probs.
 void predict_masked(const Tensor& logits, const std::vector<uint8_t>& is_masked, bool allow_eos, Tensor& tokens,
                     Tensor& log_probs) {
   const int64_t V = logits.dim(2), rows = tokens.numel();
