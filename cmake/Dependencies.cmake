@@ -37,6 +37,21 @@ if(NOT TARGET attnlab_hdf5)
     INTERFACE_COMPILE_DEFINITIONS "${HDF5_DEFINITIONS}")
 endif()
 
+# SentencePiece (Kudo & Richardson 2018) for subword vocabularies (lib/src/data/subword.cpp): its
+# processor to apply models and its trainer to make them; Debian's libsentencepiece-dev.
+find_path(ATTN_SENTENCEPIECE_INCLUDE_DIR sentencepiece_processor.h)
+find_library(ATTN_SENTENCEPIECE_LIBRARY sentencepiece)
+find_library(ATTN_SENTENCEPIECE_TRAIN_LIBRARY sentencepiece_train)
+if(NOT ATTN_SENTENCEPIECE_INCLUDE_DIR OR NOT ATTN_SENTENCEPIECE_LIBRARY OR NOT ATTN_SENTENCEPIECE_TRAIN_LIBRARY)
+  message(FATAL_ERROR "SentencePiece not found: install the Debian package libsentencepiece-dev")
+endif()
+if(NOT TARGET attnlab_sentencepiece)
+  add_library(attnlab_sentencepiece INTERFACE IMPORTED)
+  set_target_properties(attnlab_sentencepiece PROPERTIES
+    INTERFACE_INCLUDE_DIRECTORIES "${ATTN_SENTENCEPIECE_INCLUDE_DIR}"
+    INTERFACE_LINK_LIBRARIES "${ATTN_SENTENCEPIECE_TRAIN_LIBRARY};${ATTN_SENTENCEPIECE_LIBRARY}")
+endif()
+
 # MPI (Open MPI: the Debian packages openmpi-bin and libopenmpi-dev) for data-parallel training
 # over several processes (lib/src/dist/). ATTN_MPI: AUTO uses it when found, ON requires it, OFF
 # builds without it; without MPI the tools train as one process and refuse to run under mpirun

@@ -16,6 +16,7 @@ int main(int argc, char** argv) {
       {"posenc", cmd_posenc, "print the sinusoidal positional-encoding table (Vaswani et al. 2017, 3.5)"},
       {"multi30k", cmd_multi30k, "Multi30k translation (Elliott et al. 2016): tokenised, vocabularies, splits"},
       {"parallel", cmd_parallel, "any line-aligned parallel text pair (plain or gzip) as a translation set"},
+      {"subword", cmd_subword, "a SentencePiece subword model (BPE or unigram) trained on raw training text"},
       {"distil", cmd_distil, "a translation set whose training targets are a teacher's translations (Kim & Rush 2016)"},
       {"babi", cmd_babi, "bAbI question answering v1.2 (Weston et al. 2015): stories, questions, supporting facts"},
       {"mnist-strips", cmd_mnist_strips, "image captioning: strips of MNIST digits, captioned with the digits' words"},

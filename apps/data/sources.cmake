@@ -7,6 +7,7 @@ attn_add_tool(attn-data SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/posenc.cpp
   ${CMAKE_CURRENT_LIST_DIR}/text_verbs.cpp
   ${CMAKE_CURRENT_LIST_DIR}/distil_verb.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/subword_verb.cpp
   ${CMAKE_CURRENT_LIST_DIR}/finetune_verbs.cpp
   ${CMAKE_CURRENT_LIST_DIR}/babi_verb.cpp
   ${CMAKE_CURRENT_LIST_DIR}/image_verbs.cpp

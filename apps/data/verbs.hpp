@@ -25,6 +25,8 @@ int cmd_posenc(int argc, char** argv);
 // Parallel text (text_verbs.cpp).
 int cmd_multi30k(int argc, char** argv);
 int cmd_parallel(int argc, char** argv);
+// SentencePiece subword models (subword_verb.cpp).
+int cmd_subword(int argc, char** argv);
 // Sequence-level knowledge distillation of a translation set (distil_verb.cpp).
 int cmd_distil(int argc, char** argv);
 // The bAbI question-answering tasks (babi_verb.cpp).

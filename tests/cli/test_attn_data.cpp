@@ -4,10 +4,12 @@
 #include <sys/wait.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
 
+#include "attn/data/subword.hpp"
 #include "attn/io/hdf5_file.hpp"
 #include "test_support.hpp"
 
@@ -33,7 +35,7 @@ TEST_CASE("attn-data --help lists the verbs, --version prints the version", "[cl
   const Result help = attn_data(dir, "--help");
   CHECK(help.code == 0);
   for (const char* verb : {"copy", "repeat-copy", "assoc-recall", "priority-sort", "reverse", "sort", "mnist-strips",
-                           "shapes", "distil", "info"})
+                           "shapes", "subword", "distil", "info"})
     CHECK_THAT(help.out, Catch::Contains(std::string("  ") + verb + " "));
   const Result version = attn_data(dir, "--version");
   CHECK(version.code == 0);
@@ -246,4 +248,48 @@ TEST_CASE("attn-data posenc prints the sinusoidal table and stores it with --out
   const Result bad = attn_data(dir, "posenc --d-model 0");
   CHECK(bad.code == 2);
   CHECK_THAT(bad.err, Catch::Contains("--d-model must be > 0, got 0"));
+}
+
+TEST_CASE("attn-data subword trains a SentencePiece model on raw text; bad input exits 2 or 3 naming it",
+          "[cli][attn-data]") {
+  test::TempDir dir;
+  {
+    std::ofstream text(dir.file("train.txt"));
+    for (const char* who : {"A dog", "The black cat", "Two children", "A man in a red shirt", "Some people"})
+      for (const char* what : {"runs across the field.", "is sleeping on the sofa.", "plays in the snow.",
+                               "walks down the busy street.", "jumps over a small fence."})
+        text << who << " " << what << "\n";
+    std::ofstream bad(dir.file("latin1.txt"));
+    bad << "A caf\xE9 by the sea.\n";
+  }
+  const Result r = attn_data(dir, "subword --text train.txt --vocab-size 60 --out m.model --quiet");
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  const data::SubwordModel m = data::SubwordModel::load(dir.file("m.model"));
+  CHECK(m.vocab().size() == 60);
+  CHECK(m.vocab().token(data::kUnk) == "<unk>");
+  CHECK(m.decode(m.encode("The black cat plays in the snow.")) == "The black cat plays in the snow.");
+  const Result summary = attn_data(dir, "subword --text train.txt --type unigram --vocab-size 40 --out u.model");
+  CHECK(summary.code == 0);
+  CHECK_THAT(summary.out, Catch::Contains("wrote u.model (unigram, 40 pieces, from 25 lines;"));
+
+  struct Case {
+    std::string args, message;
+    int code;
+  };
+  const Case cases[] = {
+      {"subword --text train.txt --vocab-size 4 --out x.model", "--vocab-size", 2},
+      {"subword --text train.txt --type wordpiece --out x.model", "--type", 2},
+      {"subword --text train.txt --out train.txt", "train.txt", 2},
+      {"subword --text missing.txt --out x.model", "missing.txt", 3},
+      {"subword --text latin1.txt --vocab-size 5 --out x.model", "latin1.txt", 3},
+      {"subword --text train.txt --vocab-size 5000 --out x.model", "Vocabulary size too high", 3},
+  };
+  for (const Case& c : cases) {
+    const Result bad = attn_data(dir, c.args);
+    INFO(c.args << "\n" << bad.err);
+    CHECK(bad.code == c.code);
+    CHECK_THAT(bad.err, Catch::Contains(c.message));
+  }
+  CHECK_FALSE(std::filesystem::exists(dir.file("x.model")));
 }
