@@ -55,9 +55,9 @@ int cmd_subword(int argc, char** argv) {
   const std::string out = opts.get<std::string>("out");
   io::write_bytes(out, model);
   const data::SubwordModel m = data::SubwordModel::from_bytes(model, out);
-  const int64_t pieces =
-      std::accumulate(sentences.begin(), sentences.end(), int64_t{0},
-                      [&](int64_t n, const std::string& s) { return n + static_cast<int64_t>(m.encode(s).size()); });
+  const int64_t pieces = std::accumulate(
+      sentences.begin(), sentences.end(), int64_t{0},
+      [&](int64_t n, const std::string& s) { return n + static_cast<int64_t>(m.encode(s).size()); });
   cli::print_summary(opts, opts.tool() + " subword: wrote " + (out == "-" ? "standard output" : out) + " (" +
                                data::subword_type_name(t.type) + ", " + std::to_string(m.vocab().size()) +
                                " pieces, from " + std::to_string(sentences.size()) + " lines; " +

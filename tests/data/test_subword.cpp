@@ -17,9 +17,9 @@ namespace {
 // 40 short English sentences of a small world (enough text for a vocabulary of 100 pieces).
 std::vector<std::string> small_corpus() {
   const std::vector<std::string> who{"A dog", "The black cat", "Two children", "A man in a red shirt", "Some people"};
-  const std::vector<std::string> what{"runs across the field.", "is sleeping on the sofa.", "plays in the snow.",
-                                      "walks down the busy street.", "jumps over a small fence.",
-                                      "looks at the camera.", "is eating an apple.", "waits for the bus."};
+  const std::vector<std::string> what{
+      "runs across the field.",    "is sleeping on the sofa.", "plays in the snow.",  "walks down the busy street.",
+      "jumps over a small fence.", "looks at the camera.",     "is eating an apple.", "waits for the bus."};
   std::vector<std::string> out;
   for (const std::string& a : who)
     for (const std::string& b : what) out.push_back(a + " " + b);
@@ -69,10 +69,13 @@ TEST_CASE("subword models: what nmt_nfkc normalisation changes, and identity kee
   // Runs of spaces become one; leading and trailing spaces go.
   CHECK(nfkc.decode(nfkc.encode("  A dog   runs. ")) == "A dog runs.");
   // NFKC folds compatibility characters: the ligature "ﬁ" is "fi", full-width "Ａ" is "A".
-  CHECK(nfkc.decode(nfkc.encode("\xEF\xAC\x81" "eld")) == "field");
+  CHECK(nfkc.decode(nfkc.encode("\xEF\xAC\x81"
+                                "eld")) == "field");
   CHECK(nfkc.decode(nfkc.encode("\xEF\xBC\xA1 dog")) == "A dog");
   const data::SubwordModel identity = small_model(data::SubwordType::bpe, "identity");
-  CHECK(identity.decode(identity.encode("\xEF\xAC\x81" "eld")) == "\xEF\xAC\x81" "eld");
+  CHECK(identity.decode(identity.encode("\xEF\xAC\x81"
+                                        "eld")) == "\xEF\xAC\x81"
+                                                   "eld");
 }
 
 TEST_CASE("subword models: training is reproducible, the bytes load back, files load", "[data][subword]") {
@@ -115,7 +118,7 @@ TEST_CASE("subword models: bad text, bad models and bad options are refused nami
   o = {};
   o.normalization = "no_such_rule";
   REQUIRE_THROWS_WITH(data::train_subword_model(small_corpus(), o), Contains("no_such_rule"));
-  CHECK(data::valid_utf8("\xF0\x9F\x90\x95 dog"));        // 4-byte sequence
-  CHECK_FALSE(data::valid_utf8("\xC0\xAF"));               // overlong
-  CHECK_FALSE(data::valid_utf8("\xED\xA0\x80"));           // a UTF-16 surrogate
+  CHECK(data::valid_utf8("\xF0\x9F\x90\x95 dog"));   // 4-byte sequence
+  CHECK_FALSE(data::valid_utf8("\xC0\xAF"));         // overlong
+  CHECK_FALSE(data::valid_utf8("\xED\xA0\x80"));     // a UTF-16 surrogate
 }

@@ -44,7 +44,8 @@ TEST_CASE("subword models on Multi30k: test2016 round-trips exactly, training li
   const std::string dir = (root / "multi30k").string();
   std::vector<std::string> train;
   for (const char* lang : {"de", "en"})
-    for (std::string& line : datasets::read_text_lines(dir + "/train." + lang + ".gz")) train.push_back(std::move(line));
+    for (std::string& line : datasets::read_text_lines(dir + "/train." + lang + ".gz"))
+      train.push_back(std::move(line));
   REQUIRE(train.size() == 58000);
   data::SubwordTraining o;
   o.vocab_size = 8000;

@@ -35,10 +35,10 @@ SubwordType subword_type_from_string(const std::string& name);   // "bpe", "unig
 
 struct SubwordTraining {
   SubwordType type = SubwordType::bpe;
-  int64_t vocab_size = 8000;               // pieces, the 4 reserved included
-  double character_coverage = 1.0;         // of the training text's characters, in (0, 1]
-  std::string normalization = "nmt_nfkc";  // SentencePiece's rule name: nmt_nfkc, nfkc, identity, ...
-  int64_t threads = 1;                     // SentencePiece's trainer threads (1: reproducible)
+  int64_t vocab_size = 8000;                // pieces, the 4 reserved included
+  double character_coverage = 1.0;          // of the training text's characters, in (0, 1]
+  std::string normalization = "nmt_nfkc";   // SentencePiece's rule name: nmt_nfkc, nfkc, identity, ...
+  int64_t threads = 1;                      // SentencePiece's trainer threads (1: reproducible)
 };
 
 // Trains a model on `sentences` (one per element, UTF-8; the training split's raw text) and
