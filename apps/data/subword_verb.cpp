@@ -59,7 +59,7 @@ int cmd_subword(int argc, char** argv) {
       sentences.begin(), sentences.end(), int64_t{0},
       [&](int64_t n, const std::string& s) { return n + static_cast<int64_t>(m.encode(s).size()); });
   cli::print_summary(opts, opts.tool() + " subword: wrote " + (out == "-" ? "standard output" : out) + " (" +
-                               data::subword_type_name(t.type) + ", " + std::to_string(m.vocab().size()) +
+                               data::subword_type_name(t.type) + ", " + std::to_string(m.pieces().size()) +
                                " pieces, from " + std::to_string(sentences.size()) + " lines; " +
                                std::to_string(pieces) + " pieces in them)");
   return 0;

@@ -266,8 +266,8 @@ TEST_CASE("attn-data subword trains a SentencePiece model on raw text; bad input
   INFO(r.err);
   REQUIRE(r.code == 0);
   const data::SubwordModel m = data::SubwordModel::load(dir.file("m.model"));
-  CHECK(m.vocab().size() == 60);
-  CHECK(m.vocab().token(data::kUnk) == "<unk>");
+  CHECK(m.pieces().size() == 60);
+  CHECK(m.pieces()[data::kUnk] == "<unk>");
   CHECK(m.decode(m.encode("The black cat plays in the snow.")) == "The black cat plays in the snow.");
   const Result summary = attn_data(dir, "subword --text train.txt --type unigram --vocab-size 40 --out u.model");
   CHECK(summary.code == 0);

@@ -2,11 +2,13 @@
 // trips and where normalisation changes text, reproducible training, and refusals.
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "attn/core/error.hpp"
 #include "attn/data/subword.hpp"
+#include "attn/io/hdf5_file.hpp"
 #include "test_support.hpp"
 
 using namespace attn;
@@ -46,7 +48,7 @@ TEST_CASE("subword models: attnlab's reserved ids, a vocabulary of pieces, exact
   for (const data::SubwordType type : {data::SubwordType::bpe, data::SubwordType::unigram}) {
     INFO(data::subword_type_name(type));
     const data::SubwordModel m = small_model(type);
-    const data::Vocab& v = m.vocab();
+    const data::Vocab v = data::Vocab::from_tokens(m.pieces());
     CHECK(v.size() == (type == data::SubwordType::bpe ? 100 : 60));
     CHECK(v.token(data::kPad) == "<pad>");
     CHECK(v.token(data::kBos) == "<s>");
@@ -91,7 +93,7 @@ TEST_CASE("subword models: training is reproducible, the bytes load back, files 
     f << a;
   }
   const data::SubwordModel loaded = data::SubwordModel::load(dir.file("m.model"));
-  CHECK(loaded.vocab().tokens() == m.vocab().tokens());
+  CHECK(loaded.pieces() == m.pieces());
   CHECK(join(loaded.encode("The black cat plays.")) == join(m.encode("The black cat plays.")));
 }
 
@@ -121,4 +123,36 @@ TEST_CASE("subword models: bad text, bad models and bad options are refused nami
   CHECK(data::valid_utf8("\xF0\x9F\x90\x95 dog"));   // 4-byte sequence
   CHECK_FALSE(data::valid_utf8("\xC0\xAF"));         // overlong
   CHECK_FALSE(data::valid_utf8("\xED\xA0\x80"));     // a UTF-16 surrogate
+}
+
+TEST_CASE("a subword vocabulary carries its model: write_vocab stores it, read_vocab checks it", "[data][subword]") {
+  auto model = std::make_shared<const data::SubwordModel>(small_model());
+  const data::Vocab v = data::Vocab::from_subword(model);
+  REQUIRE(v.subword() == model.get());
+  CHECK(v.tokens() == model->pieces());
+  CHECK(v.detokenize(model->encode("A dog runs.")) == "A dog runs.");
+  CHECK(data::Vocab().detokenize({"A", "dog", "runs", "."}) == "A dog runs.");   // words: the tokenizer's rules
+  test::TempDir dir;
+  {
+    io::File f = io::File::create(dir.file("v.h5"));
+    data::write_vocab(f, "/vocab/tgt", v);
+    data::write_vocab(f, "/vocab/src", data::Vocab());   // a word vocabulary: no model
+    // A model whose pieces are not the vocabulary's.
+    data::write_vocab(f, "/other", data::Vocab::from_tokens(std::vector<std::string>(model->pieces())));
+    f.write("/other_subword", f.read("/vocab/tgt_subword"), {.compress = false, .chunk_rows = 0, .as_uint8 = true});
+    f.write_strings("/short", {"<pad>", "<s>", "</s>", "<unk>", "x"});
+    f.write("/short_subword", f.read("/vocab/tgt_subword"), {.compress = false, .chunk_rows = 0, .as_uint8 = true});
+    f.commit();
+  }
+  const io::File f = io::File::open_read(dir.file("v.h5"));
+  CHECK(f.type_name("/vocab/tgt_subword") == "uint8");
+  const data::Vocab back = data::read_vocab(f, "/vocab/tgt");
+  REQUIRE(back.subword() != nullptr);
+  CHECK(back.subword()->bytes() == model->bytes());
+  CHECK(back.tokens() == v.tokens());
+  CHECK(data::read_vocab(f, "/vocab/src").subword() == nullptr);
+  CHECK(data::read_vocab(f, "/other").subword() != nullptr);   // the same pieces: accepted
+  REQUIRE_THROWS_WITH(data::read_vocab(f, "/short"),
+                      Contains("v.h5: dataset '/short_subword' is a SentencePiece model of 100 pieces that are not "
+                               "'/short' (5 tokens)"));
 }

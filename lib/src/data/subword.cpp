@@ -135,8 +135,9 @@ SubwordModel SubwordModel::from_bytes(std::string bytes, const std::string& sour
                         (size <= id ? std::string() : pieces[static_cast<size_t>(id)]) + "', expected '" +
                         kReservedTokens[id] + "' (attnlab's reserved ids: train it with attn-data subword, or with " +
                         "--pad_id=0 --bos_id=1 --eos_id=2 --unk_id=3 --pad_piece=<pad>)");
+  (void)Vocab::from_tokens(pieces, source + ": the SentencePiece model's pieces");   // distinct, non-empty
   SubwordModel m;
-  m.vocab_ = Vocab::from_tokens(std::move(pieces), source + ": the SentencePiece model's pieces");
+  m.pieces_ = std::move(pieces);
   m.processor_ = std::move(processor);
   m.bytes_ = std::move(bytes);
   m.source_ = source;

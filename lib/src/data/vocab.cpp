@@ -4,6 +4,8 @@
 #include <algorithm>
 
 #include "attn/core/error.hpp"
+#include "attn/data/subword.hpp"
+#include "attn/data/tokenizer.hpp"
 #include "attn/io/hdf5_file.hpp"
 
 namespace attn::data {
@@ -102,12 +104,49 @@ std::vector<std::string> Vocab::decode(std::span<const int32_t> ids) const {
   return out;
 }
 
+Vocab Vocab::from_subword(std::shared_ptr<const SubwordModel> model) {
+  Vocab v = from_tokens(model->pieces(), model->source() + ": the SentencePiece model's pieces");
+  v.subword_ = std::move(model);
+  return v;
+}
+
+std::string Vocab::detokenize(const std::vector<std::string>& tokens) const {
+  return subword_ ? subword_->decode(tokens) : data::detokenize(tokens);
+}
+
 void write_vocab(io::File& file, const std::string& dataset, const Vocab& vocab) {
   file.write_strings(dataset, vocab.tokens());
+  if (const SubwordModel* m = vocab.subword()) {
+    const std::string& bytes = m->bytes();
+    Tensor t({static_cast<int64_t>(bytes.size())}, DType::i32);
+    for (size_t i = 0; i < bytes.size(); ++i) t.idata()[i] = static_cast<unsigned char>(bytes[i]);
+    io::WriteOptions o;
+    o.as_uint8 = true;
+    file.write(dataset + kSubwordSuffix, t, o);
+  }
 }
 
 Vocab read_vocab(const io::File& file, const std::string& dataset) {
-  return Vocab::from_tokens(file.read_strings(dataset), file.display_name() + ": dataset '" + dataset + "'");
+  const std::string what = file.display_name() + ": dataset '" + dataset + "'";
+  Vocab v = Vocab::from_tokens(file.read_strings(dataset), what);
+  const std::string model_dataset = dataset + kSubwordSuffix;
+  if (!file.exists(model_dataset)) return v;
+  const Tensor t = file.read(model_dataset, DType::i32, {kAny});
+  std::string bytes(static_cast<size_t>(t.numel()), '\0');
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    const int32_t b = t.idata()[i];
+    if (b < 0 || b > 255)
+      throw FormatError(file.display_name() + ": dataset '" + model_dataset + "' holds " + std::to_string(b) +
+                        " at " + std::to_string(i) + ", expected bytes (0..255)");
+    bytes[static_cast<size_t>(i)] = static_cast<char>(b);
+  }
+  auto model = std::make_shared<const SubwordModel>(
+      SubwordModel::from_bytes(std::move(bytes), file.display_name() + ": dataset '" + model_dataset + "'"));
+  if (model->pieces() != v.tokens())
+    throw FormatError(file.display_name() + ": dataset '" + model_dataset + "' is a SentencePiece model of " +
+                      std::to_string(model->pieces().size()) + " pieces that are not '" + dataset + "' (" +
+                      std::to_string(v.size()) + " tokens): the vocabulary and its model disagree");
+  return Vocab::from_subword(std::move(model));
 }
 
 }  // namespace attn::data

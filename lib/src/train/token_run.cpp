@@ -210,7 +210,7 @@ void write_translation(io::File& file, const Translation& tr, const data::TokenS
   for (const auto& t : tr.tokens) {
     const std::vector<std::string> words = tgt_vocab.decode(t);
     text.push_back(data::join_tokens(words));
-    detok.push_back(data::detokenize(words));
+    detok.push_back(tgt_vocab.detokenize(words));
   }
   file.write("/predictions", pred.tokens);
   file.write("/predictions_len", pred.lengths);

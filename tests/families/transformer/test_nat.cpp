@@ -347,7 +347,7 @@ TEST_CASE("eos_padded_targets: y, then </s> to |x| + eos_margin positions (or |y
   c.eos_margin = 20;   // capped by max_len 12
   CHECK(transformer::eos_padded_targets(batch, c).tgt_len.idata()[0] == 13);
   CHECK(c.eos_positions(3) == 12);
-  c.eos_margin = 13;
+  c.eos_margin = -1;
   REQUIRE_THROWS_WITH(c.validate(), Catch::Contains("eos_margin"));
 }
 

@@ -5,8 +5,9 @@
 //
 // Ids. A model trained here gives the reserved pieces attnlab's ids (data/vocab.hpp): <pad> 0,
 // <s> 1, </s> 2, <unk> 3, so that a piece's id in the model is its token id in a data set and in
-// a trained model; its vocabulary (Vocab) is its pieces in id order. A model made elsewhere is
-// accepted only with the same four (SubwordModel refuses it otherwise, naming what it found).
+// a trained model; its vocabulary is its pieces in id order (Vocab::from_subword keeps the model
+// with them, and write_vocab stores it beside them). A model made elsewhere is accepted only with
+// the same four (SubwordModel refuses it otherwise, naming what it found).
 //
 // Text. Encoding normalises first (the model's rule, chosen at training: nmt_nfkc, SentencePiece's
 // default, applies Unicode NFKC and folds white space and some control characters; identity keeps
@@ -59,8 +60,8 @@ class SubwordModel {
   std::vector<std::string> encode(std::string_view text) const;
   // The text of pieces (the reserved pieces dropped).
   std::string decode(const std::vector<std::string>& pieces) const;
-  // The pieces in id order: the data set's and the model's vocabulary.
-  const Vocab& vocab() const { return vocab_; }
+  // The pieces in id order: the data set's and the model's vocabulary (Vocab::from_subword).
+  const std::vector<std::string>& pieces() const { return pieces_; }
   // The serialized model, as stored in data sets and model files.
   const std::string& bytes() const { return bytes_; }
   const std::string& source() const { return source_; }
@@ -68,7 +69,7 @@ class SubwordModel {
  private:
   std::shared_ptr<const sentencepiece::SentencePieceProcessor> processor_;
   std::string bytes_, source_;
-  Vocab vocab_;
+  std::vector<std::string> pieces_;
 };
 
 // Whether `text` is well-formed UTF-8; otherwise the byte offset of the first bad sequence.

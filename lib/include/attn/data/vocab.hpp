@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <limits>
 #include <span>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -48,6 +49,11 @@ struct VocabOptions {
   int64_t max_size = 0;   // at most this many ids, the 4 reserved included; 0: no limit (else >= 5)
 };
 
+class SubwordModel;
+
+// The suffix of the dataset beside a vocabulary's that holds its subword model (write_vocab).
+inline constexpr const char* kSubwordSuffix = "_subword";
+
 class Vocab {
  public:
   Vocab();   // only the reserved tokens
@@ -60,6 +66,14 @@ class Vocab {
   // tokens and every token is distinct and non-empty; `what` names the source in the message
   // ("m30k.h5: dataset '/vocab/src'").
   static Vocab from_tokens(std::vector<std::string> tokens, const std::string& what = "vocabulary");
+  // A subword model's vocabulary: its pieces in id order, the model kept with it (subword.hpp),
+  // so that whatever stores or reads the vocabulary carries the model on.
+  static Vocab from_subword(std::shared_ptr<const SubwordModel> model);
+  // The subword model the ids are pieces of; null for a word vocabulary.
+  const SubwordModel* subword() const { return subword_.get(); }
+  // Tokens (decode's output) as text for reading: a subword model's detokenisation (its pieces
+  // joined, "▁" as spaces), else data::detokenize's rules for words.
+  std::string detokenize(const std::vector<std::string>& tokens) const;
 
   int64_t size() const { return static_cast<int64_t>(tokens_.size()); }
   const std::vector<std::string>& tokens() const { return tokens_; }
@@ -79,11 +93,16 @@ class Vocab {
  private:
   std::vector<std::string> tokens_;
   std::unordered_map<std::string, int32_t, StringHash, std::equal_to<>> index_;
+  std::shared_ptr<const SubwordModel> subword_;
 };
 
-// Stores the vocabulary as the UTF-8 string dataset `dataset` (e.g. "/vocab/tgt").
+// Stores the vocabulary as the UTF-8 string dataset `dataset` (e.g. "/vocab/tgt"), and a subword
+// vocabulary's model beside it as the uint8 dataset `dataset` + "_subword" (the SentencePiece
+// .model bytes, e.g. "/vocab/tgt_subword").
 void write_vocab(io::File& file, const std::string& dataset, const Vocab& vocab);
-// Reads and validates it (Vocab::from_tokens); io errors propagate.
+// Reads and validates it (Vocab::from_tokens), with its subword model when the file has one
+// (FormatError naming the file and dataset when the model is not one, or its pieces are not the
+// vocabulary's); io errors propagate.
 Vocab read_vocab(const io::File& file, const std::string& dataset);
 
 }  // namespace attn::data

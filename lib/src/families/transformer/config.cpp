@@ -93,7 +93,7 @@ void TransformerConfig::validate() const {
   if (!(length_loss_weight >= 0.0f && std::isfinite(length_loss_weight)))
     bad("length_loss_weight", ">= 0", str(length_loss_weight));
   if (!(glancing_ratio >= 0.0f && glancing_ratio <= 1.0f)) bad("glancing_ratio", "in [0, 1]", str(glancing_ratio));
-  io::check_range("transformer", "eos_margin", eos_margin, 0, max_len);
+  io::check_range("transformer", "eos_margin", eos_margin, 0, io::kMaxLength);   // positions are capped by max_len
 }
 
 std::map<std::string, io::AttrValue> TransformerConfig::to_attrs() const { return io::write_fields(*this); }
