@@ -78,7 +78,8 @@ perf_start() {
   raw=$OUT/raw.txt
   start_load=$(load)
   local blas
-  blas=$("$(dirname "$exe")/../apps/attn-data" --version 2>/dev/null | sed -n 's/^BLAS: //p')
+  # (|| true: without attn-data built, pipefail would end the run here, silently)
+  blas=$("$(dirname "$exe")/../apps/attn-data" --version 2>/dev/null | sed -n 's/^BLAS: //p' || true)
   {
     echo "# $(date -u +%FT%TZ) $(uname -n), load average at start: $start_load"
     echo "# rounds $ROUNDS, steps $STEPS, threads $THREADS"

@@ -18,6 +18,7 @@ figure for both sides alike.
 Usage: table.py RAW_FILE [--title TEXT] [--ref NAME=IMPL[,IMPL...] ...]
 """
 import argparse
+import re
 import statistics
 import sys
 from collections import defaultdict
@@ -53,7 +54,11 @@ def main():
     for r in rows:
         by[(r["mode"], r["impl"], int(r["threads"]))].append(r)
     order = ["train", "decode"]
-    for mode in sorted({k[0] for k in by}, key=lambda m: (order.index(m) if m in order else len(order), m)):
+
+    def mode_key(m):   # train, decode, then the others with their numbers in numeric order (T4 before T10)
+        return (order.index(m) if m in order else len(order),
+                [(0, int(p), "") if p.isdigit() else (1, 0, p) for p in re.split(r"(\d+)", m)])
+    for mode in sorted({k[0] for k in by}, key=mode_key):
         keys = sorted((k for k in by if k[0] == mode), key=lambda k: (k[1] != "attnlab", k[1], k[2]))
         item = next((i for i in ("sequences", "questions", "images") if f"{i}_per_s" in by[keys[0]][0]), "tokens")  # what they count
         rate = f"{item}_per_s"

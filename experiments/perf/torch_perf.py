@@ -1,6 +1,7 @@
 """Shared by the PyTorch sides of experiments/perf/*/ (torch_*.py): the benchmark batch and the
 timed repetitions with their one line of key=value pairs, as bench/perf_util.hpp has them for
 the attnlab side."""
+import math
 import statistics
 import time
 
@@ -18,6 +19,18 @@ def make_batch(B, L, vocab):
     tgt = 4 + (b * 13 + t * 29 + 7) % (vocab - 4)
     tgt[:, -1] = EOS
     return src, tgt
+
+
+def sinusoidal_positions(max_len, d):
+    """The sinusoidal position encodings [max_len, d] of attnlab's nn::sinusoidal_encoding
+    (Vaswani et al. 2017, sec. 3.5): sin on the even columns, cos on the odd ones, computed in double
+    as there."""
+    pos = torch.arange(max_len, dtype=torch.float64).unsqueeze(1)
+    div = torch.exp(torch.arange(0, d, 2, dtype=torch.float64) * (-math.log(10000.0) / d))
+    pe = torch.zeros(max_len, d, dtype=torch.float64)
+    pe[:, 0::2] = torch.sin(pos * div)
+    pe[:, 1::2] = torch.cos(pos * div)
+    return pe.float()
 
 
 def measure(run, *, impl, mode, threads, warmup, steps, tokens, params, unit="tokens", fields=""):

@@ -32,7 +32,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from torch_perf import BOS, PAD, make_batch, measure  # noqa: E402 (experiments/perf/torch_perf.py)
+from torch_perf import BOS, PAD, make_batch, measure, sinusoidal_positions  # noqa: E402 (experiments/perf/torch_perf.py)
 
 
 class Layer(nn.Module):
@@ -99,12 +99,7 @@ class Transformer(nn.Module):
         self.tgt_embed = nn.Embedding(vocab, d, padding_idx=PAD)
         nn.init.normal_(self.src_embed.weight, std=d ** -0.5)
         nn.init.normal_(self.tgt_embed.weight, std=d ** -0.5)
-        pos = torch.arange(max_len).unsqueeze(1)
-        div = torch.exp(torch.arange(0, d, 2) * (-math.log(10000.0) / d))
-        pe = torch.zeros(max_len, d)
-        pe[:, 0::2] = torch.sin(pos * div)
-        pe[:, 1::2] = torch.cos(pos * div)
-        self.register_buffer("pe", pe)
+        self.register_buffer("pe", sinusoidal_positions(max_len, d))
         self.encoder = nn.ModuleList(Layer(d, heads, d_ff, dropout, False) for _ in range(enc_layers))
         self.decoder = nn.ModuleList(Layer(d, heads, d_ff, dropout, True) for _ in range(dec_layers))
         self.drop = nn.Dropout(dropout)
