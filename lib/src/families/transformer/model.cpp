@@ -461,6 +461,42 @@ Tensor length_targets(const Tensor& src_len, const Tensor& tgt_len, int64_t max_
   return out;
 }
 
+// The positions a cmlm batch scores (targets not PAD: the masked ones), in order, and their
+// targets: only their hidden states are projected onto the vocabulary, the others' logits would
+// get no gradient.
+struct ScoredRows {
+  std::vector<int64_t> rows;
+  Tensor targets;   // int32 [M]
+};
+ScoredRows scored_rows(const Tensor& targets) {
+  ScoredRows out;
+  std::vector<int32_t> t;
+  for (int64_t i = 0; i < targets.numel(); ++i)
+    if (targets.idata()[i] != data::kPad) {
+      out.rows.push_back(i);
+      t.push_back(targets.idata()[i]);
+    }
+  out.targets = Tensor::from_ints({static_cast<int64_t>(t.size())}, t);
+  return out;
+}
+
+// out[r] = t[keep[r]] along the leading dimension; t: [B, ...] -> [keep.size(), ...].
+Tensor gather_rows(const Tensor& t, const std::vector<int64_t>& keep) {
+  Shape shape = t.shape();
+  shape[0] = static_cast<int64_t>(keep.size());
+  Tensor out(shape, t.dtype());
+  for (size_t r = 0; r < keep.size(); ++r) out[static_cast<int64_t>(r)].copy_from(t[keep[r]]);
+  return out;
+}
+
+// gather_rows' adjoint for [M, D] rows: dy's rows into rows `rows` of a zero [N, D].
+Tensor scatter_rows(const Tensor& dy, const std::vector<int64_t>& rows, int64_t N) {
+  const int64_t D = dy.dim(1);
+  Tensor out({N, D});
+  for (size_t r = 0; r < rows.size(); ++r) std::copy_n(dy.data() + static_cast<int64_t>(r) * D, D, out.data() + rows[r] * D);
+  return out;
+}
+
 // The objective's sums: the masked tokens' (counted), loss_sum = (token mean + weight x length mean)
 // x their count, so that loss_sum / tokens is the objective.
 data::LossStats cmlm_stats(const ops::CrossEntropyResult& tokens, const ops::CrossEntropyResult& lengths,
@@ -488,26 +524,29 @@ Tensor Transformer::cmlm_forward(const CmlmBatch& batch, bool training, Rng& rng
   const Tensor memory_len = plus_one(batch.src_len);
   const Tensor memory = run_encoder(with_length_token(batch.src), memory_len, {}, training, rng, cache);
   *length_logits = length_->forward(first_positions(memory), cache ? &cache->length : nullptr);   // [B, C]
-  const Tensor h = nat_decoder(batch.dec_in, batch.tgt_len, memory, batch.src, batch.src_len, training, rng, cache);
-  return project(h, cache);
+  return nat_decoder(batch.dec_in, batch.tgt_len, memory, batch.src, batch.src_len, training, rng, cache)
+      .reshape({kAny, config_.d_model});
 }
 
 data::LossStats Transformer::train_step(const CmlmBatch& batch, Rng& dropout_rng) {
   if (!cache_) cache_ = std::make_unique<StepCache>();
   StepCache& c = *cache_;
   Tensor length_logits;
-  Tensor logits = cmlm_forward(batch, /*training=*/true, dropout_rng, &c, &length_logits);   // [B*T, V]
+  const Tensor h = cmlm_forward(batch, /*training=*/true, dropout_rng, &c, &length_logits);   // [B*T, D]
+  const ScoredRows scored = scored_rows(batch.targets);
+  Tensor logits = project(gather_rows(h, scored.rows), &c);   // [M, V]: the scored positions only
   const Tensor len_targets = length_targets(batch.src_len, batch.tgt_len, config_.max_len);
   // The masked tokens' mean and weight x the lengths' mean, each op writing its gradient in place.
   const ops::CrossEntropyResult tokens = ops::cross_entropy_forward_backward_inplace(
-      logits, batch.targets.reshape({kAny}), {data::kPad, config_.label_smoothing}, 1.0f);
+      logits, scored.targets, {data::kPad, config_.label_smoothing}, 1.0f);
   const ops::CrossEntropyResult lengths = ops::cross_entropy_forward_backward_inplace(length_logits, len_targets, {},
                                                                                       config_.length_weight());
   const data::LossStats stats = cmlm_stats(tokens, lengths, config_.length_weight());
   nn::announce_loss_count(static_cast<double>(stats.tokens));
 
   // Backward: the forward's steps in reverse.
-  const Tensor dh = output_backward(logits, c.out).reshape({batch.dec_in.dim(0), batch.dec_in.dim(1), config_.d_model});
+  const Tensor dh = scatter_rows(output_backward(logits, c.out), scored.rows, h.dim(0))
+                       .reshape({batch.dec_in.dim(0), batch.dec_in.dim(1), config_.d_model});
   Tensor dmemory = decoder_backward(dh, c);
   add_to_first_positions(dmemory, length_->backward(length_logits, c.length));
   nn::announce_final(length_->params());
@@ -517,10 +556,11 @@ data::LossStats Transformer::train_step(const CmlmBatch& batch, Rng& dropout_rng
 
 data::LossStats Transformer::evaluate(const CmlmBatch& batch) const {
   Tensor length_logits;
-  const Tensor logits = cmlm_forward(batch, /*training=*/false, unused_rng(), nullptr, &length_logits);
+  const Tensor h = cmlm_forward(batch, /*training=*/false, unused_rng(), nullptr, &length_logits);
+  const ScoredRows scored = scored_rows(batch.targets);
+  const Tensor logits = output_logits(gather_rows(h, scored.rows));
   const Tensor len_targets = length_targets(batch.src_len, batch.tgt_len, config_.max_len);
-  return cmlm_stats(
-      ops::cross_entropy_forward(logits, batch.targets.reshape({kAny}), {data::kPad, config_.label_smoothing}, nullptr),
+  return cmlm_stats(ops::cross_entropy_forward(logits, scored.targets, {data::kPad, config_.label_smoothing}, nullptr),
       ops::cross_entropy_forward(length_logits, len_targets, {}, nullptr), config_.length_weight());
 }
 
@@ -675,16 +715,7 @@ Tensor Transformer::decode_prefix(const Tensor& prefix, const Tensor& memory, co
 
 namespace {
 
-// out[r] = t[keep[r]] along the leading dimension; t: [B, ...] -> [keep.size(), ...].
-Tensor gather_rows(const Tensor& t, const std::vector<int64_t>& keep) {
-  Shape shape = t.shape();
-  shape[0] = static_cast<int64_t>(keep.size());
-  Tensor out(shape, t.dtype());
-  for (size_t r = 0; r < keep.size(); ++r) out[static_cast<int64_t>(r)].copy_from(t[keep[r]]);
-  return out;
-}
-
-// The same for a KV cache, copying only the filled positions [0, length) of each head.
+// gather_rows (above) for a KV cache, copying only the filled positions [0, length) of each head.
 nn::KVCache gather_kv(const nn::KVCache& kv, const std::vector<int64_t>& keep) {
   const int64_t NH = kv.k.dim(1), cap = kv.k.dim(2), HD = kv.k.dim(3), R = static_cast<int64_t>(keep.size());
   nn::KVCache out{Tensor({R, NH, cap, HD}), Tensor({R, NH, cap, HD}), kv.length};

@@ -9,6 +9,8 @@
 #include <string>
 
 #include "attn/core/error.hpp"
+#include "attn/core/row_blocks.hpp"
+#include "attn/core/threading.hpp"
 #include "attn/data/vocab.hpp"
 #include "attn/ops/softmax.hpp"
 
@@ -26,21 +28,29 @@ Tensor gather_rows(const Tensor& t, const std::vector<int64_t>& rows) {
 
 // Predicts the masked positions of `tokens` from their logits [R, Lmax, V]: argmax of the
 // log-softmax with PAD, BOS and (unless allow_eos: the cut at </s>) EOS forbidden, written into
-// tokens and log_probs.
+// tokens and log_probs. One pass per row over the allowed ids: the first maximum m, then
+// log p = m - log sum exp(logit - m); rows split over the threads (each row's result is the same
+// on any number).
 void predict_masked(const Tensor& logits, const std::vector<uint8_t>& is_masked, bool allow_eos, Tensor& tokens,
                     Tensor& log_probs) {
   const int64_t V = logits.dim(2), rows = tokens.numel();
-  std::vector<float> row(static_cast<size_t>(V));
-  for (int64_t i = 0; i < rows; ++i) {
-    if (!is_masked[static_cast<size_t>(i)]) continue;
-    std::copy_n(logits.data() + i * V, V, row.data());
-    data::forbid_unproducible(row.data(), 1, V);
-    if (!allow_eos && data::kEos < V) row[data::kEos] = -std::numeric_limits<float>::infinity();
-    ops::log_softmax_rows_inplace(row.data(), 1, V);
-    const auto best = std::max_element(row.begin(), row.end());   // the lowest id among equals
-    tokens.idata()[i] = static_cast<int32_t>(best - row.begin());
-    log_probs.data()[i] = *best;
-  }
+  static_assert(data::kPad == 0 && data::kBos == 1 && data::kEos == 2, "the forbidden ids lead the vocabulary");
+  const int32_t first = allow_eos ? data::kEos : data::kEos + 1;
+  std::vector<int64_t> masked;
+  for (int64_t i = 0; i < rows; ++i)
+    if (is_masked[static_cast<size_t>(i)]) masked.push_back(i);
+  const int parts = static_cast<int64_t>(masked.size()) * V >= (int64_t{1} << 16) ? num_parts() : 1;
+  over_row_blocks(std::vector<int64_t>(masked.size(), 1), parts, [&](int64_t k0, int64_t k1) {
+    for (int64_t k = k0; k < k1; ++k) {
+      const int64_t i = masked[static_cast<size_t>(k)];
+      const float* row = logits.data() + i * V;
+      const float* best = std::max_element(row + first, row + V);   // the lowest id among equals
+      double sum = 0.0;
+      for (int64_t v = first; v < V; ++v) sum += std::exp(static_cast<double>(row[v] - *best));
+      tokens.idata()[i] = static_cast<int32_t>(best - row);
+      log_probs.data()[i] = static_cast<float>(-std::log(sum));
+    }
+  });
 }
 
 // The weights of the pass behind the final tokens (nat.hpp, mask_predict): the decoder re-run on

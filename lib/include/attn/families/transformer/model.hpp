@@ -377,7 +377,7 @@ class Transformer {
   // The output projection of final hidden states h [B, L, D] -> [B*L, V]; training (cache not
   // null) writes into the reused logits buffer.
   Tensor project(const Tensor& h, StepCache* cache) const;
-  // cmlm's forward: the masked positions' logits [B*T, V], and the length logits [B, C].
+  // cmlm's forward: the decoder's final states [B*T, D], and the length logits [B, C].
   Tensor cmlm_forward(const CmlmBatch& batch, bool training, Rng& rng, StepCache* cache, Tensor* length_logits) const;
   // cmlm: the encoder input [LENGTH] src [B, 1 + S] (its lengths are src_len + 1).
   Tensor with_length_token(const Tensor& src) const;
