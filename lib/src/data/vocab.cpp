@@ -136,8 +136,8 @@ Vocab read_vocab(const io::File& file, const std::string& dataset) {
   for (int64_t i = 0; i < t.numel(); ++i) {
     const int32_t b = t.idata()[i];
     if (b < 0 || b > 255)
-      throw FormatError(file.display_name() + ": dataset '" + model_dataset + "' holds " + std::to_string(b) +
-                        " at " + std::to_string(i) + ", expected bytes (0..255)");
+      throw FormatError(file.display_name() + ": dataset '" + model_dataset + "' holds " + std::to_string(b) + " at " +
+                        std::to_string(i) + ", expected bytes (0..255)");
     bytes[static_cast<size_t>(i)] = static_cast<char>(b);
   }
   auto model = std::make_shared<const SubwordModel>(

@@ -10,8 +10,8 @@
 #pragma once
 #include <cstdint>
 #include <limits>
-#include <span>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>

@@ -493,7 +493,8 @@ Tensor gather_rows(const Tensor& t, const std::vector<int64_t>& keep) {
 Tensor scatter_rows(const Tensor& dy, const std::vector<int64_t>& rows, int64_t N) {
   const int64_t D = dy.dim(1);
   Tensor out({N, D});
-  for (size_t r = 0; r < rows.size(); ++r) std::copy_n(dy.data() + static_cast<int64_t>(r) * D, D, out.data() + rows[r] * D);
+  for (size_t r = 0; r < rows.size(); ++r)
+    std::copy_n(dy.data() + static_cast<int64_t>(r) * D, D, out.data() + rows[r] * D);
   return out;
 }
 
@@ -546,7 +547,7 @@ data::LossStats Transformer::train_step(const CmlmBatch& batch, Rng& dropout_rng
 
   // Backward: the forward's steps in reverse.
   const Tensor dh = scatter_rows(output_backward(logits, c.out), scored.rows, h.dim(0))
-                       .reshape({batch.dec_in.dim(0), batch.dec_in.dim(1), config_.d_model});
+                        .reshape({batch.dec_in.dim(0), batch.dec_in.dim(1), config_.d_model});
   Tensor dmemory = decoder_backward(dh, c);
   add_to_first_positions(dmemory, length_->backward(length_logits, c.length));
   nn::announce_final(length_->params());
@@ -561,7 +562,7 @@ data::LossStats Transformer::evaluate(const CmlmBatch& batch) const {
   const Tensor logits = output_logits(gather_rows(h, scored.rows));
   const Tensor len_targets = length_targets(batch.src_len, batch.tgt_len, config_.max_len);
   return cmlm_stats(ops::cross_entropy_forward(logits, scored.targets, {data::kPad, config_.label_smoothing}, nullptr),
-      ops::cross_entropy_forward(length_logits, len_targets, {}, nullptr), config_.length_weight());
+                    ops::cross_entropy_forward(length_logits, len_targets, {}, nullptr), config_.length_weight());
 }
 
 Tensor Transformer::length_logits(const Tensor& memory) const {
