@@ -1,5 +1,8 @@
 // attn-data multi30k | parallel: parallel text imported into the translation layout
 // (datasets/parallel_text.hpp; layout and tokenisation in datasets/README.md).
+#include <memory>
+
+#include "attn/data/subword.hpp"
 #include "attn/datasets/parallel_text.hpp"
 #include "attn/io/hdf5_file.hpp"
 #include "verbs.hpp"
@@ -20,8 +23,38 @@ void add_text_options(cli::Options& opts) {
        "at most this many ids per vocabulary, the 4 reserved included; 0: no limit")
       ("max-len", int_value(0)->notifier(cli::at_least<int64_t>("max-len", 0)),
        "drop training pairs with a side longer than this many tokens; 0: keep all")
-      ("lowercase", po::bool_switch(), "lower-case the text before tokenising");
+      ("lowercase", po::bool_switch(), "lower-case the text before tokenising")
+      ("subword-model", po::value<std::string>()->value_name("MODEL"),
+       "split both sides into this SentencePiece model's pieces (attn-data subword; a joint model) "
+       "instead of words: the vocabularies are its pieces, --min-freq and --max-vocab do not apply")
+      ("src-subword-model", po::value<std::string>()->value_name("MODEL"),
+       "the source side's own SentencePiece model (with --tgt-subword-model)")
+      ("tgt-subword-model", po::value<std::string>()->value_name("MODEL"),
+       "the target side's own SentencePiece model (with --src-subword-model)");
   // clang-format on
+}
+
+// The subword models of --subword-model or --src/--tgt-subword-model (none: words).
+void subword_models(const cli::Options& opts, datasets::ParallelConfig& cfg) {
+  const auto load = [&](const std::string& option) {
+    const std::string path = opts.get<std::string>(option);
+    opts.check_input("the --" + option + " file " + path, path);
+    return std::make_shared<const data::SubwordModel>(data::SubwordModel::load(path));
+  };
+  for (const char* option : {"src-subword-model", "tgt-subword-model"})
+    opts.refuse_together("subword-model", option, "--subword-model is one model for both sides");
+  for (const char* option : {"min-freq", "max-vocab"})
+    if (opts.given(option) && (opts.has("subword-model") || opts.has("src-subword-model")))
+      throw ConfigError("--" + std::string(option) + " builds a word vocabulary; a subword model's vocabulary is its "
+                        "pieces (leave --" + option + " out)");
+  if (opts.has("subword-model")) {
+    cfg.src_subword = cfg.tgt_subword = load("subword-model");
+  } else if (opts.has("src-subword-model") || opts.has("tgt-subword-model")) {
+    if (!opts.has("src-subword-model") || !opts.has("tgt-subword-model"))
+      throw ConfigError("give both --src-subword-model and --tgt-subword-model, or --subword-model for both sides");
+    cfg.src_subword = load("src-subword-model");
+    cfg.tgt_subword = load("tgt-subword-model");
+  }
 }
 
 datasets::ParallelConfig text_config(const cli::Options& opts) {
@@ -33,6 +66,7 @@ datasets::ParallelConfig text_config(const cli::Options& opts) {
                       std::to_string(cfg.src_vocab.max_size));
   cfg.tgt_vocab = cfg.src_vocab;
   cfg.max_len = opts.get<int64_t>("max-len");
+  subword_models(opts, cfg);
   return cfg;
 }
 

@@ -100,6 +100,13 @@ Splits<TextPairs> read_multi30k(const std::string& dir, const std::string& src_l
 ParallelData build_parallel(const Splits<TextPairs>& text, const ParallelConfig& cfg) {
   if (cfg.max_len < 0) throw ConfigError("parallel text: max_len must be >= 0 (0: no limit), got " +
                                          std::to_string(cfg.max_len));
+  if (!cfg.src_subword != !cfg.tgt_subword)
+    throw ConfigError("parallel text: a subword model for one side only (give both sides one, or neither)");
+  // A side's tokens: a subword model's pieces, or the word tokeniser's.
+  const auto split_side = [&](const std::string& line, const std::shared_ptr<const data::SubwordModel>& model) {
+    if (!model) return data::tokenize(line, cfg.tokenize);
+    return model->encode(cfg.tokenize.lowercase ? data::to_lower_utf8(line) : line);
+  };
   // Tokenise every split, dropping pairs with an empty side (and over-long training pairs).
   struct Tokenised {
     std::vector<std::vector<std::string>> src, tgt;
@@ -116,8 +123,8 @@ ParallelData build_parallel(const Splits<TextPairs>& text, const ParallelConfig&
     Tokenised& out = tok[k];
     out.lines = static_cast<int64_t>(t.src.size());
     for (size_t i = 0; i < t.src.size(); ++i) {
-      auto s = data::tokenize(t.src[i], cfg.tokenize);
-      auto g = data::tokenize(t.tgt[i], cfg.tokenize);
+      auto s = split_side(t.src[i], cfg.src_subword);
+      auto g = split_side(t.tgt[i], cfg.tgt_subword);
       const bool too_long = k == 0 && cfg.max_len > 0 &&
                             std::max(s.size(), g.size()) > static_cast<size_t>(cfg.max_len);
       if (s.empty() || g.empty() || too_long) {
@@ -144,8 +151,12 @@ ParallelData build_parallel(const Splits<TextPairs>& text, const ParallelConfig&
   }
   ParallelData out;
   out.tokenize = cfg.tokenize;
-  out.src_vocab = cfg.vocab ? *cfg.vocab : data::Vocab::build(src_counts, cfg.src_vocab);
-  out.tgt_vocab = cfg.vocab ? *cfg.vocab : data::Vocab::build(tgt_counts, cfg.tgt_vocab);
+  out.src_vocab = cfg.src_subword ? data::Vocab::from_subword(cfg.src_subword)
+                  : cfg.vocab     ? *cfg.vocab
+                                  : data::Vocab::build(src_counts, cfg.src_vocab);
+  out.tgt_vocab = cfg.tgt_subword ? data::Vocab::from_subword(cfg.tgt_subword)
+                  : cfg.vocab     ? *cfg.vocab
+                                  : data::Vocab::build(tgt_counts, cfg.tgt_vocab);
 
   for (int k = 0; k < 3; ++k) {
     Tokenised& t = tok[k];
@@ -182,7 +193,7 @@ void write_parallel(io::File& file, const ParallelData& data) {
   }
   data::write_vocab(file, "/vocab/src", data.src_vocab);
   data::write_vocab(file, "/vocab/tgt", data.tgt_vocab);
-  file.set_attr("/vocab", "tokenizer", kTokenizerName);
+  file.set_attr("/vocab", "tokenizer", data.src_vocab.subword() ? kSubwordTokenizerName : kTokenizerName);
   file.set_attr("/vocab", "lowercase", static_cast<int64_t>(data.tokenize.lowercase));
 }
 

@@ -47,6 +47,16 @@ Corpus tokenise_lines(const std::vector<std::string>& lines, bool tokenize, bool
 }
 
 Corpus read_hypotheses(const io::File& file) {
+  // Subword pieces: scored as the words of their detokenised text, as the references are.
+  if (file.exists(std::string("/vocab/tgt") + kSubwordSuffix)) {
+    if (file.exists("/predictions_detok")) return tokenise_lines(file.read_strings("/predictions_detok"), true, false);
+    const Vocab vocab = read_vocab(file, "/vocab/tgt");
+    std::vector<std::string> text;
+    for (const std::vector<std::string>& pieces :
+         decode_rows(file, "/predictions", file.exists("/predictions_len") ? "/predictions_len" : "", vocab))
+      text.push_back(vocab.detokenize(pieces));
+    return tokenise_lines(text, true, false);
+  }
   if (file.exists("/predictions_text")) return tokenise_lines(file.read_strings("/predictions_text"), false, false);
   if (!file.exists("/predictions"))
     throw FormatError(file.display_name() + ": no dataset '/predictions' (int32 [N, L] ids with "

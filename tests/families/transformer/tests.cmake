@@ -1,6 +1,6 @@
 # families/transformer: the model (gradient checks, the masks, learning to reverse), its decoding
 # (and the non-autoregressive cmlm with mask-predict: test_nat, test_nat_cli; trained on a
-# teacher's distilled translations: test_distil_cli),
+# teacher's distilled translations: test_distil_cli), on subword units (test_subword_cli),
 # the fine-tuned classifier and its labelled data sets; attn-transformer run as a user would,
 # chained with attn-data and attn-bleu through files and standard streams, the pre-train ->
 # finetune -> classify chain, and the output and resume guards ([cli]); its model files
@@ -17,6 +17,7 @@ attn_add_test(test_transformer_cli SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/test_cli.cpp
   ${CMAKE_CURRENT_LIST_DIR}/test_nat_cli.cpp
   ${CMAKE_CURRENT_LIST_DIR}/test_distil_cli.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/test_subword_cli.cpp
   ${CMAKE_CURRENT_LIST_DIR}/test_guards_cli.cpp
   ${CMAKE_CURRENT_LIST_DIR}/test_finetune_cli.cpp
   ${CMAKE_CURRENT_LIST_DIR}/test_reload.cpp)

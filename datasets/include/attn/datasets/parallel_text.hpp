@@ -13,8 +13,9 @@
 //                     original lines of the kept pairs (whitespace-trimmed, untokenised, cased),
 //                     the references BLEU is scored against (attn-bleu tokenises them as below)
 //   /vocab/src, /vocab/tgt  [V] strings, ids 0-3 "<pad>" "<s>" "</s>" "<unk>"
-//   /vocab attributes: tokenizer = "attnlab-word-1" (the rules of tokenizer.hpp), lowercase
-//                     (int64 0/1): how to tokenise new text for this vocabulary
+//   /vocab attributes: tokenizer = "attnlab-word-1" (the rules of tokenizer.hpp) or
+//                     "sentencepiece" (the models in /vocab/src_subword, /vocab/tgt_subword),
+//                     lowercase (int64 0/1): how to tokenise new text for this vocabulary
 //   /<split> attributes: lines (read), dropped (pairs left out: an empty side, or longer than
 //                     max_len in train)
 // The layout and the options are documented in datasets/README.md.
@@ -24,6 +25,9 @@
 #include <string>
 #include <vector>
 
+#include <memory>
+
+#include "attn/data/subword.hpp"
 #include "attn/data/tokenizer.hpp"
 #include "attn/data/vocab.hpp"
 #include "attn/datasets/splits.hpp"
@@ -34,6 +38,7 @@ namespace attn::io { class File; }
 namespace attn::datasets {
 
 inline constexpr const char* kTokenizerName = "attnlab-word-1";
+inline constexpr const char* kSubwordTokenizerName = "sentencepiece";
 
 // The lines of a text file, plain or gzip (detected by content, through zlib), without their
 // line ends ("\n" or "\r\n"); a final line end does not start an empty line. Throws IoError
@@ -63,6 +68,10 @@ struct ParallelConfig {
   std::optional<data::Vocab> vocab; // set: both sides are encoded with this vocabulary (that of
                                     // another data set) instead of ones built from train
   bool one_text = false;            // both sides are one text (attn-data text): messages speak of lines
+  // Set: that side is split into a SentencePiece model's pieces (after lower-casing with
+  // tokenize.lowercase) instead of tokenised, and its vocabulary is the model's (data/subword.hpp;
+  // the vocabulary options above do not apply to it). Both sides or neither.
+  std::shared_ptr<const data::SubwordModel> src_subword, tgt_subword;
 };
 
 struct ParallelSplit {

@@ -5,7 +5,9 @@
 // Hypotheses (a file written by a translate verb, train/token_run.hpp): /predictions_text
 // (strings, tokens joined by spaces) when present, else /predictions (int32 [N, Lmax] ids; a row ends
 // at /predictions_len when present; PAD and BOS skipped, a row cut at its first EOS) decoded with
-// /vocab/tgt.
+// /vocab/tgt. A subword model's hypotheses (the file has /vocab/tgt_subword) are the words of their
+// detokenised text instead (/predictions_detok, else the decoded pieces detokenised), tokenised
+// as the references are.
 // References (a translation data set, datasets/README.md): the raw lines /<split>/tgt_text,
 // tokenised as the data set was (its /vocab attribute `lowercase`), when present; else
 // /<split>/tgt decoded with /vocab/tgt (then words outside the vocabulary are "<unk>" on both
