@@ -45,8 +45,10 @@ void subword_models(const cli::Options& opts, datasets::ParallelConfig& cfg) {
     opts.refuse_together("subword-model", option, "--subword-model is one model for both sides");
   for (const char* option : {"min-freq", "max-vocab"})
     if (opts.given(option) && (opts.has("subword-model") || opts.has("src-subword-model")))
-      throw ConfigError("--" + std::string(option) + " builds a word vocabulary; a subword model's vocabulary is its "
-                        "pieces (leave --" + option + " out)");
+      throw ConfigError("--" + std::string(option) +
+                        " builds a word vocabulary; a subword model's vocabulary is its "
+                        "pieces (leave --" +
+                        option + " out)");
   if (opts.has("subword-model")) {
     cfg.src_subword = cfg.tgt_subword = load("subword-model");
   } else if (opts.has("src-subword-model") || opts.has("tgt-subword-model")) {

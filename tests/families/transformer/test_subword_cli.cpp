@@ -25,12 +25,15 @@ Result run(const test::TempDir& dir, const std::string& command) {
 void write_corpus(const test::TempDir& dir) {
   const char* de_who[] = {"Ein Hund", "Eine Katze", "Zwei Kinder", "Ein Mann", "Eine Frau", "Einige Leute"};
   const char* en_who[] = {"A dog", "A cat", "Two children", "A man", "A woman", "Some people"};
-  const char* de_what[] = {"rennt über die Wiese.", "schläft auf dem Sofa.", "spielt im Schnee.",
-                           "geht die Straße entlang.", "springt über einen Zaun.", "schaut in die Kamera.",
-                           "isst einen Apfel.", "wartet auf den Bus.", "sitzt auf einer Bank.", "lacht laut."};
+  const char* de_what[] = {"rennt über die Wiese.",    "schläft auf dem Sofa.",
+                           "spielt im Schnee.",        "geht die Straße entlang.",
+                           "springt über einen Zaun.", "schaut in die Kamera.",
+                           "isst einen Apfel.",        "wartet auf den Bus.",
+                           "sitzt auf einer Bank.",    "lacht laut."};
   const char* en_what[] = {"runs across the meadow.", "sleeps on the sofa.", "plays in the snow.",
-                           "walks down the street.", "jumps over a fence.", "looks into the camera.",
-                           "eats an apple.", "waits for the bus.", "sits on a bench.", "laughs loudly."};
+                           "walks down the street.",  "jumps over a fence.", "looks into the camera.",
+                           "eats an apple.",          "waits for the bus.",  "sits on a bench.",
+                           "laughs loudly."};
   std::ofstream de(dir.file("train.de")), en(dir.file("train.en"));
   for (int i = 0; i < 6; ++i)
     for (int j = 0; j < 10; ++j) {
@@ -64,7 +67,8 @@ TEST_CASE("subwords from the shell: a joint BPE model -> parallel -> train -> tr
     const std::vector<std::string> pieces = sp.encode("Some people laughs loudly.");
     const Tensor ids = d.read("/test/tgt");
     const int64_t row = 5, T = ids.dim(1);
-    for (size_t t = 0; t < pieces.size(); ++t) CHECK(ids.idata()[row * T + static_cast<int64_t>(t)] == tgt.id(pieces[t]));
+    for (size_t t = 0; t < pieces.size(); ++t)
+      CHECK(ids.idata()[row * T + static_cast<int64_t>(t)] == tgt.id(pieces[t]));
     CHECK(ids.idata()[row * T + static_cast<int64_t>(pieces.size())] == data::kEos);
   }
   const Result train = run(dir, "{tf} train --data d.h5 --model m.h5 --steps 30 --d-model 32 --heads 2 --d-ff 64 "
