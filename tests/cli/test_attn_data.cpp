@@ -250,7 +250,7 @@ TEST_CASE("attn-data posenc prints the sinusoidal table and stores it with --out
   CHECK_THAT(bad.err, Catch::Contains("--d-model must be > 0, got 0"));
 }
 
-TEST_CASE("attn-data subword trains a SentencePiece model on raw text; bad input exits 2 or 3 naming it",
+TEST_CASE("attn-data subword trains a SentencePiece model on raw text, bad input exits 2 or 3 naming it",
           "[cli][attn-data]") {
   test::TempDir dir;
   {

@@ -34,6 +34,7 @@ const std::map<std::string, std::string> kWriters = {
     {"attn-data mnist-strips", "--data-dir . --config c.ini --out c.ini"},
     {"attn-data parallel", "--src-file a.txt --tgt-file b.txt --out a.txt"},
     {"attn-data distil", "--data d.h5 --translations m.h5 --out m.h5"},
+    {"attn-data subword", "--text a.txt b.txt --out b.txt"},
     {"attn-data babi-cls", "--task 1 --data-dir . --vocab-from d.h5 --out d.h5"},
     {"attn-data text", "--in a.txt --out a.txt"},
     {"attn-data pairs", "--src-file a.txt --tgt-file b.txt --out b.txt"},
