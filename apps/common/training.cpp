@@ -224,13 +224,16 @@ bool rank_local(const std::string& option) {
 std::optional<train::DataFingerprint> agree_before_start(const Options& opts, const io::File& data) {
   dist::Communicator& ranks = dist::world();
   if (ranks.size() == 1) return std::nullopt;
-  std::vector<train::RankSetting> mine{{"the tool", opts.tool() + " " + opts.verb()}, {"the attnlab version", version()}};
+  std::vector<train::RankSetting> mine{{"the tool", opts.tool() + " " + opts.verb()},
+                                       {"the attnlab version", version()}};
   for (const ConfigEntry& e : opts.config())
     if (!rank_local(e.name)) mine.push_back({"--" + e.name, e.text});
   // Whether a run resumes is the same everywhere; from which file, fit compares by what it holds.
   const std::string resume = opts.has("resume") ? opts.get<std::string>("resume") : "";
   mine.push_back({"--resume", opts.has("resume") ? "given" : "not given",
-                  !opts.has("resume") ? "not given" : resume.empty() ? "given alone" : "'" + resume + "'"});
+                  !opts.has("resume") ? "not given"
+                  : resume.empty()    ? "given alone"
+                                      : "'" + resume + "'"});
   train::agree_on_settings(ranks, mine,
                            "; every rank of a data-parallel job must be started with the same options (only the "
                            "names of the --data, --model and --resume files, --threads, --fixed-threads and "

@@ -331,20 +331,22 @@ TEST_CASE("agree_on_settings: the lowest rank that differs from rank 0, at its f
                            }),
                   "rank 1: --beta1 is 0.9, rank 0's is not set", 2);
   // An input's setting: compared by value, shown as told, a DataError.
-  check_all_threw(outcomes(2,
-                           [&](dist::Communicator& comm) {
-                             const std::string step = comm.rank() == 0 ? "4" : "8";
-                             train::agree_on_settings(
-                                 comm, {{"the step it starts from", step, step + " of 'm" + step + ".h5'", train::Blame::inputs}},
-                                 "");
-                           }),
-                  "rank 1: the step it starts from is 8 of 'm8.h5', rank 0's is 4 of 'm4.h5'", 3);
+  check_all_threw(
+      outcomes(2,
+               [&](dist::Communicator& comm) {
+                 const std::string step = comm.rank() == 0 ? "4" : "8";
+                 train::agree_on_settings(
+                     comm, {{"the step it starts from", step, step + " of 'm" + step + ".h5'", train::Blame::inputs}},
+                     "");
+               }),
+      "rank 1: the step it starts from is 8 of 'm8.h5', rank 0's is 4 of 'm4.h5'", 3);
   // Alike (shown texts may differ: a file's name): nothing thrown; one rank compares nothing.
-  check_all_threw(outcomes(3,
-                           [&](dist::Communicator& comm) {
-                             train::agree_on_settings(comm, {{"the data", "same", "f" + std::to_string(comm.rank())}}, "");
-                           }),
-                  "", 0);
+  check_all_threw(
+      outcomes(3,
+               [&](dist::Communicator& comm) {
+                 train::agree_on_settings(comm, {{"the data", "same", "f" + std::to_string(comm.rank())}}, "");
+               }),
+      "", 0);
   dist::SingleProcess one;
   CHECK_NOTHROW(train::agree_on_settings(one, base, ""));
 }
@@ -379,22 +381,25 @@ TEST_CASE("agree_on_data: each rank's own fingerprint against rank 0's, naming b
                   3);
   // The same name with other contents (a file that differs between machines) is said so; other
   // vocabularies are named first.
-  const train::DataFingerprint a{"d.h5", "1111", "2222", 16}, b{"d.h5", "1111", "3333", 16}, c{"d.h5", "4444", "3333", 16};
-  for (const auto& [other, what] : {std::pair{b, "(train fingerprint 3333), rank 0's is 'd.h5' (train fingerprint 2222): "
-                                                 "the same name, other contents"},
-                                    std::pair{c, "(vocab fingerprint 4444), rank 0's is 'd.h5' (vocab fingerprint 1111)"}}) {
-    const std::vector<Outcome> r = outcomes(3, [&](dist::Communicator& comm) {
-      train::agree_on_data(comm, comm.rank() == 2 ? other : a);
-    });
+  const train::DataFingerprint a{"d.h5", "1111", "2222", 16}, b{"d.h5", "1111", "3333", 16},
+      c{"d.h5", "4444", "3333", 16};
+  for (const auto& [other, what] :
+       {std::pair{b, "(train fingerprint 3333), rank 0's is 'd.h5' (train fingerprint 2222): "
+                     "the same name, other contents"},
+        std::pair{c, "(vocab fingerprint 4444), rank 0's is 'd.h5' (vocab fingerprint 1111)"}}) {
+    const std::vector<Outcome> r = outcomes(
+        3, [&](dist::Communicator& comm) { train::agree_on_data(comm, comm.rank() == 2 ? other : a); });
     for (const Outcome& o : r) {
       CHECK_THAT(o.message, Catch::StartsWith("rank 2: the training data is 'd.h5' ") && Catch::Contains(what));
       CHECK(o.code == 3);
     }
   }
-  check_all_threw(outcomes(2, [&](dist::Communicator& comm) {
-                    train::agree_on_data(comm, {"x" + std::to_string(comm.rank()) + ".h5", "1111", "2222", 16});
-                  }),
-                  "", 0);
+  check_all_threw(
+      outcomes(2,
+               [&](dist::Communicator& comm) {
+                 train::agree_on_data(comm, {"x" + std::to_string(comm.rank()) + ".h5", "1111", "2222", 16});
+               }),
+      "", 0);
 }
 
 TEST_CASE("shard_of: rows rank, rank + N, ... of a global batch", "[unit][dist]") {

@@ -354,8 +354,9 @@ std::string signal_a_rank(const std::string& signal, const std::string& extra, i
          "( sleep 120; touch watchdog-fired; kill -KILL $mp ) 2>/dev/null & dog=$!; "
          "saved=0; for i in $(seq 600); do ls m.step*.h5 >/dev/null 2>&1 && saved=1 && break; sleep 0.1; done; "
          "victim=; for p in $(ps -o pid= --ppid $mp); do "
-         "tr '\\0' '\\n' < /proc/$p/environ | grep -qx OMPI_COMM_WORLD_RANK=" + std::to_string(victim) +
-         " && victim=$p; done; kill -" + signal + " $victim; "
+         "tr '\\0' '\\n' < /proc/$p/environ | grep -qx OMPI_COMM_WORLD_RANK=" +
+         std::to_string(victim) + " && victim=$p; done; kill -" + signal +
+         " $victim; "
          "wait $mp; rc=$?; kill $dog 2>/dev/null; kill -KILL $victim 2>/dev/null; "
          "echo \"checkpointed=$saved rc=$rc\"";
 }
@@ -403,11 +404,14 @@ TEST_CASE("mpirun -np 2: a hung rank makes the others stop after --rank-timeout,
     const Result r = run(dir, signal_a_rank("STOP", " --rank-timeout 3", victim));
     INFO(r.out << r.err);
     REQUIRE(field(r.out, "checkpointed") == 1);
-    CHECK(field(r.out, "rc") == 1);          // the waiting rank's runtime failure, through MPI_Abort
+    CHECK(field(r.out, "rc") == 1);   // the waiting rank's runtime failure, through MPI_Abort
     CHECK(!std::filesystem::exists(dir.file("watchdog-fired")));
     const std::string stalled = std::to_string(victim), waiting = std::to_string(1 - victim);
-    CHECK_THAT(r.err, Contains("dist: rank " + stalled + " of 2 stalled (it died or hung, or is busy for longer than "
-                               "--rank-timeout): rank " + waiting + ", the waiting rank, had no answer from it for 3 s; "
+    CHECK_THAT(r.err, Contains("dist: rank " + stalled +
+                               " of 2 stalled (it died or hung, or is busy for longer than "
+                               "--rank-timeout): rank " +
+                               waiting +
+                               ", the waiting rank, had no answer from it for 3 s; "
                                "stopping the job"));
     CHECK_THAT(r.err, !Contains("rank " + waiting + " of 2 stalled") && !Contains("rank " + stalled + ", the waiting"));
   }
@@ -456,9 +460,11 @@ TEST_CASE("mpirun MPMD: ranks on different data stop at start-up naming both fil
   other.replace(other.find("--seed 3 --out d.h5"), 19, "--seed 4 --out e.h5");
   require_ok(run(dir, other));
   const std::string train = kTfBase + " --lr 0.1 --max-tokens 128 --steps 4", model = " --model m.h5";
-  check_refused(dir, run_mpmd(dir, "{tf} train --data d.h5 " + train + model, "{tf} train --data e.h5 " + train + model), 3,
+  check_refused(dir,
+                run_mpmd(dir, "{tf} train --data d.h5 " + train + model, "{tf} train --data e.h5 " + train + model), 3,
                 "rank 1: the training data is 'e.h5' (train fingerprint ");
-  check_refused(dir, run_mpmd(dir, "{tf} train --data d.h5 " + train + model, "{tf} train --data e.h5 " + train + model), 3,
+  check_refused(dir,
+                run_mpmd(dir, "{tf} train --data d.h5 " + train + model, "{tf} train --data e.h5 " + train + model), 3,
                 "), rank 0's is 'd.h5' (train fingerprint ");
   // One path, other contents (a file system that differs between the machines).
   for (const auto& [host, file] : {std::pair{"host_a", "d.h5"}, std::pair{"host_b", "e.h5"}}) {
@@ -467,20 +473,20 @@ TEST_CASE("mpirun MPMD: ranks on different data stop at start-up naming both fil
   }
   const std::string in_dir = " --model " + dir.file("m.h5");
   check_refused(dir,
-                run_mpmd(dir, "{tf} train --data data.h5 " + train + in_dir, "{tf} train --data data.h5 " + train + in_dir,
-                         "host_a", "host_b"),
+                run_mpmd(dir, "{tf} train --data data.h5 " + train + in_dir,
+                         "{tf} train --data data.h5 " + train + in_dir, "host_a", "host_b"),
                 3, "rank 1: the training data is 'data.h5' (train fingerprint ");
   check_refused(dir,
-                run_mpmd(dir, "{tf} train --data data.h5 " + train + in_dir, "{tf} train --data data.h5 " + train + in_dir,
-                         "host_a", "host_b"),
+                run_mpmd(dir, "{tf} train --data data.h5 " + train + in_dir,
+                         "{tf} train --data data.h5 " + train + in_dir, "host_a", "host_b"),
                 3, "the same name, other contents (does the file differ between the machines?)");
   // What may differ: the data's name (the same bits), the model file, threads and the timeout.
   std::filesystem::copy_file(dir.file("d.h5"), dir.file("copy.h5"));
   std::string local = train;
   local.replace(local.find("--threads 1"), 11, "--threads 2 --fixed-threads");
   local.replace(local.find("--rank-timeout 120"), 18, "--rank-timeout 30");
-  const Timed alike =
-      run_mpmd(dir, "{tf} train --data d.h5 " + train + model, "{tf} train --data copy.h5 --model elsewhere.h5 " + local);
+  const Timed alike = run_mpmd(dir, "{tf} train --data d.h5 " + train + model,
+                               "{tf} train --data copy.h5 --model elsewhere.h5 " + local);
   require_ok(alike.result);
   CHECK_THAT(alike.result.out, Contains("4 steps") && Contains("2 ranks"));
   CHECK(std::filesystem::exists(dir.file("m.h5")));
@@ -495,11 +501,14 @@ TEST_CASE("mpirun MPMD: ranks started with other options stop at start-up naming
   test::TempDir dir;
   require_ok(run(dir, kReverse));
   const std::string tf = "{tf} train --data d.h5 --model m.h5 " + kTfBase;
-  check_refused(dir, run_mpmd(dir, tf + " --lr 0.1 --max-tokens 128 --steps 4", tf + " --lr 0.2 --max-tokens 128 --steps 4"),
+  check_refused(dir,
+                run_mpmd(dir, tf + " --lr 0.1 --max-tokens 128 --steps 4", tf + " --lr 0.2 --max-tokens 128 --steps 4"),
                 2, "rank 1: --lr is 0.2, rank 0's is 0.1");
-  check_refused(dir, run_mpmd(dir, tf + " --lr 0.1 --max-tokens 128 --steps 4", tf + " --lr 0.1 --max-tokens 128 --steps 6"),
+  check_refused(dir,
+                run_mpmd(dir, tf + " --lr 0.1 --max-tokens 128 --steps 4", tf + " --lr 0.1 --max-tokens 128 --steps 6"),
                 2, "rank 1: --steps is 6, rank 0's is 4");
-  check_refused(dir, run_mpmd(dir, tf + " --lr 0.1 --max-tokens 128 --steps 4", tf + " --lr 0.1 --max-tokens 64 --steps 4"),
+  check_refused(dir,
+                run_mpmd(dir, tf + " --lr 0.1 --max-tokens 128 --steps 4", tf + " --lr 0.1 --max-tokens 64 --steps 4"),
                 2, "rank 1: --max-tokens is 64, rank 0's is 128");
   check_refused(dir,
                 run_mpmd(dir, tf + " --lr 0.1 --max-tokens 128 --steps 4",
@@ -509,13 +518,14 @@ TEST_CASE("mpirun MPMD: ranks started with other options stop at start-up naming
   require_ok(run(dir, "{data} copy --width 4 --min-len 1 --max-len 4 --n 100 --valid-n 10 --test-n 15 --seed 3 "
                       "--out c.h5 --quiet"));
   const std::string ntm = "{ntm} train --data c.h5 --model m.h5 --memory 16,6 --epoch-size 40 --steps 2 "
-                          "--rank-timeout 120" + kSgd;
-  check_refused(dir,
-                run_mpmd(dir, ntm + " --controller-size 16 --batch-size 4", ntm + " --controller-size 32 --batch-size 4"),
-                2, "rank 1: --controller-size is 32, rank 0's is 16");
-  check_refused(dir,
-                run_mpmd(dir, ntm + " --controller-size 16 --batch-size 4", ntm + " --controller-size 16 --batch-size 8"),
-                2, "rank 1: --batch-size is 8, rank 0's is 4");
+                          "--rank-timeout 120" +
+                          kSgd;
+  check_refused(
+      dir, run_mpmd(dir, ntm + " --controller-size 16 --batch-size 4", ntm + " --controller-size 32 --batch-size 4"), 2,
+      "rank 1: --controller-size is 32, rank 0's is 16");
+  check_refused(
+      dir, run_mpmd(dir, ntm + " --controller-size 16 --batch-size 4", ntm + " --controller-size 16 --batch-size 8"), 2,
+      "rank 1: --batch-size is 8, rank 0's is 4");
 }
 
 // What the train verbs cannot see in the options, train::fit compares once resolved: here what
@@ -536,8 +546,8 @@ TEST_CASE("mpirun MPMD: ranks resuming different checkpoints stop before the fir
   CHECK_THAT(one_resumes.result.err, Contains("rank 1: --resume is not given, rank 0's is '" + four + "'"));
   // Rank 0 would remove the checkpoints after the step it resumes from (those of the run it
   // replaces): the ranks compare before, so step 8's file stays.
-  const Timed other_step =
-      run_mpmd(dir, "{tf} train " + train + " --resume " + four, "{tf} train " + train + " --resume " + eight);
+  const Timed other_step = run_mpmd(dir, "{tf} train " + train + " --resume " + four,
+                                    "{tf} train " + train + " --resume " + eight);
   INFO(other_step.result.err);
   CHECK(other_step.result.code == 3);
   CHECK_THAT(other_step.result.err, Contains("rank 1: the step it starts from is 8 (epoch 1, batch 8) of '" + eight +
@@ -547,14 +557,15 @@ TEST_CASE("mpirun MPMD: ranks resuming different checkpoints stop before the fir
   // Another model's checkpoint: its /config, from the file.
   require_ok(run(dir, "{tf} train --data d.h5 --model big.h5 --d-model 32 --heads 2 --d-ff 32 --layers 1 --seed 2 "
                       "--threads 1 --quiet --optimizer sgd --lr 0.1 --max-tokens 128 --steps 4"));
-  const Timed other_model =
-      run_mpmd(dir, "{tf} train " + train + " --resume " + four, "{tf} train " + train + " --resume big.h5");
+  const Timed other_model = run_mpmd(dir, "{tf} train " + train + " --resume " + four,
+                                     "{tf} train " + train + " --resume big.h5");
   INFO(other_model.result.err);
   CHECK(other_model.result.code == 2);
   CHECK_THAT(other_model.result.err, Contains("rank 1: /config d_model is 32, rank 0's is 16"));
   // The same checkpoint under two names resumes.
   std::filesystem::copy_file(dir.file(four), dir.file("four.h5"));
-  require_ok(run_mpmd(dir, "{tf} train " + train + " --resume " + four, "{tf} train " + train + " --resume four.h5").result);
+  require_ok(
+      run_mpmd(dir, "{tf} train " + train + " --resume " + four, "{tf} train " + train + " --resume four.h5").result);
   CHECK(io::File::open_read(dir.file("m.h5")).attr_int("/state", "step") == 12);
 }
 

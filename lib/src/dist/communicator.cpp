@@ -59,13 +59,13 @@ namespace {
 // The stalled rank first, as the subject, and this one as the rank that waited: the line is printed
 // by the waiting rank (under a prefix naming it), so a reader must not take it for the culprit.
 std::string stalled_message(const Communicator& comm, int to, int from, double waited) {
-  const std::string of = " of " + std::to_string(comm.size()), why = "died or hung, or is busy for longer than --rank-timeout";
+  const std::string of = " of " + std::to_string(comm.size()),
+                    why = "died or hung, or is busy for longer than --rank-timeout";
   const std::string stalled = from == to ? "rank " + std::to_string(from) + of + " stalled (it " + why + ")"
                                          : "rank " + std::to_string(from) + " or rank " + std::to_string(to) + of +
                                                " stalled, or a rank they wait for did (it " + why + ")";
   return "dist: " + stalled + ": rank " + std::to_string(comm.rank()) + ", the waiting rank, had no answer from " +
-         (from == to ? "it" : "them") + " for " + std::to_string(static_cast<int64_t>(waited)) +
-         " s; stopping the job";
+         (from == to ? "it" : "them") + " for " + std::to_string(static_cast<int64_t>(waited)) + " s; stopping the job";
 }
 
 }  // namespace

@@ -53,8 +53,8 @@ std::vector<RankSetting> decode(const std::string& in) {
 [[noreturn]] void differ(int rank, const RankSetting* theirs, const RankSetting* root, const std::string& advice) {
   const RankSetting& any = root ? *root : *theirs;
   const std::string message = "rank " + std::to_string(rank) + ": " + any.name + " is " +
-                              (theirs ? theirs->shown : "not set") + ", rank 0's is " + (root ? root->shown : "not set") +
-                              advice;
+                              (theirs ? theirs->shown : "not set") + ", rank 0's is " +
+                              (root ? root->shown : "not set") + advice;
   if (any.blame == Blame::inputs) throw DataError(message);
   throw ConfigError(message);
 }
@@ -102,7 +102,8 @@ void agree_on_data(dist::Communicator& ranks, const DataFingerprint& mine) {
     // The vocabularies first: other words make every other difference moot.
     const bool vocab = theirs.vocab != root.vocab;
     auto shown = [&](const DataFingerprint& fp) {
-      return "'" + fp.source + "' (" + (vocab ? "vocab fingerprint " + fp.vocab : "train fingerprint " + fp.train) + ")";
+      return "'" + fp.source + "' (" + (vocab ? "vocab fingerprint " + fp.vocab : "train fingerprint " + fp.train) +
+             ")";
     };
     throw DataError("rank " + std::to_string(r) + ": the training data is " + shown(theirs) + ", rank 0's is " +
                     shown(root) +

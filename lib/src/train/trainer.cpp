@@ -250,8 +250,8 @@ std::string optimizer_text(const optim::OptimizerConfig& o) {
   std::string out = optim::optimizer_kind_name(o.kind);
   switch (o.kind) {
     case optim::OptimizerKind::sgd:
-      out += " momentum " + text_of(o.sgd.momentum) + " nesterov " + std::to_string(o.sgd.nesterov) +
-             " weight_decay " + text_of(o.sgd.weight_decay);
+      out += " momentum " + text_of(o.sgd.momentum) + " nesterov " + std::to_string(o.sgd.nesterov) + " weight_decay " +
+             text_of(o.sgd.weight_decay);
       break;
     case optim::OptimizerKind::rmsprop:
       out += " rho " + text_of(o.rmsprop.rho) + " eps " + text_of(o.rmsprop.eps) + " momentum " +
@@ -271,7 +271,8 @@ std::string schedule_text(const optim::Schedule& schedule) {
   return std::visit(
       [](const auto& s) -> std::string {
         using S = std::decay_t<decltype(s)>;
-        if constexpr (std::is_same_v<S, optim::ConstantLr>) return "constant " + text_of(s.lr);
+        if constexpr (std::is_same_v<S, optim::ConstantLr>)
+          return "constant " + text_of(s.lr);
         else if constexpr (std::is_same_v<S, optim::WarmupInverseSqrt>)
           return "inverse-sqrt d_model " + std::to_string(s.d_model) + " warmup " + std::to_string(s.warmup) +
                  " scale " + text_of(s.scale);
@@ -324,9 +325,9 @@ std::vector<RankSetting> start_settings(const TrainTask& task, const TrainConfig
   out.push_back({"the learning-rate schedule", schedule_text(c.optimizer.schedule)});
   int64_t values = 0;
   for (const Param* p : all_params(task)) values += p->value.numel();
-  out.push_back({"the model's parameters",
-                 std::to_string(task.params.size()) + " trained and " + std::to_string(task.frozen.size()) +
-                     " frozen tensors of " + std::to_string(values) + " values"});
+  out.push_back({"the model's parameters", std::to_string(task.params.size()) + " trained and " +
+                                               std::to_string(task.frozen.size()) + " frozen tensors of " +
+                                               std::to_string(values) + " values"});
   // The step resumed from: the checkpoints differ (compared before the parameters, whose check
   // could only say that they differ).
   const std::string start = std::to_string(s.step) + " (epoch " + std::to_string(s.epoch + 1) + ", batch " +
