@@ -7,6 +7,8 @@
 #include <cmath>
 #include <cstdio>
 #include <iostream>
+#include <iterator>
+#include <optional>
 
 #include "attn/core/memory.hpp"
 #include "attn/dist/world.hpp"
@@ -14,6 +16,7 @@
 #include "attn/train/checkpoints.hpp"
 #include "attn/train/data_fingerprint.hpp"
 #include "attn/train/optimizer_spec.hpp"
+#include "attn/train/rank_agreement.hpp"
 #include "attn/train/repeats.hpp"
 #include "common/cli.hpp"
 #include "common/progress.hpp"
@@ -205,6 +208,42 @@ train::TrainConfig train_config(const Options& opts, const std::string& resume) 
   return tc;
 }
 
+// Options whose values may differ between the ranks of an MPI job: where a rank finds its files
+// (the data's and a checkpoint's contents are compared instead) and how it runs.
+constexpr const char* kRankLocal[] = {"data", "model", "resume", "threads", "fixed-threads", "rank-timeout"};
+
+bool rank_local(const std::string& option) {
+  return std::find(std::begin(kRankLocal), std::end(kRankLocal), option) != std::end(kRankLocal);
+}
+
+// Under mpirun, before the ranks share a pass over the data (the splits' checks): every rank must
+// run the same tool and build with the same options (but kRankLocal) on the same training data
+// (train/rank_agreement.hpp); fit compares what they resolve to. Returns this rank's fingerprint
+// of --data, computed whole, as a fingerprint the ranks share out would be the same on every rank
+// whatever its file holds; nullopt with one rank (fingerprinted after prepare, as ever).
+std::optional<train::DataFingerprint> agree_before_start(const Options& opts, const io::File& data) {
+  dist::Communicator& ranks = dist::world();
+  if (ranks.size() == 1) return std::nullopt;
+  std::vector<train::RankSetting> mine{{"the tool", opts.tool() + " " + opts.verb()},
+                                       {"the attnlab version", version()}};
+  for (const ConfigEntry& e : opts.config())
+    if (!rank_local(e.name)) mine.push_back({"--" + e.name, e.text});
+  // Whether a run resumes is the same everywhere; from which file, fit compares by what it holds.
+  const std::string resume = opts.has("resume") ? opts.get<std::string>("resume") : "";
+  mine.push_back({"--resume", opts.has("resume") ? "given" : "not given",
+                  !opts.has("resume") ? "not given"
+                  : resume.empty()    ? "given alone"
+                                      : "'" + resume + "'"});
+  train::agree_on_settings(ranks, mine,
+                           "; every rank of a data-parallel job must be started with the same options (only the "
+                           "names of the --data, --model and --resume files, --threads, --fixed-threads and "
+                           "--rank-timeout may differ); stopping the job");
+  dist::SingleProcess alone;
+  train::DataFingerprint own = train::fingerprint_data(data, alone);
+  train::agree_on_data(ranks, own);
+  return own;
+}
+
 // /config: the verb's own options as given (the number of epochs as the trainer took it: 0 when
 // --steps alone bounds the run; the seed and the model file as the run has them, which under
 // --repeats are its own), the optimizer as resolved, the model's fields.
@@ -223,6 +262,11 @@ void describe_task(const Options& opts, const train::TrainConfig& tc,
   for (const auto& [key, value] : optimizer) stored[key] = value;
   for (const auto& [key, value] : task.config) stored[key] = value;
   task.config = std::move(stored);
+  for (const char* option : kRankLocal) {   // not compared between the ranks
+    std::string key = option;
+    std::replace(key.begin(), key.end(), '-', '_');
+    task.rank_local.push_back(key);
+  }
   task.created_by = opts.tool() + " " + version();
   task.command = opts.command();
 }
@@ -320,12 +364,13 @@ void train_one(const Options& opts, const TrainVerb& verb, int64_t seed, const s
     in.init_rng = Rng::drawing_nothing();
   }
   train::TrainConfig tc = train_config(opts, in.resume);
+  const std::optional<train::DataFingerprint> own = agree_before_start(opts, in.data);
   // A resumed model is sized by its checkpoint's /config; a new one by the options.
   const MemoryScope scope = in.resume.empty()
                                 ? MemoryScope::options("the model the options describe")
                                 : MemoryScope::input("the model that " + in.resume + "'s /config describes");
   const std::unique_ptr<TrainRun> run = verb.prepare(opts, in);
-  run->task.data = train::fingerprint_data(in.data);   // stored in the model, checked by --resume
+  run->task.data = own ? *own : train::fingerprint_data(in.data);   // stored in the model, checked by --resume
   tc.seed = static_cast<uint64_t>(seed);
   tc.model_path = model;
   const train::OptimizerSpec optimizer = optimizer_spec(opts, verb.optimizer);

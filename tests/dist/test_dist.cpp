@@ -23,6 +23,7 @@
 #include "attn/ops/linear.hpp"
 #include "attn/train/data_fingerprint.hpp"
 #include "attn/train/data_parallel.hpp"
+#include "attn/train/rank_agreement.hpp"
 #include "attn/train/split_run.hpp"
 #include "reversal_fixture.hpp"
 #include "test_support.hpp"
@@ -161,11 +162,12 @@ TEST_CASE("allreduce_sum: every rank gets the same bits, each chunk summed in th
   }
 }
 
-// Rank 0 of 2 whose peer never answers, with a timeout short enough for a test.
+// A rank (0 of 2 unless told) whose peers never answer, with a timeout short enough for a test.
 class Unanswered final : public dist::Communicator {
  public:
-  int rank() const override { return 0; }
-  int size() const override { return 2; }
+  explicit Unanswered(int rank = 0, int size = 2) : rank_(rank), size_(size) {}
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
   void set_timeout(double seconds) override { timeout_ = seconds; }
   double timeout() const override { return timeout_; }
   std::unique_ptr<dist::Exchange> start_exchange(int to, std::span<const std::byte>, int from, std::span<std::byte>,
@@ -178,6 +180,7 @@ class Unanswered final : public dist::Communicator {
   }
 
  private:
+  int rank_, size_;
   double timeout_ = 0.3;
 };
 
@@ -198,11 +201,30 @@ TEST_CASE("Waiter: a rank's own stall does not count against the timeout, its pe
     message = e.what();
   }
   CHECK(std::chrono::duration<double>(steady_clock::now() - resumed).count() >= 0.25);   // the timeout, run anew
-  CHECK_THAT(message, Catch::Contains("dist: rank 0 of 2 waited 0 s for rank 1 without an answer: a rank has died or "
-                                      "hung"));
+  CHECK_THAT(message, Catch::Contains("dist: rank 1 of 2 stalled (it died or hung, or is busy for longer than "
+                                      "--rank-timeout): rank 0, the waiting rank, had no answer from it for 0 s; "
+                                      "stopping the job"));
   // A blocking exchange waits the same way.
   std::byte out[4] = {}, in[4] = {};
-  CHECK_THROWS_WITH(comm.exchange(1, out, 1, in), Catch::Contains("waited 0 s for rank 1 without an answer"));
+  CHECK_THROWS_WITH(comm.exchange(1, out, 1, in), Catch::Contains("rank 1 of 2 stalled") &&
+                                                      Catch::Contains("rank 0, the waiting rank, had no answer"));
+}
+
+// Issue 51: the message is printed by the waiting rank, under a prefix naming it ("rank 1 of 2:"),
+// so the stalled rank is its subject and the printing rank is named as the one that waited.
+TEST_CASE("Waiter: the timeout's message names the stalled rank as stalled and this rank as waiting", "[unit][dist]") {
+  std::byte out[4] = {}, in[4] = {};
+  Unanswered second(/*rank=*/1, /*size=*/2);   // rank 1 waits for rank 0
+  CHECK_THROWS_WITH(second.exchange(0, out, 0, in),
+                    Catch::StartsWith("dist: rank 0 of 2 stalled (it died or hung, or is busy for longer than "
+                                      "--rank-timeout): rank 1, the waiting rank, had no answer from it for 0 s"));
+  // In a ring of 3, rank 2 sends to rank 0 and receives from rank 1: either (or a rank behind them)
+  // may be the one that stalled.
+  Unanswered third(/*rank=*/2, /*size=*/3);
+  CHECK_THROWS_WITH(third.exchange(0, out, 1, in),
+                    Catch::StartsWith("dist: rank 1 or rank 0 of 3 stalled, or a rank they wait for did (it died or "
+                                      "hung, or is busy for longer than --rank-timeout): rank 2, the waiting rank, had "
+                                      "no answer from them for 0 s"));
 }
 
 TEST_CASE("allgather: every rank's block in rank order", "[unit][dist]") {
@@ -218,6 +240,166 @@ TEST_CASE("allgather: every rank's block in rank order", "[unit][dist]") {
   std::vector<float> v{1.5f, 2.5f};
   dist::allreduce_sum(one, v);
   CHECK(v == std::vector<float>{1.5f, 2.5f});
+}
+
+TEST_CASE("allgather_strings: every rank's text, of any length and any bytes, in rank order", "[unit][dist]") {
+  const std::vector<std::string> texts{"", std::string("a:\0b", 4), std::string(300, 'c')};
+  std::vector<std::vector<std::string>> result(3);
+  on_ranks(3, [&](dist::Communicator& comm) {
+    result[static_cast<size_t>(comm.rank())] = dist::allgather_strings(comm, texts[static_cast<size_t>(comm.rank())]);
+  });
+  for (const std::vector<std::string>& r : result) CHECK(r == texts);
+  dist::SingleProcess one;
+  CHECK(dist::allgather_strings(one, "x") == std::vector<std::string>{"x"});
+}
+
+namespace {
+
+// What each of n ranks threw running `body`: the message ("" when it returned) and its exit code's
+// class (2: ConfigError, 3: DataError).
+struct Outcome {
+  std::string message;
+  int code = 0;
+};
+std::vector<Outcome> outcomes(int n, const std::function<void(dist::Communicator&)>& body) {
+  std::vector<Outcome> out(static_cast<size_t>(n));
+  on_ranks(n, [&](dist::Communicator& comm) {
+    Outcome& mine = out[static_cast<size_t>(comm.rank())];
+    try {
+      body(comm);
+    } catch (const DataError& e) {
+      mine = {e.what(), 3};
+    } catch (const ConfigError& e) {
+      mine = {e.what(), 2};
+    }
+  });
+  return out;
+}
+
+// Every rank threw the same error (so every rank of a job stops with the same exit code).
+void check_all_threw(const std::vector<Outcome>& got, const std::string& message, int code) {
+  for (size_t r = 0; r < got.size(); ++r) {
+    INFO("rank " << r);
+    CHECK(got[r].message == message);
+    CHECK(got[r].code == code);
+  }
+}
+
+}  // namespace
+
+// Issue 51: ranks started with other options trained on until their plans drifted apart.
+TEST_CASE("agree_on_settings: the lowest rank that differs from rank 0, at its first difference, with both values",
+          "[unit][dist]") {
+  using train::RankSetting;
+  const std::vector<RankSetting> base{{"--lr", "0.1"}, {"--steps", "4"}, {"the tool", "attn-ntm train"}};
+  auto with = [&](std::vector<RankSetting> s, const std::string& name, const std::string& value) {
+    for (RankSetting& x : s)
+      if (x.name == name) x.value = value;
+    return s;
+  };
+  const std::string advice = "; start them alike";
+  // Rank 2 differs in --lr, rank 1 in --steps: rank 1 is named (the lowest), on every rank.
+  check_all_threw(outcomes(3,
+                           [&](dist::Communicator& comm) {
+                             const std::vector<RankSetting> mine = comm.rank() == 1   ? with(base, "--steps", "6")
+                                                                   : comm.rank() == 2 ? with(base, "--lr", "0.2")
+                                                                                      : base;
+                             train::agree_on_settings(comm, mine, advice);
+                           }),
+                  "rank 1: --steps is 6, rank 0's is 4; start them alike", 2);
+  // The first difference in rank 0's order, whatever order rank 1 lists them in.
+  check_all_threw(outcomes(2,
+                           [&](dist::Communicator& comm) {
+                             std::vector<RankSetting> mine = with(with(base, "--steps", "6"), "--lr", "0.2");
+                             if (comm.rank() == 1) std::reverse(mine.begin(), mine.end());
+                             train::agree_on_settings(comm, comm.rank() == 0 ? base : mine, advice);
+                           }),
+                  "rank 1: --lr is 0.2, rank 0's is 0.1; start them alike", 2);
+  // A setting only one side has.
+  check_all_threw(outcomes(2,
+                           [&](dist::Communicator& comm) {
+                             std::vector<RankSetting> mine = base;
+                             if (comm.rank() == 1) mine.erase(mine.begin() + 1);
+                             train::agree_on_settings(comm, mine, "");
+                           }),
+                  "rank 1: --steps is not set, rank 0's is 4", 2);
+  check_all_threw(outcomes(2,
+                           [&](dist::Communicator& comm) {
+                             std::vector<RankSetting> mine = base;
+                             if (comm.rank() == 1) mine.push_back({"--beta1", "0.9"});
+                             train::agree_on_settings(comm, mine, "");
+                           }),
+                  "rank 1: --beta1 is 0.9, rank 0's is not set", 2);
+  // An input's setting: compared by value, shown as told, a DataError.
+  check_all_threw(
+      outcomes(2,
+               [&](dist::Communicator& comm) {
+                 const std::string step = comm.rank() == 0 ? "4" : "8";
+                 train::agree_on_settings(
+                     comm, {{"the step it starts from", step, step + " of 'm" + step + ".h5'", train::Blame::inputs}},
+                     "");
+               }),
+      "rank 1: the step it starts from is 8 of 'm8.h5', rank 0's is 4 of 'm4.h5'", 3);
+  // Alike (shown texts may differ: a file's name): nothing thrown; one rank compares nothing.
+  check_all_threw(
+      outcomes(3,
+               [&](dist::Communicator& comm) {
+                 train::agree_on_settings(comm, {{"the data", "same", "f" + std::to_string(comm.rank())}}, "");
+               }),
+      "", 0);
+  dist::SingleProcess one;
+  CHECK_NOTHROW(train::agree_on_settings(one, base, ""));
+}
+
+// Issue 51: ranks on different data files of the same shape trained on a mix of both, because the
+// fingerprint the ranks share out (each hashing a share of its own file's blocks) was the same on
+// every rank. Each rank's own fingerprint, computed whole, tells the files apart.
+TEST_CASE("agree_on_data: each rank's own fingerprint against rank 0's, naming both files", "[unit][dist]") {
+  test::TempDir dir;
+  Rng rng(5);
+  for (const char* name : {"a.h5", "b.h5"}) {
+    io::File f = io::File::create(dir.file(name));
+    f.write("/train/x", randn({40, 3}, rng));   // the same shape, other values
+    f.commit();
+  }
+  auto file_of = [&](int rank) { return dir.file(rank == 0 ? "a.h5" : "b.h5"); };
+  std::vector<train::DataFingerprint> shared(2), own(2);
+  const std::vector<Outcome> got = outcomes(2, [&](dist::Communicator& comm) {
+    const io::File f = io::File::open_read(file_of(comm.rank()));
+    shared[static_cast<size_t>(comm.rank())] = train::fingerprint_data(f, comm, 16);
+    dist::SingleProcess alone;
+    own[static_cast<size_t>(comm.rank())] = train::fingerprint_data(f, alone, 16);
+    train::agree_on_data(comm, own[static_cast<size_t>(comm.rank())]);
+  });
+  CHECK(shared[0].train == shared[1].train);   // shared out: blind to the difference
+  REQUIRE(own[0].train != own[1].train);
+  check_all_threw(got,
+                  "rank 1: the training data is '" + file_of(1) + "' (train fingerprint " + own[1].train +
+                      "), rank 0's is '" + file_of(0) + "' (train fingerprint " + own[0].train +
+                      "); every rank of a data-parallel job must train on the same data (the same bits under any "
+                      "name); stopping the job",
+                  3);
+  // The same name with other contents (a file that differs between machines) is said so; other
+  // vocabularies are named first.
+  const train::DataFingerprint a{"d.h5", "1111", "2222", 16}, b{"d.h5", "1111", "3333", 16},
+      c{"d.h5", "4444", "3333", 16};
+  for (const auto& [other, what] :
+       {std::pair{b, "(train fingerprint 3333), rank 0's is 'd.h5' (train fingerprint 2222): "
+                     "the same name, other contents"},
+        std::pair{c, "(vocab fingerprint 4444), rank 0's is 'd.h5' (vocab fingerprint 1111)"}}) {
+    const std::vector<Outcome> r = outcomes(
+        3, [&](dist::Communicator& comm) { train::agree_on_data(comm, comm.rank() == 2 ? other : a); });
+    for (const Outcome& o : r) {
+      CHECK_THAT(o.message, Catch::StartsWith("rank 2: the training data is 'd.h5' ") && Catch::Contains(what));
+      CHECK(o.code == 3);
+    }
+  }
+  check_all_threw(
+      outcomes(2,
+               [&](dist::Communicator& comm) {
+                 train::agree_on_data(comm, {"x" + std::to_string(comm.rank()) + ".h5", "1111", "2222", 16});
+               }),
+      "", 0);
 }
 
 TEST_CASE("shard_of: rows rank, rank + N, ... of a global batch", "[unit][dist]") {

@@ -2,7 +2,9 @@
 // command in one process. Two ranks must give one process's parameters on the same global batches
 // (to kTolerance: the shards' sums are associated differently), two 2-rank runs the same bits,
 // a checkpoint must resume with another number of ranks, and a rank that is killed or hangs must
-// end the job with a non-zero exit status within a bounded time.
+// end the job with a non-zero exit status within a bounded time. Ranks started differently (MPMD:
+// `mpirun -np 1 A : -np 1 B`) must stop at start-up, naming the rank, the option or file and both
+// values (train/rank_agreement.hpp).
 //
 // The comparisons train with SGD, whose update is the gradient times the rate, so a parameter
 // difference is the gradients' round-off itself. Adam and RMSProp divide by the gradient's running
@@ -15,6 +17,7 @@
 // here, on the test's own command lines, never in the user's environment or docs. --oversubscribe
 // and --bind-to none let two such tests share the machine's cores under ctest -j2. Every case is
 // reported skipped by a build without MPI or on a machine without mpirun.
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -342,15 +345,18 @@ namespace {
 
 // Starts a long 2-rank training in the background, waits until it has written a checkpoint (any
 // step: at hundreds of steps a second, step 20's file may be rotated away between two looks),
-// sends `signal` to rank 1 (a child of mpirun, found by its parent's pid), and waits for mpirun;
-// prints "checkpointed=<0|1> rc=<status>". A watchdog kills mpirun after 120 s (and leaves the
-// file watchdog-fired), so the test cannot hang even if the job would.
-std::string signal_a_rank(const std::string& signal, const std::string& extra) {
+// sends `signal` to rank `victim` (the child of mpirun whose OMPI_COMM_WORLD_RANK it is), and
+// waits for mpirun; prints "checkpointed=<0|1> rc=<status>". A watchdog kills mpirun after 120 s
+// (and leaves the file watchdog-fired), so the test cannot hang even if the job would.
+std::string signal_a_rank(const std::string& signal, const std::string& extra, int victim = 1) {
   return std::string(kMpirun) + " -np 2 {tf} train --model $PWD/m.h5 " + kTf + extra +
          " --steps 1000000 --checkpoint-every 20 & mp=$!; "
          "( sleep 120; touch watchdog-fired; kill -KILL $mp ) 2>/dev/null & dog=$!; "
          "saved=0; for i in $(seq 600); do ls m.step*.h5 >/dev/null 2>&1 && saved=1 && break; sleep 0.1; done; "
-         "victim=$(ps -o pid= --ppid $mp | tail -n 1); kill -" + signal + " $victim; "
+         "victim=; for p in $(ps -o pid= --ppid $mp); do "
+         "tr '\\0' '\\n' < /proc/$p/environ | grep -qx OMPI_COMM_WORLD_RANK=" +
+         std::to_string(victim) + " && victim=$p; done; kill -" + signal +
+         " $victim; "
          "wait $mp; rc=$?; kill $dog 2>/dev/null; kill -KILL $victim 2>/dev/null; "
          "echo \"checkpointed=$saved rc=$rc\"";
 }
@@ -385,16 +391,182 @@ TEST_CASE("mpirun -np 2: a killed rank ends the job with a non-zero status, the 
   CHECK(checkpoints >= 1);
 }
 
-TEST_CASE("mpirun -np 2: a hung rank makes the others stop after --rank-timeout", "[integration][mpi]") {
+// Issue 51: the message named the stalled and the waiting rank the wrong way round. It is printed
+// by the waiting rank (rank 1's line under the prefix "rank 1 of 2:"), so it names the stalled rank
+// as its subject and the printing rank as the one that waited; the stalled rank says nothing.
+TEST_CASE("mpirun -np 2: a hung rank makes the others stop after --rank-timeout, named as the stalled one",
+          "[integration][mpi]") {
+  if (!mpi_ready()) return;
+  for (const int victim : {1, 0}) {
+    INFO("rank " << victim << " stopped");
+    test::TempDir dir;
+    require_ok(run(dir, kReverse));
+    const Result r = run(dir, signal_a_rank("STOP", " --rank-timeout 3", victim));
+    INFO(r.out << r.err);
+    REQUIRE(field(r.out, "checkpointed") == 1);
+    CHECK(field(r.out, "rc") == 1);   // the waiting rank's runtime failure, through MPI_Abort
+    CHECK(!std::filesystem::exists(dir.file("watchdog-fired")));
+    const std::string stalled = std::to_string(victim), waiting = std::to_string(1 - victim);
+    CHECK_THAT(r.err, Contains("dist: rank " + stalled +
+                               " of 2 stalled (it died or hung, or is busy for longer than "
+                               "--rank-timeout): rank " +
+                               waiting +
+                               ", the waiting rank, had no answer from it for 3 s; "
+                               "stopping the job"));
+    CHECK_THAT(r.err, !Contains("rank " + waiting + " of 2 stalled") && !Contains("rank " + stalled + ", the waiting"));
+  }
+}
+
+namespace {
+
+// `mpirun -np 1 A : -np 1 B` (MPMD: rank 0 runs A, rank 1 runs B), timed. Each side is a tool
+// placeholder and its arguments ("{tf} train ..."); `wdir_a`/`wdir_b`, when given, are the ranks'
+// working folders (mpirun --wdir), which stand for two machines' file systems.
+struct Timed {
+  Result result;
+  double seconds = 0;
+};
+Timed run_mpmd(const test::TempDir& dir, const std::string& a, const std::string& b, const std::string& wdir_a = "",
+               const std::string& wdir_b = "") {
+  auto wdir = [](const std::string& w) { return w.empty() ? std::string() : " --wdir " + w; };
+  const auto t0 = std::chrono::steady_clock::now();
+  Result r = run(dir, "{np1}" + wdir(wdir_a) + " " + a + " : -np 1" + wdir(wdir_b) + " " + b);
+  return {std::move(r), std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()};
+}
+
+// The job stopped at start-up, with `code` and a message holding `what`, within seconds (not after
+// training, nor after --rank-timeout, which is 120 here), and wrote no model.
+void check_refused(const test::TempDir& dir, const Timed& t, int code, const std::string& what) {
+  INFO(t.result.out << t.result.err);
+  CHECK(t.result.code == code);
+  CHECK_THAT(t.result.err, Contains(what));
+  CHECK(t.seconds < 60);
+  CHECK_FALSE(std::filesystem::exists(dir.file("m.h5")));
+}
+
+// The Transformer of kTf without the options the cases vary (--model, --lr, --steps, --max-tokens),
+// and a --rank-timeout long enough that a job that did not stop at start-up would show in the time.
+const std::string kTfBase = "--d-model 16 --heads 2 --d-ff 32 --layers 1 --seed 2 --threads 1 --quiet "
+                            "--optimizer sgd --dropout 0 --rank-timeout 120";
+
+}  // namespace
+
+// Issue 51: ranks on different files of the same shape trained on a silent mix of both, exit 0.
+TEST_CASE("mpirun MPMD: ranks on different data stop at start-up naming both files (exit 3)", "[integration][mpi]") {
   if (!mpi_ready()) return;
   test::TempDir dir;
   require_ok(run(dir, kReverse));
-  const Result r = run(dir, signal_a_rank("STOP", " --rank-timeout 3"));
-  INFO(r.out << r.err);
-  REQUIRE(field(r.out, "checkpointed") == 1);
-  CHECK(field(r.out, "rc") == 1);          // the waiting rank's runtime failure, through MPI_Abort
-  CHECK(!std::filesystem::exists(dir.file("watchdog-fired")));
-  CHECK_THAT(r.err, Contains("a rank has died or hung"));
+  std::string other = kReverse;   // the same shape, another seed
+  other.replace(other.find("--seed 3 --out d.h5"), 19, "--seed 4 --out e.h5");
+  require_ok(run(dir, other));
+  const std::string train = kTfBase + " --lr 0.1 --max-tokens 128 --steps 4", model = " --model m.h5";
+  check_refused(dir,
+                run_mpmd(dir, "{tf} train --data d.h5 " + train + model, "{tf} train --data e.h5 " + train + model), 3,
+                "rank 1: the training data is 'e.h5' (train fingerprint ");
+  check_refused(dir,
+                run_mpmd(dir, "{tf} train --data d.h5 " + train + model, "{tf} train --data e.h5 " + train + model), 3,
+                "), rank 0's is 'd.h5' (train fingerprint ");
+  // One path, other contents (a file system that differs between the machines).
+  for (const auto& [host, file] : {std::pair{"host_a", "d.h5"}, std::pair{"host_b", "e.h5"}}) {
+    std::filesystem::create_directory(dir.file(host));
+    std::filesystem::copy_file(dir.file(file), dir.file(std::string(host) + "/data.h5"));
+  }
+  const std::string in_dir = " --model " + dir.file("m.h5");
+  check_refused(dir,
+                run_mpmd(dir, "{tf} train --data data.h5 " + train + in_dir,
+                         "{tf} train --data data.h5 " + train + in_dir, "host_a", "host_b"),
+                3, "rank 1: the training data is 'data.h5' (train fingerprint ");
+  check_refused(dir,
+                run_mpmd(dir, "{tf} train --data data.h5 " + train + in_dir,
+                         "{tf} train --data data.h5 " + train + in_dir, "host_a", "host_b"),
+                3, "the same name, other contents (does the file differ between the machines?)");
+  // What may differ: the data's name (the same bits), the model file, threads and the timeout.
+  std::filesystem::copy_file(dir.file("d.h5"), dir.file("copy.h5"));
+  std::string local = train;
+  local.replace(local.find("--threads 1"), 11, "--threads 2 --fixed-threads");
+  local.replace(local.find("--rank-timeout 120"), 18, "--rank-timeout 30");
+  const Timed alike = run_mpmd(dir, "{tf} train --data d.h5 " + train + model,
+                               "{tf} train --data copy.h5 --model elsewhere.h5 " + local);
+  require_ok(alike.result);
+  CHECK_THAT(alike.result.out, Contains("4 steps") && Contains("2 ranks"));
+  CHECK(std::filesystem::exists(dir.file("m.h5")));
+  CHECK_FALSE(std::filesystem::exists(dir.file("elsewhere.h5")));   // rank 0 writes
+}
+
+// Issue 51: --lr was caught only after all of training ("parameters differ"), --steps and the
+// batch size only by --rank-timeout, --controller-size as "parameters differ after initialisation".
+TEST_CASE("mpirun MPMD: ranks started with other options stop at start-up naming the option and both values (exit 2)",
+          "[integration][mpi]") {
+  if (!mpi_ready()) return;
+  test::TempDir dir;
+  require_ok(run(dir, kReverse));
+  const std::string tf = "{tf} train --data d.h5 --model m.h5 " + kTfBase;
+  check_refused(dir,
+                run_mpmd(dir, tf + " --lr 0.1 --max-tokens 128 --steps 4", tf + " --lr 0.2 --max-tokens 128 --steps 4"),
+                2, "rank 1: --lr is 0.2, rank 0's is 0.1");
+  check_refused(dir,
+                run_mpmd(dir, tf + " --lr 0.1 --max-tokens 128 --steps 4", tf + " --lr 0.1 --max-tokens 128 --steps 6"),
+                2, "rank 1: --steps is 6, rank 0's is 4");
+  check_refused(dir,
+                run_mpmd(dir, tf + " --lr 0.1 --max-tokens 128 --steps 4", tf + " --lr 0.1 --max-tokens 64 --steps 4"),
+                2, "rank 1: --max-tokens is 64, rank 0's is 128");
+  check_refused(dir,
+                run_mpmd(dir, tf + " --lr 0.1 --max-tokens 128 --steps 4",
+                         "{s2s} train --data d.h5 --model m.h5 --embed-dim 8 --hidden 8 --max-tokens 128 --steps 4"),
+                2, "rank 1: the tool is attn-seq2seq train, rank 0's is attn-transformer train");
+
+  require_ok(run(dir, "{data} copy --width 4 --min-len 1 --max-len 4 --n 100 --valid-n 10 --test-n 15 --seed 3 "
+                      "--out c.h5 --quiet"));
+  const std::string ntm = "{ntm} train --data c.h5 --model m.h5 --memory 16,6 --epoch-size 40 --steps 2 "
+                          "--rank-timeout 120" +
+                          kSgd;
+  check_refused(
+      dir, run_mpmd(dir, ntm + " --controller-size 16 --batch-size 4", ntm + " --controller-size 32 --batch-size 4"), 2,
+      "rank 1: --controller-size is 32, rank 0's is 16");
+  check_refused(
+      dir, run_mpmd(dir, ntm + " --controller-size 16 --batch-size 4", ntm + " --controller-size 16 --batch-size 8"), 2,
+      "rank 1: --batch-size is 8, rank 0's is 4");
+}
+
+// What the train verbs cannot see in the options, train::fit compares once resolved: here what
+// each rank's --resume checkpoint holds.
+TEST_CASE("mpirun MPMD: ranks resuming different checkpoints stop before the first step", "[integration][mpi]") {
+  if (!mpi_ready()) return;
+  test::TempDir dir;
+  require_ok(run(dir, kReverse));
+  const std::string base = "--data d.h5 --model m.h5 " + kTfBase + " --lr 0.1 --max-tokens 128";
+  const std::string train = base + " --steps 12";
+  require_ok(run(dir, "{tf} train " + base + " --steps 8 --checkpoint-every 4"));
+  const std::string four = "m.step000000004.h5", eight = "m.step000000008.h5";
+  // Whether a rank resumes is an option every rank must have alike; from which file is compared by
+  // what the file holds.
+  const Timed one_resumes = run_mpmd(dir, "{tf} train " + train + " --resume " + four, "{tf} train " + train);
+  INFO(one_resumes.result.err);
+  CHECK(one_resumes.result.code == 2);
+  CHECK_THAT(one_resumes.result.err, Contains("rank 1: --resume is not given, rank 0's is '" + four + "'"));
+  // Rank 0 would remove the checkpoints after the step it resumes from (those of the run it
+  // replaces): the ranks compare before, so step 8's file stays.
+  const Timed other_step = run_mpmd(dir, "{tf} train " + train + " --resume " + four,
+                                    "{tf} train " + train + " --resume " + eight);
+  INFO(other_step.result.err);
+  CHECK(other_step.result.code == 3);
+  CHECK_THAT(other_step.result.err, Contains("rank 1: the step it starts from is 8 (epoch 1, batch 8) of '" + eight +
+                                             "', rank 0's is 4 (epoch 1, batch 4) of '" + four + "'"));
+  CHECK(other_step.seconds < 60);
+  CHECK(std::filesystem::exists(dir.file(eight)));
+  // Another model's checkpoint: its /config, from the file.
+  require_ok(run(dir, "{tf} train --data d.h5 --model big.h5 --d-model 32 --heads 2 --d-ff 32 --layers 1 --seed 2 "
+                      "--threads 1 --quiet --optimizer sgd --lr 0.1 --max-tokens 128 --steps 4"));
+  const Timed other_model = run_mpmd(dir, "{tf} train " + train + " --resume " + four,
+                                     "{tf} train " + train + " --resume big.h5");
+  INFO(other_model.result.err);
+  CHECK(other_model.result.code == 2);
+  CHECK_THAT(other_model.result.err, Contains("rank 1: /config d_model is 32, rank 0's is 16"));
+  // The same checkpoint under two names resumes.
+  std::filesystem::copy_file(dir.file(four), dir.file("four.h5"));
+  require_ok(
+      run_mpmd(dir, "{tf} train " + train + " --resume " + four, "{tf} train " + train + " --resume four.h5").result);
+  CHECK(io::File::open_read(dir.file("m.h5")).attr_int("/state", "step") == 12);
 }
 
 TEST_CASE("a build without MPI, started by mpirun with several ranks, refuses instead of training N copies",

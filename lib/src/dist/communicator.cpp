@@ -2,6 +2,7 @@
 // whose float sums are in a fixed order, and a ring all-gather; how a rank waits for its peers.
 #include "attn/dist/communicator.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <string>
@@ -53,6 +54,22 @@ void Communicator::wait(Exchange& e) {
   while (!e.test()) waiter.pause(e.to, e.from);
 }
 
+namespace {
+
+// The stalled rank first, as the subject, and this one as the rank that waited: the line is printed
+// by the waiting rank (under a prefix naming it), so a reader must not take it for the culprit.
+std::string stalled_message(const Communicator& comm, int to, int from, double waited) {
+  const std::string of = " of " + std::to_string(comm.size()),
+                    why = "died or hung, or is busy for longer than --rank-timeout";
+  const std::string stalled = from == to ? "rank " + std::to_string(from) + of + " stalled (it " + why + ")"
+                                         : "rank " + std::to_string(from) + " or rank " + std::to_string(to) + of +
+                                               " stalled, or a rank they wait for did (it " + why + ")";
+  return "dist: " + stalled + ": rank " + std::to_string(comm.rank()) + ", the waiting rank, had no answer from " +
+         (from == to ? "it" : "them") + " for " + std::to_string(static_cast<int64_t>(waited)) + " s; stopping the job";
+}
+
+}  // namespace
+
 Waiter::Waiter(Communicator& comm) : comm_(comm), start_(now_s()), last_(start_) {}
 
 Waiter::~Waiter() { comm_.traffic_.seconds += now_s() - start_; }
@@ -61,11 +78,7 @@ void Waiter::pause(int to, int from) {
   const double now = now_s();
   if (now - last_ < kOwnStall) waited_ += now - last_;   // else this rank was stopped: not the peers' fault
   last_ = now;
-  if (waited_ > comm_.timeout())
-    throw Error("dist: rank " + std::to_string(comm_.rank()) + " of " + std::to_string(comm_.size()) + " waited " +
-                std::to_string(static_cast<int64_t>(waited_)) + " s for rank " + std::to_string(from) +
-                (from == to ? "" : " and rank " + std::to_string(to)) +
-                " without an answer: a rank has died or hung; stopping the job");
+  if (waited_ > comm_.timeout()) throw Error(stalled_message(comm_, to, from, waited_));
   if (waited_ > 0.01) std::this_thread::sleep_for(std::chrono::microseconds(50));
 }
 
@@ -145,6 +158,19 @@ std::vector<double> allgather(Communicator& comm, std::span<const double> mine) 
   const std::vector<std::byte> raw = allgather(comm, std::as_bytes(mine));
   std::vector<double> out(raw.size() / sizeof(double));
   if (!raw.empty()) std::memcpy(out.data(), raw.data(), raw.size());
+  return out;
+}
+
+std::vector<std::string> allgather_strings(Communicator& comm, const std::string& mine) {
+  const double length = static_cast<double>(mine.size());   // exact below 2^53
+  const std::vector<double> lengths = allgather(comm, std::span<const double>(&length, 1));
+  const auto longest = static_cast<size_t>(*std::max_element(lengths.begin(), lengths.end()));
+  std::vector<std::byte> padded(longest);
+  if (!mine.empty()) std::memcpy(padded.data(), mine.data(), mine.size());
+  const std::vector<std::byte> all = allgather(comm, padded);
+  std::vector<std::string> out;
+  for (size_t r = 0; r < lengths.size(); ++r)
+    out.emplace_back(reinterpret_cast<const char*>(all.data() + r * longest), static_cast<size_t>(lengths[r]));
   return out;
 }
 

@@ -7,6 +7,7 @@ list(APPEND ATTN_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/data_parallel.cpp
   ${CMAKE_CURRENT_LIST_DIR}/checkpoints.cpp
   ${CMAKE_CURRENT_LIST_DIR}/data_fingerprint.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/rank_agreement.cpp
   ${CMAKE_CURRENT_LIST_DIR}/split_run.cpp
   ${CMAKE_CURRENT_LIST_DIR}/repeats.cpp
   ${CMAKE_CURRENT_LIST_DIR}/token_run.cpp)

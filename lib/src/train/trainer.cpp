@@ -1,9 +1,15 @@
 // The training loop, its checkpoints and its resumption (trainer.hpp).
 #include "attn/train/trainer.hpp"
 
+#include <algorithm>
+#include <bit>
+#include <charconv>
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <optional>
+#include <type_traits>
+#include <variant>
 
 #include "attn/core/error.hpp"
 #include "attn/core/thread_governor.hpp"
@@ -13,6 +19,7 @@
 #include "attn/optim/clip.hpp"
 #include "attn/train/checkpoints.hpp"
 #include "attn/train/data_parallel.hpp"
+#include "attn/train/rank_agreement.hpp"
 #include "attn/train/split_run.hpp"
 #include "start_phases.hpp"
 
@@ -220,6 +227,120 @@ void resume(const std::string& path, const TrainTask& task, const TrainConfig& c
   if (task.read_state) task.read_state(file);
 }
 
+// A /config value as text: a real as the shortest decimal that reads back as it.
+std::string text_of(const io::AttrValue& v) {
+  if (const auto* s = std::get_if<std::string>(&v)) return *s;
+  if (const auto* i = std::get_if<int64_t>(&v)) return std::to_string(*i);
+  char buf[32];
+  const auto res = std::to_chars(buf, buf + sizeof buf, std::get<double>(v));
+  return std::string(buf, res.ptr);
+}
+
+std::string text_of(double v) { return text_of(io::AttrValue{v}); }
+
+// An optimizer's float constant as the decimal it was written as (0.9, not 0.89999997615814209).
+std::string text_of(float v) {
+  char buf[32];
+  const auto res = std::to_chars(buf, buf + sizeof buf, v);
+  return std::string(buf, res.ptr);
+}
+
+// The optimizer's kind and its kind's constants; its schedule's kind and constants.
+std::string optimizer_text(const optim::OptimizerConfig& o) {
+  std::string out = optim::optimizer_kind_name(o.kind);
+  switch (o.kind) {
+    case optim::OptimizerKind::sgd:
+      out += " momentum " + text_of(o.sgd.momentum) + " nesterov " + std::to_string(o.sgd.nesterov) + " weight_decay " +
+             text_of(o.sgd.weight_decay);
+      break;
+    case optim::OptimizerKind::rmsprop:
+      out += " rho " + text_of(o.rmsprop.rho) + " eps " + text_of(o.rmsprop.eps) + " momentum " +
+             text_of(o.rmsprop.momentum) + " centered " + std::to_string(o.rmsprop.centered) + " weight_decay " +
+             text_of(o.rmsprop.weight_decay);
+      break;
+    case optim::OptimizerKind::adam:
+    case optim::OptimizerKind::adamw:
+      out += " beta1 " + text_of(o.adam.beta1) + " beta2 " + text_of(o.adam.beta2) + " eps " + text_of(o.adam.eps) +
+             " weight_decay " + text_of(o.adam.weight_decay);
+      break;
+  }
+  return out;
+}
+
+std::string schedule_text(const optim::Schedule& schedule) {
+  return std::visit(
+      [](const auto& s) -> std::string {
+        using S = std::decay_t<decltype(s)>;
+        if constexpr (std::is_same_v<S, optim::ConstantLr>)
+          return "constant " + text_of(s.lr);
+        else if constexpr (std::is_same_v<S, optim::WarmupInverseSqrt>)
+          return "inverse-sqrt d_model " + std::to_string(s.d_model) + " warmup " + std::to_string(s.warmup) +
+                 " scale " + text_of(s.scale);
+        else
+          return "step " + text_of(s.lr0) + " x " + text_of(s.gamma) + " every " + std::to_string(s.step_size) +
+                 " steps";
+      },
+      schedule);
+}
+
+// 16 hex digits of a hash of an epoch's batches (their sizes and example indices, in order).
+std::string plan_hash(const std::vector<std::vector<int64_t>>& batches) {
+  uint64_t h = 0xcbf29ce484222325ULL;
+  auto mix = [&](uint64_t w) { h = (std::rotl(h, 5) ^ w) * 0x9E3779B97F4A7C15ULL; };
+  for (const std::vector<int64_t>& b : batches) {
+    mix(b.size());
+    for (const int64_t i : b) mix(static_cast<uint64_t>(i));
+  }
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+  return buf;
+}
+
+// What the ranks of a data-parallel job must have alike before the first step (trainer.hpp,
+// rank_agreement.hpp): what the task and the configuration resolved to, the state a --resume
+// restored and the plan of the epoch it starts in. `first` is that epoch's batches.
+std::vector<RankSetting> start_settings(const TrainTask& task, const TrainConfig& c, const RunState& s,
+                                        const std::vector<std::vector<int64_t>>& first, int64_t total_steps) {
+  std::vector<RankSetting> out{{"the model kind", task.kind}};
+  for (const auto& [key, value] : task.config)
+    if (std::find(task.rank_local.begin(), task.rank_local.end(), key) == task.rank_local.end())
+      out.push_back({"/config " + key, text_of(value)});
+  const std::pair<const char*, std::string> trainer[] = {
+      {"epochs", std::to_string(c.epochs)},
+      {"max_steps", std::to_string(c.max_steps)},
+      {"batch_size", std::to_string(c.batch_size)},
+      {"max_tokens", std::to_string(c.max_tokens)},
+      {"max_batch", std::to_string(c.max_batch)},
+      {"valid_max_tokens", std::to_string(c.valid_max_tokens)},
+      {"seed", std::to_string(c.seed)},
+      {"clip_value", text_of(c.clip_value)},
+      {"clip_norm", text_of(c.clip_norm)},
+      {"checkpoint_every", std::to_string(c.checkpoint_every)},
+      {"keep_checkpoints", std::to_string(c.keep_checkpoints)},
+      {"allow_new_data", std::to_string(c.allow_new_data)},
+      {"reset_optimizer", std::to_string(c.reset_optimizer)},
+  };
+  for (const auto& [name, value] : trainer) out.push_back({std::string("the trainer's ") + name, value});
+  out.push_back({"the optimizer", optimizer_text(c.optimizer)});
+  out.push_back({"the learning-rate schedule", schedule_text(c.optimizer.schedule)});
+  int64_t values = 0;
+  for (const Param* p : all_params(task)) values += p->value.numel();
+  out.push_back({"the model's parameters", std::to_string(task.params.size()) + " trained and " +
+                                               std::to_string(task.frozen.size()) + " frozen tensors of " +
+                                               std::to_string(values) + " values"});
+  // The step resumed from: the checkpoints differ (compared before the parameters, whose check
+  // could only say that they differ).
+  const std::string start = std::to_string(s.step) + " (epoch " + std::to_string(s.epoch + 1) + ", batch " +
+                            std::to_string(s.epoch_batch) + ")";
+  out.push_back({"the step it starts from", start,
+                 start + (c.resume_from.empty() ? ", a fresh start" : " of '" + c.resume_from + "'"), Blame::inputs});
+  const std::string epoch = "epoch " + std::to_string(s.epoch + 1);
+  out.push_back({"the step plan: the batches in " + epoch, std::to_string(first.size())});
+  out.push_back({"the step plan: " + epoch + "'s batches (a hash)", plan_hash(first)});
+  out.push_back({"the step plan: the last step", std::to_string(total_steps)});
+  return out;
+}
+
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
@@ -298,18 +419,27 @@ TrainResult fit(const TrainTask& task, const TrainConfig& config, const TrainCal
   for (const std::string& name : curve_names(task)) s.curves.push_back({name, {}});
   detail::StartPhases phases(task.start_phases);
   if (!config.resume_from.empty()) resume(config.resume_from, task, config, *opt, s, phases);
-  dp.check_same_params(config.resume_from.empty() ? "after initialisation" : "after resuming");
-
-  // Periodic checkpoints beyond the starting step belong to a run being replaced.
-  if (dp.is_root() && !config.model_path.empty() && config.model_path != "-")
-    for (const CheckpointFile& c : list_checkpoints(config.model_path))
-      if (c.step > s.step) std::filesystem::remove(c.path);
 
   auto plan = [&](int64_t epoch) {
     return task.epoch_batches ? task.epoch_batches(epoch) : epoch_batches(task.train_lengths, config, epoch);
   };
   int64_t total_steps = config.epochs > 0 ? config.epochs * batches_per_epoch(task, config) : 0;
   if (config.max_steps > 0) total_steps = total_steps ? std::min(total_steps, config.max_steps) : config.max_steps;
+
+  // Several ranks: the same data, configuration, starting step and plan on every one, before rank 0
+  // removes a checkpoint or any rank steps (rank_agreement.hpp); then the same parameters.
+  if (dp.ranks() > 1) {
+    agree_on_data(dist::world(), task.data);
+    agree_on_settings(dist::world(), start_settings(task, config, s, plan(s.epoch), total_steps),
+                      "; every rank of a data-parallel job must train alike (the same options, data and "
+                      "checkpoint to resume); stopping the job");
+  }
+  dp.check_same_params(config.resume_from.empty() ? "after initialisation" : "after resuming");
+
+  // Periodic checkpoints beyond the starting step belong to a run being replaced.
+  if (dp.is_root() && !config.model_path.empty() && config.model_path != "-")
+    for (const CheckpointFile& c : list_checkpoints(config.model_path))
+      if (c.step > s.step) std::filesystem::remove(c.path);
 
   auto save_to = [&](const std::string& path, const std::optional<EpochReport>& partial) {   // rank 0 only
     save(path, task, *opt, s, phases, partial);

@@ -12,13 +12,14 @@
 //                   ranks, however its steps interleave with other work. MPI_Allreduce with MPI_SUM
 //                   promises neither: Open MPI picks its algorithm (and so the association of the
 //                   float sums) by message size and rank count. allreduce_sum runs one to the end.
-//   allgather       every rank's equal-sized block, in rank order, on every rank (a ring).
+//   allgather       every rank's equal-sized block, in rank order, on every rank (a ring);
+//                   allgather_strings the same for texts of any length.
 // With one rank both return at once, so a single process pays nothing.
 //
 // The world (world.hpp) is an MPI communicator when the tool was started by an MPI launcher
 // (mpirun, srun), else a single process. A wait for peers longer than the communicator's timeout
-// throws attn::Error naming the ranks, so a rank that hung (or died without the launcher
-// noticing) stops the others instead of blocking them forever.
+// throws attn::Error naming the rank waited for as stalled and this one as waiting, so a rank that
+// hung (or died without the launcher noticing) stops the others instead of blocking them forever.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -84,11 +85,13 @@ class Communicator {
 // the first 10 ms (a peer in step with us answers within microseconds, and MPI moves a message
 // only while polled), then sleeps 50 us between polls so that a rank waiting for a slow peer (one
 // writing a checkpoint) leaves the core to others; past the communicator's timeout it throws,
-// naming the ranks waited for. Its time is added to the communicator's traffic().seconds.
-// The timeout counts only time this rank ran: a gap of kOwnStall or more between two polls is a
-// stall of its own (SIGSTOP, a suspended machine), not its peers' silence, and is left out, so
-// that a stalled rank resumed (mpirun sends SIGCONT before ending a job) does not report that it
-// waited for the ranks that were waiting for it.
+// naming the ranks waited for as stalled and this rank as the waiting one ("dist: rank 1 of 2
+// stalled (...): rank 0, the waiting rank, had no answer from it for 600 s"): the waiting rank
+// prints it, under a prefix with its own number, so it must not read as the culprit. Its time is
+// added to the communicator's traffic().seconds. The timeout counts only time this rank ran: a
+// gap of kOwnStall or more between two polls is a stall of its own (SIGSTOP, a suspended machine),
+// not its peers' silence, and is left out, so that a stalled rank resumed (mpirun sends SIGCONT
+// before ending a job) does not report that it waited for the ranks that were waiting for it.
 class Waiter {
  public:
   explicit Waiter(Communicator& comm);
@@ -148,6 +151,10 @@ std::vector<std::byte> allgather(Communicator& comm, std::span<const std::byte> 
 
 // allgather of doubles: size() * mine.size() values, rank r's at [r * mine.size(), ...).
 std::vector<double> allgather(Communicator& comm, std::span<const double> mine);
+
+// Every rank's `mine`, of any length, in rank order (the lengths first, then the texts padded to
+// the longest): how ranks compare what they were started with (train/rank_agreement.hpp).
+std::vector<std::string> allgather_strings(Communicator& comm, const std::string& mine);
 
 // A communicator of one rank: exchanges nothing (to and from itself, which only a size-1 ring
 // asks for, copy send into recv).

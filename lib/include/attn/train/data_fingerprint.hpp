@@ -8,8 +8,11 @@
 //   train  a 64-bit hash of every dataset under /train (name, type, shape and values): the same
 //          split, bit for bit. The values are hashed in blocks of whole rows (about 2^22 values,
 //          so that memory stays bounded), each block on its own and the block hashes in order;
-//          the ranks of a data-parallel job share the blocks out and gather their hashes, so the
-//          job reads the split once and the value is the same for any number of ranks.
+//          the ranks of a data-parallel job can share the blocks out and gather their hashes, so
+//          the job reads the split once and the value is the same for any number of ranks. Such
+//          a shared value is the same on every rank whatever each rank's file holds, so the train
+//          verbs under mpirun have each rank hash its own file whole (a dist::SingleProcess) and
+//          compare the values (rank_agreement.hpp).
 // Data sets without /vocab (the NTM tasks) hash to the fingerprint of no strings. Cost: one
 // more read of the training split, about the time of loading it, divided by the ranks
 // (docs/ARCHITECTURE.md).

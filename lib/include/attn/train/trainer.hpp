@@ -45,7 +45,11 @@
 // Rank 0 alone writes files and calls the callbacks (its StepReport counts the global batch's
 // units, so the rate shown is the job's); fit returns on every rank once rank 0 has written the
 // final model. Checkpoints hold nothing that depends on the number of ranks, so --resume works
-// with another number of ranks.
+// with another number of ranks. Before the first step the ranks compare what they will train
+// with (rank_agreement.hpp): the data's fingerprints, the task's kind and config (but its
+// rank_local keys), the TrainConfig (but the file names), the optimizer and its schedule, the
+// parameters' count, the step resumed from and the plan of the epoch it starts; a difference
+// throws on every rank (ConfigError, or DataError for the data and the step resumed from).
 #pragma once
 #include <cmath>
 #include <cstdint>
@@ -159,6 +163,10 @@ struct TrainTask {
   // The fingerprints of the data set trained on (data_fingerprint.hpp), written into every file
   // saved (/trained_on) and checked on resume; empty: neither (a task built in code).
   DataFingerprint data;
+  // Keys of `config` whose values may differ between the ranks of a data-parallel job (file names,
+  // thread counts): fit compares every other key, rank by rank, before the first step
+  // (rank_agreement.hpp).
+  std::vector<std::string> rank_local;
   // Non-empty: why this task cannot train data-parallel on several ranks (its gradient is not
   // that of loss_sum / count over its rows, or its forward depends on the whole batch); fit then
   // refuses to run it on more than one rank (ConfigError with this text). data_parallel.hpp.
