@@ -33,6 +33,22 @@ def sinusoidal_positions(max_len, d):
     return pe.float()
 
 
+def add_tsmall_args(ap):
+    """The options every Transformer twin shares (T-small by default, as bench/perf_transformer.cpp):
+    threads, timed and warm-up repetitions, the model's sizes, the batch."""
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--steps", type=int, default=5, help="timed repetitions (median reported)")
+    ap.add_argument("--warmup", type=int, default=2)
+    ap.add_argument("--vocab", type=int, default=8000)
+    ap.add_argument("--d-model", type=int, default=256)
+    ap.add_argument("--heads", type=int, default=4)
+    ap.add_argument("--d-ff", type=int, default=1024)
+    ap.add_argument("--layers", type=int, default=3)
+    ap.add_argument("--dropout", type=float, default=0.1)
+    ap.add_argument("--batch", type=int, default=64)
+    ap.add_argument("--length", type=int, default=24)
+
+
 def measure(run, *, impl, mode, threads, warmup, steps, tokens, params, unit="tokens", fields=""):
     """Calls run() `warmup` times, then times `steps` calls and prints impl, mode, threads,
     `fields` (more key=value pairs, as given), tokens_per_s (over the median time), median_s,

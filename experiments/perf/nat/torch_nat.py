@@ -46,7 +46,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from torch_perf import BOS, EOS, PAD, make_batch, measure, sinusoidal_positions  # noqa: E402 (experiments/perf/torch_perf.py)
+from torch_perf import BOS, EOS, PAD, add_tsmall_args, make_batch, measure, sinusoidal_positions  # noqa: E402 (experiments/perf/torch_perf.py)
 
 
 class CMLM(nn.Module):
@@ -242,19 +242,9 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--mode", choices=["train", "decode"])
     ap.add_argument("--check", metavar="FILE", help="compare with the model perf_transformer --export wrote")
-    ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--steps", type=int, default=5, help="timed repetitions (median reported)")
-    ap.add_argument("--warmup", type=int, default=2)
+    add_tsmall_args(ap)
     ap.add_argument("--iterations", type=int, default=10)
     ap.add_argument("--length-beam", type=int, default=1)
-    ap.add_argument("--vocab", type=int, default=8000)
-    ap.add_argument("--d-model", type=int, default=256)
-    ap.add_argument("--heads", type=int, default=4)
-    ap.add_argument("--d-ff", type=int, default=1024)
-    ap.add_argument("--layers", type=int, default=3)
-    ap.add_argument("--dropout", type=float, default=0.1)
-    ap.add_argument("--batch", type=int, default=64)
-    ap.add_argument("--length", type=int, default=24)
     ap.add_argument("--label", default="torch", help="impl name printed")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "attn/blas/blas.hpp"
+#include "attn/nn/attention_decoder.hpp"   // nn::gather_rows
 #include "attn/nn/grad_ready.hpp"
 #include "attn/ops/cross_entropy.hpp"
 #include "attn/ops/elementwise.hpp"
@@ -480,16 +481,7 @@ ScoredRows scored_rows(const Tensor& targets) {
   return out;
 }
 
-// out[r] = t[keep[r]] along the leading dimension; t: [B, ...] -> [keep.size(), ...].
-Tensor gather_rows(const Tensor& t, const std::vector<int64_t>& keep) {
-  Shape shape = t.shape();
-  shape[0] = static_cast<int64_t>(keep.size());
-  Tensor out(shape, t.dtype());
-  for (size_t r = 0; r < keep.size(); ++r) out[static_cast<int64_t>(r)].copy_from(t[keep[r]]);
-  return out;
-}
-
-// gather_rows' adjoint for [M, D] rows: dy's rows into rows `rows` of a zero [N, D].
+// nn::gather_rows' adjoint for [M, D] rows: dy's rows into rows `rows` of a zero [N, D].
 Tensor scatter_rows(const Tensor& dy, const std::vector<int64_t>& rows, int64_t N) {
   const int64_t D = dy.dim(1);
   Tensor out({N, D});
@@ -535,7 +527,7 @@ data::LossStats Transformer::train_step(const CmlmBatch& batch, Rng& dropout_rng
   Tensor length_logits;
   const Tensor h = cmlm_forward(batch, /*training=*/true, dropout_rng, &c, &length_logits);   // [B*T, D]
   const ScoredRows scored = scored_rows(batch.targets);
-  Tensor logits = project(gather_rows(h, scored.rows), &c);   // [M, V]: the scored positions only
+  Tensor logits = project(nn::gather_rows(h, scored.rows), &c);   // [M, V]: the scored positions only
   const Tensor len_targets = length_targets(batch.src_len, batch.tgt_len, config_.max_len);
   // The masked tokens' mean and weight x the lengths' mean, each op writing its gradient in place.
   const ops::CrossEntropyResult tokens = ops::cross_entropy_forward_backward_inplace(
@@ -559,7 +551,7 @@ data::LossStats Transformer::evaluate(const CmlmBatch& batch) const {
   Tensor length_logits;
   const Tensor h = cmlm_forward(batch, /*training=*/false, unused_rng(), nullptr, &length_logits);
   const ScoredRows scored = scored_rows(batch.targets);
-  const Tensor logits = output_logits(gather_rows(h, scored.rows));
+  const Tensor logits = output_logits(nn::gather_rows(h, scored.rows));
   const Tensor len_targets = length_targets(batch.src_len, batch.tgt_len, config_.max_len);
   return cmlm_stats(ops::cross_entropy_forward(logits, scored.targets, {data::kPad, config_.label_smoothing}, nullptr),
                     ops::cross_entropy_forward(length_logits, len_targets, {}, nullptr), config_.length_weight());
@@ -716,7 +708,7 @@ Tensor Transformer::decode_prefix(const Tensor& prefix, const Tensor& memory, co
 
 namespace {
 
-// gather_rows (above) for a KV cache, copying only the filled positions [0, length) of each head.
+// nn::gather_rows for a KV cache, copying only the filled positions [0, length) of each head.
 nn::KVCache gather_kv(const nn::KVCache& kv, const std::vector<int64_t>& keep) {
   const int64_t NH = kv.k.dim(1), cap = kv.k.dim(2), HD = kv.k.dim(3), R = static_cast<int64_t>(keep.size());
   nn::KVCache out{Tensor({R, NH, cap, HD}), Tensor({R, NH, cap, HD}), kv.length};
@@ -739,8 +731,8 @@ void DecoderState::select(const std::vector<int64_t>& keep) {
       throw ShapeError("decoder state: row " + std::to_string(r) + " out of range [0, " + std::to_string(B) + ")");
   for (nn::KVCache& kv : self_kv) kv = gather_kv(kv, keep);
   for (nn::KVCache& kv : cross_kv) kv = gather_kv(kv, keep);
-  if (!memory.empty()) memory = gather_rows(memory, keep);
-  if (!src_len.empty()) src_len = gather_rows(src_len, keep);
+  memory = nn::gather_rows(memory, keep);   // an empty one (lm) stays empty
+  src_len = nn::gather_rows(src_len, keep);
 }
 
 }  // namespace attn::transformer

@@ -12,19 +12,11 @@
 #include "attn/core/row_blocks.hpp"
 #include "attn/core/threading.hpp"
 #include "attn/data/vocab.hpp"
+#include "attn/nn/attention_decoder.hpp"   // nn::gather_rows
 #include "attn/ops/softmax.hpp"
 
 namespace attn::transformer {
 namespace {
-
-// out[r] = t[rows[r]] along the leading dimension.
-Tensor gather_rows(const Tensor& t, const std::vector<int64_t>& rows) {
-  Shape shape = t.shape();
-  shape[0] = static_cast<int64_t>(rows.size());
-  Tensor out(shape, t.dtype());
-  for (size_t r = 0; r < rows.size(); ++r) out[static_cast<int64_t>(r)].copy_from(t[rows[r]]);
-  return out;
-}
 
 // Predicts the masked positions of `tokens` from their logits [R, Lmax, V]: argmax of the
 // log-softmax with PAD, BOS and (unless allow_eos: the cut at </s>) EOS forbidden, written into
@@ -39,6 +31,7 @@ void predict_masked(const Tensor& logits, const std::vector<uint8_t>& is_masked,
   std::vector<int64_t> masked;
   for (int64_t i = 0; i < rows; ++i)
     if (is_masked[static_cast<size_t>(i)]) masked.push_back(i);
+  // Small batches stay on the calling thread, where starting a parallel region would outweigh the work.
   const int parts = static_cast<int64_t>(masked.size()) * V >= (int64_t{1} << 16) ? num_parts() : 1;
   over_row_blocks(std::vector<int64_t>(masked.size(), 1), parts, [&](int64_t k0, int64_t k1) {
     for (int64_t k = k0; k < k1; ++k) {
@@ -191,9 +184,12 @@ decode::Decoded mask_predict(const Transformer& model, const Tensor& src, const 
 
   // The length beam: the L most likely lengths in [0, longest] of each source.
   const Tensor memory = model.encode(src, src_len);   // [N, 1 + S, D]
-  Tensor length_lp = model.length_logits(memory);     // [N, C]
   const int64_t C = cfg.length_classes(), longest = o.max_len > 0 ? std::min(o.max_len, cfg.max_len) : cfg.max_len;
-  ops::log_softmax_rows_inplace(length_lp.data(), N, C);
+  Tensor length_lp;   // [N, C], the predictor's (not with the cut at </s>)
+  if (!cut_at_eos) {
+    length_lp = model.length_logits(memory);
+    ops::log_softmax_rows_inplace(length_lp.data(), N, C);
+  }
   std::vector<int64_t> sentence;                               // per candidate row: its source
   std::vector<int32_t> lengths;                                // per candidate row: its length
   std::vector<int64_t> first(static_cast<size_t>(N) + 1, 0);   // candidates of source n: first[n] .. first[n+1]
@@ -217,8 +213,8 @@ decode::Decoded mask_predict(const Transformer& model, const Tensor& src, const 
     }
     first[static_cast<size_t>(n) + 1] = static_cast<int64_t>(sentence.size());
   }
-  const Tensor cand_memory = gather_rows(memory, sentence), cand_src = gather_rows(src, sentence),
-               cand_src_len = gather_rows(src_len, sentence);
+  const Tensor cand_memory = nn::gather_rows(memory, sentence), cand_src = nn::gather_rows(src, sentence),
+               cand_src_len = nn::gather_rows(src_len, sentence);
   const MaskPredictSearch s = mask_predict_search(
       [&](const Tensor& tokens, const Tensor& len) {
         return model.nat_logits(tokens, len, cand_memory, cand_src, cand_src_len);
